@@ -1,0 +1,143 @@
+"""minbpe's ``.model`` file (read and written) and its human-readable ``.vocab`` listing.
+
+``.model`` (minbpe v1)::
+
+    minbpe v1
+    <split pattern, empty for BasicTokenizer>
+    <number of special tokens>
+    <special> <id>        one line each
+    <left> <right>        one line per merge, in order; the merge gets id 256, 257, ...
+
+That layout fixes byte ids to 0..255 and merge ids to 256 upwards. A tokenizer outside it (GPT-2
+and cl100k permute the byte ids; an extended vocabulary skips ids taken by special tokens) is
+written as ``hf_bbpe v1``: the same layout plus one line with the 256 byte ids, and merge
+lines ``<left> <right> <id>``. minbpe cannot read that variant; hf_bbpe reads both.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .atomic_write import write_text_atomic
+
+MINBPE_HEADER = "minbpe v1"
+EXTENDED_HEADER = "hf_bbpe v1"
+
+
+class ModelFileError(ValueError):
+    """A ``.model`` file that cannot be read; the message names the file and line."""
+
+
+@dataclass
+class ModelFileContents:
+    pattern: str
+    special_tokens: dict[str, int] = field(default_factory=dict)
+    merges: dict[tuple[int, int], int] = field(default_factory=dict)
+    byte_ids: list[int] = field(default_factory=lambda: list(range(256)))
+
+
+def is_minbpe_layout(merges: dict[tuple[int, int], int], byte_ids: list[int]) -> bool:
+    """True if minbpe's own format can hold this vocabulary (identity bytes, ids 256, 257, ...)."""
+    return list(byte_ids) == list(range(256)) and all(new == 256 + i for i, new in enumerate(merges.values()))
+
+
+def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> None:
+    """Write ``path`` atomically, in minbpe's layout when it fits, else the extended one."""
+    minbpe = is_minbpe_layout(contents.merges, contents.byte_ids)
+    lines = [MINBPE_HEADER if minbpe else EXTENDED_HEADER, contents.pattern, str(len(contents.special_tokens))]
+    lines += [f"{token} {idx}" for token, idx in contents.special_tokens.items()]
+    if minbpe:
+        lines += [f"{a} {b}" for a, b in contents.merges]
+    else:
+        lines.append(" ".join(map(str, contents.byte_ids)))
+        lines += [f"{a} {b} {new}" for (a, b), new in contents.merges.items()]
+    write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def read_model_file(path: str | os.PathLike) -> ModelFileContents:
+    """Read a ``.model`` file written by minbpe or by hf_bbpe."""
+    path = Path(path)
+    if path.suffix != ".model":
+        raise ModelFileError(f"{path}: expected a .model file")
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as exc:
+        raise ModelFileError(f"{path}: not UTF-8 text ({exc})") from None
+    if lines and lines[-1] == "":
+        lines.pop()
+
+    def fail(lineno: int, message: str) -> ModelFileError:
+        return ModelFileError(f"{path}:{lineno}: {message}")
+
+    if not lines or lines[0] not in (MINBPE_HEADER, EXTENDED_HEADER):
+        raise fail(1, f"expected the header {MINBPE_HEADER!r} or {EXTENDED_HEADER!r}")
+    extended = lines[0] == EXTENDED_HEADER
+    if len(lines) < 3:
+        raise fail(len(lines) + 1, "file ends before the special-token count")
+    pattern = lines[1]
+    try:
+        num_special = int(lines[2])
+    except ValueError:
+        raise fail(3, f"expected the number of special tokens, got {lines[2]!r}") from None
+    contents = ModelFileContents(pattern=pattern)
+    lineno = 3
+    for _ in range(num_special):
+        lineno += 1
+        if lineno > len(lines):
+            raise fail(lineno, "file ends inside the special tokens")
+        token, _, idx = lines[lineno - 1].rpartition(" ")
+        if not token or not idx.isdigit():
+            raise fail(lineno, f"expected '<special token> <id>', got {lines[lineno - 1]!r}")
+        if token in contents.special_tokens:
+            raise fail(lineno, f"special token {token!r} appears twice")
+        contents.special_tokens[token] = int(idx)
+    if extended:
+        lineno += 1
+        fields = lines[lineno - 1].split() if lineno <= len(lines) else []
+        if len(fields) != 256 or not all(f.isdigit() for f in fields):
+            raise fail(lineno, "expected the 256 byte ids")
+        contents.byte_ids = [int(f) for f in fields]
+    known = set(contents.byte_ids)
+    next_id = 256
+    for line in lines[lineno:]:
+        lineno += 1
+        fields = line.split()
+        if len(fields) != (3 if extended else 2) or not all(f.isdigit() for f in fields):
+            raise fail(lineno, f"expected a merge '<left> <right>{' <id>' if extended else ''}', got {line!r}")
+        a, b = int(fields[0]), int(fields[1])
+        new = int(fields[2]) if extended else next_id
+        for side in (a, b):
+            if side not in known:
+                raise fail(lineno, f"merge names token {side}, which no earlier line defines")
+        if new in known or (a, b) in contents.merges:
+            raise fail(lineno, f"merge ({a}, {b}) -> {new} repeats an id or a pair")
+        contents.merges[(a, b)] = new
+        known.add(new)
+        next_id += 1
+    taken = known & set(contents.special_tokens.values())
+    if taken:
+        raise fail(3, f"special token id {min(taken)} is also a normal token id")
+    return contents
+
+
+def render_token(token: bytes) -> str:
+    """A token's bytes as text for people: invalid UTF-8 replaced, control characters escaped."""
+    text = token.decode("utf-8", errors="replace")
+    return "".join(ch if unicodedata.category(ch)[0] != "C" else f"\\u{ord(ch):04x}" for ch in text)
+
+
+def write_vocab_file(path: str | os.PathLike, vocab: dict[int, bytes], merges: dict[tuple[int, int], int]) -> None:
+    """minbpe's ``.vocab`` listing: ``[left][right] -> [token] id`` for merges, ``[token] id`` else."""
+    parents = {new: pair for pair, new in merges.items()}
+    lines = []
+    for idx, token in vocab.items():
+        shown = render_token(token)
+        if idx in parents:
+            a, b = parents[idx]
+            lines.append(f"[{render_token(vocab[a])}][{render_token(vocab[b])}] -> [{shown}] {idx}")
+        else:
+            lines.append(f"[{shown}] {idx}")
+    write_text_atomic(path, "\n".join(lines) + "\n")

@@ -1,0 +1,75 @@
+"""The split-pattern registry: the one place where pre-tokenization regexes are defined.
+
+Byte-level BPE never merges across the chunks that a split pattern cuts text into. These are
+the patterns of OpenAI's encodings, character for character as tiktoken defines them (they are
+written for the ``regex`` module: possessive quantifiers, ``\\p{..}`` classes).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import regex
+
+GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+"""GPT-2 / r50k_base / p50k_base."""
+
+GPT4_SPLIT_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+"""GPT-4 / cl100k_base."""
+
+O200K_SPLIT_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+"""GPT-4o / o200k_base."""
+
+SPLIT_PATTERNS: dict[str, str] = {
+    "gpt2": GPT2_SPLIT_PATTERN,
+    "r50k": GPT2_SPLIT_PATTERN,
+    "r50k_base": GPT2_SPLIT_PATTERN,
+    "p50k_base": GPT2_SPLIT_PATTERN,
+    "gpt4": GPT4_SPLIT_PATTERN,
+    "cl100k": GPT4_SPLIT_PATTERN,
+    "cl100k_base": GPT4_SPLIT_PATTERN,
+    "gpt4o": O200K_SPLIT_PATTERN,
+    "o200k": O200K_SPLIT_PATTERN,
+    "o200k_base": O200K_SPLIT_PATTERN,
+}
+"""Names accepted wherever a pattern is asked for; any other string is taken as a regex."""
+
+
+def resolve_pattern(pattern: str | None) -> str | None:
+    """Return the regex for a registered name, or ``pattern`` itself after checking it compiles.
+
+    ``None`` means "no split" (the whole text is one chunk, as in minbpe's BasicTokenizer).
+    """
+    if pattern is None:
+        return None
+    if pattern in SPLIT_PATTERNS:
+        return SPLIT_PATTERNS[pattern]
+    compile_pattern(pattern)
+    return pattern
+
+
+def pattern_name(pattern: str | None) -> str | None:
+    """The canonical short name ("gpt2", "gpt4", "o200k") of a known pattern, else None."""
+    for name in ("gpt2", "gpt4", "o200k"):
+        if SPLIT_PATTERNS[name] == pattern:
+            return name
+    return None
+
+
+@functools.lru_cache(maxsize=32)
+def compile_pattern(pattern: str) -> regex.Pattern:
+    """Compile a split pattern once per process; a bad regex raises ValueError naming it."""
+    try:
+        return regex.compile(pattern)
+    except regex.error as exc:
+        raise ValueError(f"invalid split pattern {pattern!r}: {exc}") from None

@@ -1,0 +1,381 @@
+"""minbpe's tokenizer classes, with tiktoken's encode API on top.
+
+A tokenizer is fully described by three things: the split ``pattern``, the ordered ``merges``
+``{(left_id, right_id): new_id}``, and the ids of the 256 single bytes (``byte_ids``, the
+identity unless imported from GPT-2 or cl100k), plus ``special_tokens``. Everything else
+(``vocab``, the chunk encoder, the special-token regex) is derived and rebuilt when those change.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from .chunk_counting import available_cpus, count_chunks
+from .chunk_encoder import ChunkEncoder
+from .model_file import ModelFileContents, read_model_file, write_model_file, write_vocab_file
+from .patterns import compile_pattern, resolve_pattern
+from .progress import progress_bar
+from .special_tokens import (
+    AllowedSpecial,
+    DisallowedSpecial,
+    disallowed_special_error,
+    resolve_special_policy,
+    special_token_regex,
+)
+from .trainer import train_merges
+
+Merges = dict[tuple[int, int], int]
+
+
+class Tokenizer:
+    """Byte-level BPE: train, encode, decode, save and load.
+
+    ``pattern`` is a registered name ("gpt2", "gpt4", "o200k") or a regex; ``""`` or ``None``
+    means no split (the whole text is one sequence, minbpe's BasicTokenizer).
+    """
+
+    def __init__(self, pattern: str | None = None) -> None:
+        self.pattern: str = resolve_pattern(pattern) or ""
+        self._merges: Merges = {}
+        self._byte_ids: list[int] = list(range(256))
+        self._special_tokens: dict[str, int] = {}
+        self._rebuild()
+
+    # ----------------------------------------------------------------- state
+
+    @classmethod
+    def from_merges(
+        cls,
+        merges: Mapping[tuple[int, int], int],
+        *,
+        pattern: str | None = None,
+        special_tokens: Mapping[str, int] | None = None,
+        byte_ids: Sequence[int] | None = None,
+    ) -> Tokenizer:
+        """Build a tokenizer from merges in order (for importers and converters).
+
+        ``byte_ids[b]`` is the id of byte ``b`` (default: ``b``). Raises ValueError if a merge
+        names an id that is neither a byte nor an earlier merge, or if ids collide.
+        """
+        tok = RegexTokenizer(pattern) if pattern else BasicTokenizer()
+        byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
+        if len(byte_ids) != 256 or len(set(byte_ids)) != 256:
+            raise ValueError("byte_ids must give 256 distinct ids, one per byte value")
+        known = set(byte_ids)
+        ordered: Merges = {}
+        for (a, b), new in merges.items():
+            for side in (a, b):
+                if side not in known:
+                    raise ValueError(f"merge ({a}, {b}) -> {new} names token {side}, which is not defined before it")
+            if new in known:
+                raise ValueError(f"merge ({a}, {b}) -> {new} reuses id {new}")
+            ordered[(int(a), int(b))] = int(new)
+            known.add(new)
+        tok._byte_ids = byte_ids
+        tok._merges = ordered
+        tok._special_tokens = {}
+        tok._rebuild()
+        if special_tokens:
+            tok.register_special_tokens(special_tokens)
+        return tok
+
+    @property
+    def merges(self) -> Merges:
+        """``{(left_id, right_id): new_id}`` in merge order. Assign a new dict to change it."""
+        return self._merges
+
+    @merges.setter
+    def merges(self, merges: Mapping[tuple[int, int], int]) -> None:
+        self._merges = dict(merges)
+        self._rebuild()
+
+    @property
+    def byte_ids(self) -> list[int]:
+        """``byte_ids[b]`` is the token id of the single byte ``b``."""
+        return self._byte_ids
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """``{special token string: id}``. Use :meth:`register_special_tokens` to add."""
+        return self._special_tokens
+
+    @special_tokens.setter
+    def special_tokens(self, tokens: Mapping[str, int]) -> None:
+        self._special_tokens = {}
+        self._rebuild()
+        self.register_special_tokens(tokens)
+
+    def register_special_tokens(self, special_tokens: Mapping[str, int]) -> None:
+        """Add special tokens ``{string: id}``; an id already used by another token raises."""
+        merged = dict(self._special_tokens)
+        normal_ids = set(self._byte_ids) | set(self._merges.values())
+        for token, idx in special_tokens.items():
+            if not isinstance(token, str) or not token:
+                raise ValueError(f"special token must be a non-empty str, got {token!r}")
+            idx = int(idx)
+            if idx in normal_ids:
+                raise ValueError(f"special token {token!r}: id {idx} is already a normal token")
+            owner = next((t for t, i in merged.items() if i == idx and t != token), None)
+            if owner is not None:
+                raise ValueError(f"special token {token!r}: id {idx} is already taken by {owner!r}")
+            merged[token] = idx
+        self._special_tokens = merged
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        vocab = {idx: bytes([b]) for b, idx in enumerate(self._byte_ids)}
+        for (a, b), new in self._merges.items():
+            vocab[new] = vocab[a] + vocab[b]
+        for token, idx in self._special_tokens.items():
+            vocab[idx] = token.encode("utf-8")
+        self.vocab: dict[int, bytes] = vocab
+        self._encoder = ChunkEncoder(self._merges, self._byte_ids)
+        self._inverse_special = {idx: token for token, idx in self._special_tokens.items()}
+        self._special_regex_cache: dict[frozenset[str], object] = {}
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest token id (tiktoken's definition)."""
+        return max(self.vocab) + 1
+
+    def mergeable_ranks(self) -> dict[bytes, int]:
+        """``{token bytes: id}`` for every non-special token, ready for ``tiktoken.Encoding``."""
+        specials = set(self._special_tokens.values())
+        return {token: idx for idx, token in sorted(self.vocab.items()) if idx not in specials}
+
+    # -------------------------------------------------------------- training
+
+    def train(
+        self,
+        text: str | Iterable[str],
+        vocab_size: int,
+        verbose: bool = False,
+        *,
+        tie_break: str = "smallest_pair",
+        min_frequency: int = 1,
+        num_workers: int | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        """Learn ``vocab_size - 256`` merges from a str or an iterable of documents.
+
+        Documents (a file object yields lines) are split with the pattern one by one, in
+        parallel processes; see :func:`train_from_counts` for the rest.
+        """
+        _check_vocab_size(vocab_size)
+        counts = count_chunks(text, self.pattern or None, num_workers=num_workers, progress=progress)
+        self.train_from_counts(
+            counts, vocab_size, verbose, tie_break=tie_break, min_frequency=min_frequency, progress=progress
+        )
+
+    def train_from_counts(
+        self,
+        counts: Mapping[str | bytes, int],
+        vocab_size: int,
+        verbose: bool = False,
+        *,
+        tie_break: str = "smallest_pair",
+        min_frequency: int = 1,
+        progress: bool | None = None,
+    ) -> None:
+        """Learn merges from precomputed chunk counts ``{chunk: count}``.
+
+        Count the chunks with any engine (e.g. a map-reduce over ``pattern``), then call this.
+        For ``tie_break="first_occurrence"`` the mapping must be in order of first appearance.
+        Special tokens already registered keep their ids; merges skip them.
+        """
+        _check_vocab_size(vocab_size)
+        words = []
+        weights = []
+        for chunk, count in counts.items():
+            data = chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
+            if count > 0 and data:
+                words.append(list(data))
+                weights.append(int(count))
+        self._byte_ids = list(range(256))
+        self._merges = {}
+        self._rebuild()
+        self._merges = self._learn(words, weights, vocab_size - 256, tie_break, min_frequency, verbose, progress)
+        self._rebuild()
+
+    def _learn(
+        self,
+        words: list[list[int]],
+        weights: list[int],
+        num_merges: int,
+        tie_break: str,
+        min_frequency: int,
+        verbose: bool,
+        progress: bool | None,
+        offsets: list[list[int]] | None = None,
+    ) -> Merges:
+        """Run the merge loop on words of current token ids; new ids go above the current ones."""
+        vocab = dict(self.vocab)
+        bar = progress_bar(desc="merging", total=num_merges, unit="merge", enabled=progress)
+        merge_number = 0
+
+        def on_merge(pair: tuple[int, int], new_id: int, count: int) -> None:
+            nonlocal merge_number
+            merge_number += 1
+            vocab[new_id] = vocab[pair[0]] + vocab[pair[1]]
+            if verbose:
+                print(f"merge {merge_number}/{num_merges}: {pair} -> {new_id} ({vocab[new_id]}) had {count} occurrences")
+            bar.update(1)
+
+        learned = train_merges(
+            words,
+            weights,
+            num_merges,
+            first_id=max(max(self._byte_ids), *self._merges.values()) + 1 if self._merges else 256,
+            taken_ids=self.vocab.keys(),
+            tie_break=tie_break,
+            min_frequency=min_frequency,
+            offsets=offsets,
+            on_merge=on_merge,
+        )
+        bar.close()
+        merges = dict(self._merges)
+        merges.update(learned)
+        return merges
+
+    # -------------------------------------------------------------- encoding
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text`` with no special-token handling."""
+        try:
+            return self._encode_ordinary(text)
+        except UnicodeEncodeError:
+            # tiktoken's rule for lone surrogates: pair what pairs, replace the rest by U+FFFD
+            return self._encode_ordinary(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+
+    def _encode_ordinary(self, text: str) -> list[int]:
+        if not self.pattern:
+            return self._encoder.encode_bytes(text.encode("utf-8"))
+        return self._encoder.encode_chunks(compile_pattern(self.pattern).findall(text))
+
+    def encode(
+        self,
+        text: str,
+        allowed_special: AllowedSpecial = "none_raise",
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[int]:
+        """Encode ``text``; special tokens follow tiktoken's rules (see special_tokens.py).
+
+        By default text that spells a special token raises ValueError naming it; pass
+        ``allowed_special="all"`` to encode it as the special id, or ``disallowed_special=()``
+        to encode it as ordinary text.
+        """
+        allowed, disallowed = resolve_special_policy(self._special_tokens, allowed_special, disallowed_special)
+        if disallowed:
+            match = self._special_regex(disallowed).search(text)
+            if match:
+                raise disallowed_special_error(match.group())
+        if not allowed:
+            return self.encode_ordinary(text)
+        ids: list[int] = []
+        start = 0
+        for match in self._special_regex(allowed).finditer(text):
+            if match.start() > start:
+                ids += self.encode_ordinary(text[start : match.start()])
+            ids.append(self._special_tokens[match.group()])
+            start = match.end()
+        if start < len(text):
+            ids += self.encode_ordinary(text[start:])
+        return ids
+
+    def _special_regex(self, tokens: frozenset[str]):
+        found = self._special_regex_cache.get(tokens)
+        if found is None:
+            found = self._special_regex_cache[tokens] = special_token_regex(tokens)
+        return found
+
+    def encode_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        num_workers: int | None = None,
+        allowed_special: AllowedSpecial = "none_raise",
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[list[int]]:
+        """Encode many texts, in order; large batches use several processes."""
+        from .batch_encoding import encode_batch
+
+        return encode_batch(self, texts, num_workers=num_workers or available_cpus(),
+                            allowed_special=allowed_special, disallowed_special=disallowed_special)
+
+    # -------------------------------------------------------------- decoding
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes of a sequence of ids; an unknown id raises ValueError naming it."""
+        vocab = self.vocab
+        try:
+            return b"".join([vocab[i] for i in ids])
+        except KeyError as exc:
+            raise ValueError(f"unknown token id {exc.args[0]!r} (n_vocab={self.n_vocab})") from None
+        except TypeError:
+            bad = next(i for i in ids if not isinstance(i, int))
+            raise ValueError(f"token ids must be int, got {bad!r}") from None
+
+    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """Decode ids to text; invalid UTF-8 is replaced by U+FFFD (``errors="strict"`` raises)."""
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one token id."""
+        try:
+            return self.vocab[token]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown token id {token!r} (n_vocab={self.n_vocab})") from None
+
+    # ----------------------------------------------------------- persistence
+
+    def save(self, file_prefix: str | os.PathLike) -> None:
+        """Write ``<prefix>.model`` (minbpe v1, loadable by minbpe) and ``<prefix>.vocab``."""
+        prefix = Path(file_prefix)
+        contents = ModelFileContents(self.pattern, dict(self._special_tokens), dict(self._merges), list(self._byte_ids))
+        write_model_file(prefix.with_name(prefix.name + ".model"), contents)
+        write_vocab_file(prefix.with_name(prefix.name + ".vocab"), self.vocab, self._merges)
+
+    def load(self, model_file: str | os.PathLike) -> None:
+        """Read a ``.model`` file written by minbpe or by :meth:`save` into this tokenizer."""
+        contents = read_model_file(model_file)
+        self.pattern = contents.pattern
+        self._byte_ids = contents.byte_ids
+        self._merges = contents.merges
+        self._special_tokens = {}
+        self._rebuild()
+        self.register_special_tokens(contents.special_tokens)
+
+    @classmethod
+    def from_file(cls, model_file: str | os.PathLike) -> Tokenizer:
+        """A new tokenizer read from a ``.model`` file (Regex or Basic, by its pattern)."""
+        pattern = read_model_file(model_file).pattern
+        tok = RegexTokenizer(pattern) if pattern else BasicTokenizer()
+        tok.load(model_file)
+        return tok
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(n_vocab={self.n_vocab}, merges={len(self._merges)}, "
+            f"special_tokens={len(self._special_tokens)})"
+        )
+
+
+class BasicTokenizer(Tokenizer):
+    """Byte-level BPE on the raw byte sequence, with no split pattern (minbpe's BasicTokenizer)."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+
+class RegexTokenizer(Tokenizer):
+    """Byte-level BPE within the chunks of a split pattern; GPT-4's by default, as in minbpe."""
+
+    def __init__(self, pattern: str | None = None) -> None:
+        super().__init__(pattern or "gpt4")
+
+
+def _check_vocab_size(vocab_size: int) -> None:
+    if not isinstance(vocab_size, int) or vocab_size < 256:
+        raise ValueError(f"vocab_size must be an int >= 256 (the 256 byte tokens), got {vocab_size!r}")

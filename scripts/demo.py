@@ -1,0 +1,45 @@
+"""Train a byte-level BPE tokenizer on the bundled multilingual + code sample and show it working."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from hf_bbpe import RegexTokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "tests" / "data" / "text" / "mix-sample.txt"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--corpus", type=Path, default=SAMPLE, help="text file to train on")
+    parser.add_argument("--vocab-size", type=int, default=2048)
+    parser.add_argument("--pattern", default="gpt4", help="gpt2, gpt4, o200k or a regex")
+    args = parser.parse_args()
+
+    documents = args.corpus.read_text(encoding="utf-8").split("\n\n")
+    tok = RegexTokenizer(pattern=args.pattern)
+    start = time.perf_counter()
+    tok.train(documents, vocab_size=args.vocab_size)
+    print(f"trained {len(tok.merges)} merges on {args.corpus.name} in {time.perf_counter() - start:.1f}s")
+    tok.register_special_tokens({"<|endoftext|>": args.vocab_size})
+
+    for text in ["Hello world! def tokenize(text): return text.split()", "Привет, мир! 你好，世界。<|endoftext|>"]:
+        ids = tok.encode(text, allowed_special="all")
+        pieces = [tok.decode_single_token_bytes(i).decode("utf-8", "replace") for i in ids]
+        assert tok.decode(ids) == text
+        print(f"\n{text!r}\n  {len(text.encode())} bytes -> {len(ids)} tokens: {ids}\n  {pieces}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tok.save(Path(tmp) / "demo")
+        again = RegexTokenizer()
+        again.load(Path(tmp) / "demo.model")
+        assert again.merges == tok.merges and again.special_tokens == tok.special_tokens
+        print(f"\nsaved and reloaded {Path(tmp) / 'demo.model'}: identical")
+
+
+if __name__ == "__main__":
+    main()
