@@ -191,7 +191,7 @@ class Tokenizer:
         for chunk, count in counts.items():
             data = chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
             if count > 0 and data:
-                words.append(list(data))
+                words.append(data)
                 weights.append(int(count))
         self._byte_ids = list(range(256))
         self._merges = {}
@@ -201,26 +201,25 @@ class Tokenizer:
 
     def _learn(
         self,
-        words: list[list[int]],
+        words: list[bytes] | list[list[int]],
         weights: list[int],
         num_merges: int,
         tie_break: str,
         min_frequency: int,
         verbose: bool,
         progress: bool | None,
-        offsets: list[list[int]] | None = None,
     ) -> Merges:
         """Run the merge loop on words of current token ids; new ids go above the current ones."""
         vocab = dict(self.vocab)
         bar = progress_bar(desc="merging", total=num_merges, unit="merge", enabled=progress)
         merge_number = 0
 
-        def on_merge(pair: tuple[int, int], new_id: int, count: int) -> None:
+        def on_merge(a: int, b: int, new_id: int, count: int) -> None:
             nonlocal merge_number
             merge_number += 1
-            vocab[new_id] = vocab[pair[0]] + vocab[pair[1]]
+            vocab[new_id] = vocab[a] + vocab[b]
             if verbose:
-                print(f"merge {merge_number}/{num_merges}: {pair} -> {new_id} ({vocab[new_id]}) had {count} occurrences")
+                print(f"merge {merge_number}/{num_merges}: {(a, b)} -> {new_id} ({vocab[new_id]}) had {count} occurrences")
             bar.update(1)
 
         learned = train_merges(
@@ -231,8 +230,7 @@ class Tokenizer:
             taken_ids=self.vocab.keys(),
             tie_break=tie_break,
             min_frequency=min_frequency,
-            offsets=offsets,
-            on_merge=on_merge,
+            on_merge=on_merge if verbose or bar.disable is False else None,
         )
         bar.close()
         merges = dict(self._merges)
