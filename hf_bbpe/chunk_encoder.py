@@ -5,13 +5,24 @@ merge id, all its occurrences left to right. Short chunks (nearly all of them) u
 directly, with the pair lookups done in C by ``map``; long chunks use a heap over a linked list,
 as tiktoken does for long pieces, so 1 MB without a split point costs O(n log n), not O(n^2).
 A bounded cache maps frequent chunks to their ids.
+
+The same algorithm is compiled in ``_chunk_bpe.c``, which does the work when the extension is
+built (an installed hf_bbpe). This Python version is what runs where only source files can go:
+the copy of the tokenizer code that transformers saves beside a model for
+``trust_remote_code=True``. Tests check that both give identical ids.
 """
 
 from __future__ import annotations
 
 import heapq
+import importlib
 from collections.abc import Iterable, Sequence
 from itertools import repeat
+
+try:  # imported by name, not "from .", so that remote-code copies of this file load without it
+    _native = importlib.import_module("._chunk_bpe", __package__)
+except ImportError:
+    _native = None
 
 _NO_MERGE = 1 << 62
 _LONG_CHUNK = 64  # bytes; above this the heap path wins
@@ -27,12 +38,23 @@ class ChunkEncoder:
     tokenizers; a permutation for GPT-2 and cl100k).
     """
 
-    def __init__(self, merges: dict[tuple[int, int], int], byte_ids: Sequence[int]) -> None:
+    def __init__(self, merges: dict[tuple[int, int], int], byte_ids: Sequence[int], *, native: bool = True) -> None:
         self.merges = merges
         self.byte_ids = tuple(byte_ids)
         self._identity = self.byte_ids == tuple(range(256))
         self._pair_of = {new: pair for pair, new in merges.items()}
         self._cache: dict[str, tuple[int, ...]] = {}
+        if native and _native is not None:
+            kernel = _native.ChunkBPE(merges, self.byte_ids, _CACHE_MAX_ENTRIES)
+            self.encode_chunks = kernel.encode_chunks
+            self.encode_bytes = kernel.encode_bytes
+            self.clear_cache = kernel.clear_cache
+
+    def __getstate__(self) -> dict:
+        return {"merges": self.merges, "byte_ids": self.byte_ids, "native": "encode_chunks" in self.__dict__}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["merges"], state["byte_ids"], native=state["native"])
 
     def clear_cache(self) -> None:
         self._cache.clear()
