@@ -134,6 +134,7 @@ class Tokenizer:
         self._encoder = ChunkEncoder(self._merges, self._byte_ids)
         self._inverse_special = {idx: token for token, idx in self._special_tokens.items()}
         self._special_regex_cache: dict[frozenset[str], object] = {}
+        self._policy_cache: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
 
     @property
     def n_vocab(self) -> int:
@@ -264,7 +265,7 @@ class Tokenizer:
         ``allowed_special="all"`` to encode it as the special id, or ``disallowed_special=()``
         to encode it as ordinary text.
         """
-        allowed, disallowed = resolve_special_policy(self._special_tokens, allowed_special, disallowed_special)
+        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
         if disallowed:
             match = self._special_regex(disallowed).search(text)
             if match:
@@ -281,6 +282,20 @@ class Tokenizer:
         if start < len(text):
             ids += self.encode_ordinary(text[start:])
         return ids
+
+    def _special_policy(
+        self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        try:
+            key = (allowed_special, disallowed_special)
+            return self._policy_cache[key]
+        except TypeError:  # an unhashable set: resolve every time
+            return resolve_special_policy(self._special_tokens, allowed_special, disallowed_special)
+        except KeyError:
+            policy = self._policy_cache[key] = resolve_special_policy(
+                self._special_tokens, allowed_special, disallowed_special
+            )
+            return policy
 
     def _special_regex(self, tokens: frozenset[str]):
         found = self._special_regex_cache.get(tokens)
