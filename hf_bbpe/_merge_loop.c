@@ -191,21 +191,22 @@ static void free_state(State *s) {
 }
 
 PyDoc_STRVAR(train_doc,
-"train(symbols, lengths, counts, num_merges, first_id, taken, by_occurrence, min_frequency, on_merge)\n"
+"train(symbols, lengths, counts, num_merges, first_id, taken, by_occurrence, min_frequency, on_merge,\n"
+"      allow_pair=None)\n"
 "-> (merges, stop)\n\n"
 "symbols: buffer of uint8 or int32 token ids, all words end to end; lengths: int32 per word;\n"
 "counts: int64 per word; taken: set of ids new merges must skip; on_merge(a, b, new_id, count)\n"
-"or None. merges is a list of (a, b, new_id, count); stop is 0 (done), 1 (out of pairs) or 2\n"
+"or None; allow_pair(a, b) -> bool, or None, vetoes a pair for good. merges is a list of (a, b, new_id, count); stop is 0 (done), 1 (out of pairs) or 2\n"
 "(no pair reaches min_frequency).");
 
 static PyObject *train(PyObject *self, PyObject *args) {
     Py_buffer symbuf, lenbuf, cntbuf;
     Py_ssize_t num_merges;
     long long first_id, min_frequency;
-    PyObject *taken, *on_merge;
+    PyObject *taken, *on_merge, *allow_pair = Py_None;
     int by_occurrence;
-    if (!PyArg_ParseTuple(args, "y*y*y*nLOpLO", &symbuf, &lenbuf, &cntbuf, &num_merges, &first_id,
-                          &taken, &by_occurrence, &min_frequency, &on_merge))
+    if (!PyArg_ParseTuple(args, "y*y*y*nLOpLO|O", &symbuf, &lenbuf, &cntbuf, &num_merges, &first_id,
+                          &taken, &by_occurrence, &min_frequency, &on_merge, &allow_pair))
         return NULL;
     PyObject *result = NULL, *merges = NULL;
     int32_t *created = NULL;
@@ -273,6 +274,18 @@ static PyObject *train(PyObject *self, PyObject *args) {
             continue;
         }
         if (p->count < min_frequency) { stop = 2; break; }
+        if (allow_pair != Py_None) {
+            PyObject *ok = PyObject_CallFunction(allow_pair, "ii", p->a, p->b);
+            if (!ok) goto loop_failed;
+            int allowed = PyObject_IsTrue(ok);
+            Py_DECREF(ok);
+            if (allowed < 0) goto loop_failed;
+            if (!allowed) {  /* never merge this pair: drop it and its occurrences for good */
+                p = &s.pairs[top.pair];
+                p->count = INT64_MIN / 2;
+                continue;
+            }
+        }
         for (;;) {
             PyObject *id = PyLong_FromLongLong(next_id);
             if (!id) goto loop_failed;

@@ -200,6 +200,43 @@ class Tokenizer:
         self._merges = self._learn(words, weights, vocab_size - 256, tie_break, min_frequency, verbose, progress)
         self._rebuild()
 
+    def extend(
+        self,
+        text: str | Iterable[str],
+        num_new_merges: int,
+        verbose: bool = False,
+        *,
+        tie_break: str = "smallest_pair",
+        min_frequency: int = 1,
+        num_workers: int | None = None,
+        progress: bool | None = None,
+    ) -> Tokenizer:
+        """A new tokenizer with up to ``num_new_merges`` merges learned on top of this one's.
+
+        The new corpus is counted with this tokenizer's pattern and each chunk is segmented with
+        the existing merges; BPE then continues on those sequences with the same merge loop.
+        Every old id keeps its bytes, every old merge is kept in order, special tokens keep their
+        ids, new ids start above the highest normal id and skip ids that are taken, and no new
+        token repeats the bytes of an existing one. Because new merge ids are all higher than the
+        old ones, text in which no new merge applies encodes exactly as before.
+        """
+        counts = count_chunks(text, self.pattern or None, num_workers=num_workers, progress=progress)
+        words: list[list[int]] = []
+        weights: list[int] = []
+        for chunk, count in counts.items():
+            ids = self._encoder.encode_bytes(chunk.encode("utf-8"))
+            if len(ids) >= 2:
+                words.append(ids)
+                weights.append(count)
+        extended = Tokenizer.from_merges(
+            self._merges, pattern=self.pattern, special_tokens=self._special_tokens, byte_ids=self._byte_ids
+        )
+        extended._merges = extended._learn(
+            words, weights, num_new_merges, tie_break, min_frequency, verbose, progress, unique_bytes=True
+        )
+        extended._rebuild()
+        return extended
+
     def _learn(
         self,
         words: list[bytes] | list[list[int]],
@@ -209,8 +246,13 @@ class Tokenizer:
         min_frequency: int,
         verbose: bool,
         progress: bool | None,
+        unique_bytes: bool = False,
     ) -> Merges:
-        """Run the merge loop on words of current token ids; new ids go above the current ones."""
+        """Run the merge loop on words of current token ids; new ids go above the current ones.
+
+        With ``unique_bytes``, a pair whose bytes already form a token is never merged, so no
+        two tokens share the same bytes.
+        """
         vocab = dict(self.vocab)
         bar = progress_bar(desc="merging", total=num_merges, unit="merge", enabled=progress)
         merge_number = 0
@@ -223,15 +265,25 @@ class Tokenizer:
                 print(f"merge {merge_number}/{num_merges}: {(a, b)} -> {new_id} ({vocab[new_id]}) had {count} occurrences")
             bar.update(1)
 
+        known_bytes = set(vocab.values()) if unique_bytes else None
+
+        def allow_pair(a: int, b: int) -> bool:
+            merged = vocab[a] + vocab[b]
+            if merged in known_bytes:
+                return False
+            known_bytes.add(merged)
+            return True
+
         learned = train_merges(
             words,
             weights,
             num_merges,
-            first_id=max(max(self._byte_ids), *self._merges.values()) + 1 if self._merges else 256,
+            first_id=max([*self._byte_ids, *self._merges.values()]) + 1,
             taken_ids=self.vocab.keys(),
             tie_break=tie_break,
             min_frequency=min_frequency,
-            on_merge=on_merge if verbose or bar.disable is False else None,
+            on_merge=on_merge if verbose or not bar.disable or unique_bytes else None,
+            allow_pair=allow_pair if unique_bytes else None,
         )
         bar.close()
         merges = dict(self._merges)

@@ -39,6 +39,7 @@ def train_merges(
     tie_break: str = "smallest_pair",
     min_frequency: int = 1,
     on_merge: Callable[[int, int, int, int], None] | None = None,
+    allow_pair: Callable[[int, int], bool] | None = None,
 ) -> list[tuple[Pair, int]]:
     """Learn up to ``num_merges`` merges over ``words`` with their ``counts``.
 
@@ -46,7 +47,8 @@ def train_merges(
     New ids are given from ``first_id`` upwards, skipping ``taken_ids`` (special tokens, or the
     ids of an existing vocabulary). With ``tie_break="first_occurrence"`` words must be in
     order of first appearance. ``on_merge(left, right, new_id, count)`` is called after each
-    merge (progress bars, verbose printing).
+    merge (progress bars, verbose printing). ``allow_pair(left, right)``, if given, is asked
+    about each pair before it is merged; a pair it rejects is never merged.
 
     Returns the merges in order as ``[((left, right), new_id), ...]``. Stops early, with a
     warning, when no pair occurs at least ``min_frequency`` times.
@@ -67,7 +69,7 @@ def train_merges(
     merge_loop = importlib.import_module("._merge_loop", __package__)  # C; not needed to encode
     learned, stop = merge_loop.train(
         symbols, lengths, weights, num_merges, first_id, taken or None,
-        tie_break == "first_occurrence", max(1, min_frequency), on_merge,
+        tie_break == "first_occurrence", max(1, min_frequency), on_merge, allow_pair,
     )
     if stop == 1:
         warnings.warn(
