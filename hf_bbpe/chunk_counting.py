@@ -1,15 +1,21 @@
 """Counting the chunks of a corpus: the input side of training.
 
-Documents are never cut: a split pattern's matches depend on what follows (``\\s+(?!\\S)``,
-``\\s*[\\r\\n]`` and ``\\s++$`` look across any cut, even at blank lines), so each document is
-split in one sequential pass and parallelism is across documents only. Documents stream in
-batches to worker processes; memory grows with the number of distinct chunks, not with the
-corpus. Batches are merged in input order, so the result lists chunks in order of first
-appearance, which minbpe's tie-break needs.
+The counts must equal one sequential pass of the split pattern over each document: a pattern's
+matches depend on what follows (``\\s+(?!\\S)``, ``\\s*[\\r\\n]`` and ``\\s++$`` look across any
+cut, even at blank lines), so documents are never cut blindly. An iterable of documents streams
+in batches to worker processes; memory grows with the number of distinct chunks, not with the
+corpus. A single long str is split in segments whose seams are verified: each worker starts
+matching at its cut, and the previous worker goes on past the cut until both produce a match
+at the same position, from where the two scans are identical (the scan from a position depends
+only on the text, not on where scanning began); the matches before that point are taken from
+the previous worker. If no such point is found near a cut, the text is counted sequentially.
+Results are merged in input order, so chunks come out in order of first appearance, which
+minbpe's tie-break needs.
 """
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 from collections import Counter
@@ -18,6 +24,10 @@ from collections.abc import Iterable, Iterator
 from .patterns import compile_pattern
 
 _BATCH_CHARS = 1 << 20  # characters of text sent to a worker at a time
+_SEGMENT_CHARS = 1 << 22  # a str longer than two segments is counted in parallel segments
+_SEAM_CHARS = 1 << 16  # how far past a cut the two scans may take to agree
+
+_long_text = ""  # the str being counted in segments, shared with forked workers
 
 
 def count_chunks(
@@ -35,8 +45,12 @@ def count_chunks(
     from .progress import progress_bar
 
     workers = max(1, num_workers or available_cpus())
-    counts: Counter[str] = Counter()
     bar = progress_bar(desc="counting chunks", unit="MB", enabled=progress, scale=1 / 1e6)
+    if isinstance(documents, str) and pattern is not None and workers > 1 and len(documents) > 2 * _SEGMENT_CHARS:
+        counts = _count_long_text(documents, pattern, workers, bar)
+        bar.close()
+        return dict(counts)
+    counts: Counter[str] = Counter()
     batches = _batches(documents)
     first = next(batches, None)
     if first is None:
@@ -56,6 +70,78 @@ def count_chunks(
                 bar.update(n_chars)
     bar.close()
     return dict(counts)
+
+
+def _count_long_text(text: str, pattern: str, workers: int, bar) -> Counter[str]:
+    """Count one long document in parallel segments with verified seams (see module doc)."""
+    global _long_text
+    cuts = list(range(0, len(text), _SEGMENT_CHARS))
+    jobs = [(i, start, cuts[i + 1] if i + 1 < len(cuts) else len(text), pattern) for i, start in enumerate(cuts)]
+    counts: Counter[str] = Counter()
+    _long_text = text
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers) as pool:
+            previous_tail: list[tuple[int, int]] = []
+            for (i, start, end, _), (head, middle, tail) in zip(jobs, pool.imap(_count_segment, jobs)):
+                if i > 0:
+                    seam = _join_seam(previous_tail, head)
+                    if seam is None:
+                        pool.terminate()
+                        return Counter(compile_pattern(pattern).findall(text))
+                    counts.update(text[s:e] for s, e in seam)
+                counts.update(middle)
+                previous_tail = tail
+                bar.update(end - start)
+    finally:
+        _long_text = ""
+    return counts
+
+
+def _count_segment(job: tuple[int, int, int, str]) -> tuple[list[tuple[int, int]], Counter[str], list[tuple[int, int]]]:
+    """Scan from ``start``: the spans of matches in the seam after ``start`` (not yet known to be
+    true), the counts of matches from there up to ``end``, and the spans in the seam after ``end``."""
+    index, start, end, pattern = job
+    text = _long_text
+    head_end = start + _SEAM_CHARS if index > 0 else start
+    tail_end = end + _SEAM_CHARS if end < len(text) else end
+    head: list[tuple[int, int]] = []
+    middle: Counter[str] = Counter()
+    tail: list[tuple[int, int]] = []
+    matches = compile_pattern(pattern).finditer(text, start)
+    for match in matches:
+        if match.start() >= head_end:
+            break
+        head.append(match.span())
+    else:
+        return head, middle, tail
+    first_past_end = None
+
+    def up_to_end(first):
+        nonlocal first_past_end
+        for m in itertools.chain([first], matches):
+            if m.start() >= end:
+                first_past_end = m
+                return
+            yield m.group()
+
+    middle.update(up_to_end(match))
+    if first_past_end is not None:
+        for m in itertools.chain([first_past_end], matches):
+            if m.start() >= tail_end:
+                break
+            tail.append(m.span())
+    return head, middle, tail
+
+
+def _join_seam(tail: list[tuple[int, int]], head: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """The true matches around a cut: the earlier scan's until both scans start a match at the
+    same position, the later scan's from there; None if they never meet."""
+    starts = {s for s, _ in tail}
+    for k, (s, _) in enumerate(head):
+        if s in starts:
+            return [span for span in tail if span[0] < s] + head[k:]
+    return None
 
 
 def available_cpus() -> int:
