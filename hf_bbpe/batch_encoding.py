@@ -25,6 +25,8 @@ def encode_batch(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers: int
     """
     texts = list(texts)
     total = sum(map(len, texts))
+    if multiprocessing.current_process().daemon:  # a Pool or DataLoader worker may not fork
+        num_workers = 1
     if num_workers <= 1 or len(texts) < 2 or total < _PARALLEL_MIN_CHARS or "fork" not in multiprocessing.get_all_start_methods():
         return [tokenizer.encode(text, **options) for text in texts]
     global _worker_tokenizer, _worker_options

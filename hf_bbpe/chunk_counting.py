@@ -45,6 +45,8 @@ def count_chunks(
     from .progress import progress_bar
 
     workers = max(1, num_workers or available_cpus())
+    if multiprocessing.current_process().daemon:  # a Pool or DataLoader worker may not fork
+        workers = 1
     bar = progress_bar(desc="counting chunks", unit="MB", enabled=progress, scale=1 / 1e6)
     if isinstance(documents, str) and pattern is not None and workers > 1 and len(documents) > 2 * _SEGMENT_CHARS:
         counts = _count_long_text(documents, pattern, workers, bar)

@@ -45,7 +45,17 @@ def is_minbpe_layout(merges: dict[tuple[int, int], int], byte_ids: list[int]) ->
 
 
 def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> None:
-    """Write ``path`` atomically, in minbpe's layout when it fits, else the extended one."""
+    """Write ``path`` atomically, in minbpe's layout when it fits, else the extended one.
+
+    The format is line-based, so a pattern or special token with a line break cannot be written:
+    that raises ValueError naming it (write the pattern's line breaks as ``\\n`` instead).
+    """
+    for what, text in [("split pattern", contents.pattern), *(("special token", t) for t in contents.special_tokens)]:
+        if "\n" in text or "\r" in text:
+            raise ValueError(
+                f"cannot write {path}: the {what} {text!r} contains a line break, which the .model "
+                "format cannot hold (in a regex, write it as \\n)"
+            )
     minbpe = is_minbpe_layout(contents.merges, contents.byte_ids)
     lines = [MINBPE_HEADER if minbpe else EXTENDED_HEADER, contents.pattern, str(len(contents.special_tokens))]
     lines += [f"{token} {idx}" for token, idx in contents.special_tokens.items()]

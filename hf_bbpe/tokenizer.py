@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .chunk_counting import available_cpus, count_chunks
 from .chunk_encoder import ChunkEncoder
-from .model_file import ModelFileContents, read_model_file, write_model_file, write_vocab_file
+from .model_file import ModelFileContents, ModelFileError, read_model_file, write_model_file, write_vocab_file
 from .patterns import compile_pattern, resolve_pattern
 from .progress import progress_bar
 from .special_tokens import (
@@ -63,18 +63,8 @@ class Tokenizer:
         byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
         if len(byte_ids) != 256 or len(set(byte_ids)) != 256:
             raise ValueError("byte_ids must give 256 distinct ids, one per byte value")
-        known = set(byte_ids)
-        ordered: Merges = {}
-        for (a, b), new in merges.items():
-            for side in (a, b):
-                if side not in known:
-                    raise ValueError(f"merge ({a}, {b}) -> {new} names token {side}, which is not defined before it")
-            if new in known:
-                raise ValueError(f"merge ({a}, {b}) -> {new} reuses id {new}")
-            ordered[(int(a), int(b))] = int(new)
-            known.add(new)
         tok._byte_ids = byte_ids
-        tok._merges = ordered
+        tok._merges = _checked_merges(merges, byte_ids)
         tok._special_tokens = {}
         tok._rebuild()
         if special_tokens:
@@ -88,7 +78,7 @@ class Tokenizer:
 
     @merges.setter
     def merges(self, merges: Mapping[tuple[int, int], int]) -> None:
-        self._merges = dict(merges)
+        self._merges = _checked_merges(merges, self._byte_ids)
         self._rebuild()
 
     @property
@@ -190,7 +180,12 @@ class Tokenizer:
         words = []
         weights = []
         for chunk, count in counts.items():
-            data = chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
+            if isinstance(chunk, str):
+                data = chunk.encode("utf-8")
+            elif isinstance(chunk, (bytes, bytearray)):
+                data = bytes(chunk)
+            else:
+                raise TypeError(f"chunk counts must have str or bytes keys, got {chunk!r}")
             if count > 0 and data:
                 words.append(data)
                 weights.append(int(count))
@@ -407,7 +402,10 @@ class Tokenizer:
         contents = read_model_file(model_file)
         self.pattern = contents.pattern
         self._byte_ids = contents.byte_ids
-        self._merges = contents.merges
+        try:
+            self._merges = _checked_merges(contents.merges, contents.byte_ids)
+        except ValueError as exc:
+            raise ModelFileError(f"{model_file}: {exc}") from None
         self._special_tokens = {}
         self._rebuild()
         self.register_special_tokens(contents.special_tokens)
@@ -439,6 +437,30 @@ class RegexTokenizer(Tokenizer):
 
     def __init__(self, pattern: str | None = None) -> None:
         super().__init__(pattern or "gpt4")
+
+
+def _checked_merges(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int]) -> Merges:
+    """``merges`` as a dict of ints, after checking that each one builds on known ids with a new,
+    increasing id; a ValueError names the first merge at fault."""
+    known = set(byte_ids)
+    last = -1
+    checked: Merges = {}
+    for (a, b), new in merges.items():
+        a, b, new = int(a), int(b), int(new)
+        for side in (a, b):
+            if side not in known:
+                raise ValueError(f"merge ({a}, {b}) -> {new} names token {side}, which is not defined before it")
+        if new in known:
+            raise ValueError(f"merge ({a}, {b}) -> {new} reuses id {new}")
+        if new <= last:
+            raise ValueError(
+                f"merge ({a}, {b}) -> {new} comes after a merge that made {last}: merge ids must "
+                "increase in merge order, because the encoder applies the lowest id first"
+            )
+        checked[(a, b)] = new
+        known.add(new)
+        last = new
+    return checked
 
 
 def _check_vocab_size(vocab_size: int) -> None:

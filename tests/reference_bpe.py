@@ -1,0 +1,220 @@
+"""Naive reference implementations of minbpe's algorithms, for the engine's parity tests.
+
+Written here from the algorithm's description (minbpe's README and Wikipedia's "Byte pair
+encoding"), deliberately slow and simple, so that the tests compare hf_bbpe's incremental trainer
+and heap encoder against something obviously right:
+
+* :func:`naive_train`: minbpe's training loop. Every merge recounts the pair statistics over ALL
+  chunks in text order (one entry per occurrence, not per unique chunk) into an
+  insertion-ordered dict, picks the best pair, and merges it everywhere.
+  ``tie_break="first_occurrence"`` takes the first maximum in that dict (minbpe's
+  ``max(stats, key=stats.get)``); ``"smallest_pair"`` takes the highest count, then the smallest
+  ``(left_id, right_id)`` (rustbpe's rule).
+* :func:`naive_encode` / :func:`naive_encode_chunk`: minbpe's ``_encode_chunk``: repeatedly find
+  the adjacent pair with the lowest merge id and merge all its occurrences, left to right.
+* :func:`minbpe_save` / :func:`minbpe_load`: minbpe's ``.model`` file exactly as minbpe's
+  ``Tokenizer.save``/``Tokenizer.load`` write and read it. minbpe is not on PyPI, so "minbpe
+  loads what we save" is tested against this reimplementation of its reader and writer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import regex
+
+Pair = tuple[int, int]
+Merges = dict[Pair, int]
+
+_SEPARATOR = -1
+
+
+def split_chunks(text: str, pattern: str | None) -> list[str]:
+    """The chunks minbpe trains on and encodes: regex matches, or the whole text if no pattern."""
+    if not pattern:
+        return [text] if text else []
+    return regex.findall(pattern, text)
+
+
+def corpus_chunks(documents: Iterable[str], pattern: str | None) -> list[bytes]:
+    """Every chunk of every document, in text order, as UTF-8 bytes (repeats kept)."""
+    return [chunk.encode("utf-8") for doc in documents for chunk in split_chunks(doc, pattern)]
+
+
+def merge_pair(ids: Sequence[int], pair: Pair, new_id: int) -> list[int]:
+    """Replace every occurrence of ``pair`` in ``ids`` by ``new_id``, left to right, no overlap."""
+    out = []
+    i = 0
+    n = len(ids)
+    while i < n:
+        if i + 1 < n and ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def merge_pair_scan(ids: list[int], pair: Pair, new_id: int) -> list[int]:
+    """:func:`merge_pair`, but jumping between occurrences of the left id with ``list.index``.
+
+    Same result (tests/test_trainer.py checks it); used by :func:`naive_train`, whose loop runs
+    over a whole text per merge and would otherwise make the minbpe-parity tests too slow.
+    """
+    a, b = pair
+    out: list[int] = []
+    done = 0  # ids[:done] are already in out
+    start = 0
+    last = len(ids) - 1
+    while True:
+        try:
+            k = ids.index(a, start, last)
+        except ValueError:
+            break
+        if ids[k + 1] == b:
+            out += ids[done:k]
+            out.append(new_id)
+            done = start = k + 2
+        else:
+            start = k + 1
+    out += ids[done:]
+    return out
+
+
+def pair_stats(chunks: Iterable[Sequence[int]]) -> dict[Pair, int]:
+    """Count adjacent pairs (overlapping, as minbpe's get_stats does) in order of first occurrence."""
+    stats: Counter[Pair] = Counter()  # a dict: keeps insertion order, like minbpe's get_stats
+    for ids in chunks:
+        stats.update(zip(ids, ids[1:]))
+    return stats
+
+
+def naive_train(
+    chunks: Sequence[bytes],
+    num_merges: int,
+    tie_break: str = "smallest_pair",
+    min_frequency: int = 1,
+) -> Merges:
+    """minbpe's training loop over ``chunks`` (all occurrences, in text order).
+
+    Stops early when no pair is left, or when the best pair occurs fewer than ``min_frequency``
+    times. Returns ``{(left, right): new_id}`` in merge order, new ids 256, 257, ...
+    """
+    # All chunks in one list, a separator (-1, never a token id) after each: a pair is never
+    # counted or merged across two chunks, and pairs keep the order in which they occur.
+    flat: list[int] = []
+    for chunk in chunks:
+        flat += chunk
+        flat.append(_SEPARATOR)
+    merges: Merges = {}
+    for i in range(num_merges):
+        stats = Counter(zip(flat, flat[1:]))  # insertion-ordered, like minbpe's get_stats dict
+        for pair in [p for p in stats if _SEPARATOR in p]:
+            del stats[pair]
+        if not stats:
+            break
+        if tie_break == "first_occurrence":
+            pair = max(stats, key=stats.get)
+        elif tie_break == "smallest_pair":
+            pair = min(stats, key=lambda p: (-stats[p], p))
+        else:
+            raise ValueError(tie_break)
+        if stats[pair] < max(1, min_frequency):
+            break
+        new_id = 256 + i
+        flat = merge_pair_scan(flat, pair, new_id)
+        merges[pair] = new_id
+    return merges
+
+
+def naive_encode_chunk(data: bytes, merges: Mapping[Pair, int], byte_ids: Sequence[int] | None = None) -> list[int]:
+    """minbpe's ``_encode_chunk``: merge the lowest-id pair, all occurrences, until none applies."""
+    ids = list(data) if byte_ids is None else [byte_ids[b] for b in data]
+    while len(ids) >= 2:
+        stats = pair_stats([ids])
+        pair = min(stats, key=lambda p: merges.get(p, float("inf")))
+        if pair not in merges:
+            break
+        ids = merge_pair(ids, pair, merges[pair])
+    return ids
+
+
+def naive_encode(
+    text: str, merges: Mapping[Pair, int], pattern: str | None, byte_ids: Sequence[int] | None = None
+) -> list[int]:
+    """minbpe's ``encode_ordinary``: split with the pattern, encode each chunk, concatenate."""
+    out: list[int] = []
+    for chunk in split_chunks(text, pattern):
+        out += naive_encode_chunk(chunk.encode("utf-8"), merges, byte_ids)
+    return out
+
+
+def naive_vocab(merges: Mapping[Pair, int], byte_ids: Sequence[int] | None = None) -> dict[int, bytes]:
+    """``{id: bytes}`` of the byte tokens and the merges (minbpe's ``_build_vocab`` minus specials)."""
+    byte_ids = list(range(256)) if byte_ids is None else byte_ids
+    vocab = {idx: bytes([b]) for b, idx in enumerate(byte_ids)}
+    for (a, b), new in merges.items():
+        vocab[new] = vocab[a] + vocab[b]
+    return vocab
+
+
+def minbpe_verbose_lines(merges: Mapping[Pair, int], counts: Sequence[int]) -> list[str]:
+    """The lines minbpe's ``train(..., verbose=True)`` prints for these merges and their counts."""
+    vocab = naive_vocab(merges)
+    return [
+        f"merge {i + 1}/{len(merges)}: {pair} -> {new} ({vocab[new]}) had {count} occurrences"
+        for i, ((pair, new), count) in enumerate(zip(merges.items(), counts))
+    ]
+
+
+def naive_train_counts(chunks: Sequence[bytes], merges: Mapping[Pair, int]) -> list[int]:
+    """How often each merge's pair occurred when it was chosen (the count verbose mode prints)."""
+    ids = [list(chunk) for chunk in chunks]
+    counts = []
+    for pair, new in merges.items():
+        counts.append(pair_stats(ids).get(pair, 0))
+        ids = [merge_pair(chunk, pair, new) for chunk in ids]
+    return counts
+
+
+# ------------------------------------------------------------------ minbpe's .model file
+
+
+def minbpe_save(path: str | Path, pattern: str, special_tokens: Mapping[str, int], merges: Mapping[Pair, int]) -> None:
+    """Write a ``.model`` file as minbpe's ``Tokenizer.save`` does (merge ids implied: 256, 257, ...)."""
+    with open(path, "w") as f:
+        f.write("minbpe v1\n")
+        f.write(f"{pattern}\n")
+        f.write(f"{len(special_tokens)}\n")
+        for special, idx in special_tokens.items():
+            f.write(f"{special} {idx}\n")
+        for idx1, idx2 in merges:
+            f.write(f"{idx1} {idx2}\n")
+
+
+def minbpe_load(path: str | Path) -> tuple[str, dict[str, int], Merges]:
+    """Read a ``.model`` file as minbpe's ``Tokenizer.load`` does: (pattern, special_tokens, merges).
+
+    Like minbpe, it asserts the version line, strips the pattern line, splits special-token lines
+    on whitespace and numbers the merges 256, 257, ... in file order.
+    """
+    assert str(path).endswith(".model")
+    merges: Merges = {}
+    special_tokens: dict[str, int] = {}
+    idx = 256
+    with open(path, encoding="utf-8") as f:
+        version = f.readline().strip()
+        assert version == "minbpe v1"
+        pattern = f.readline().strip()
+        num_special = int(f.readline().strip())
+        for _ in range(num_special):
+            special, special_idx = f.readline().strip().split()
+            special_tokens[special] = int(special_idx)
+        for line in f:
+            idx1, idx2 = map(int, line.split())
+            merges[(idx1, idx2)] = idx
+            idx += 1
+    return pattern, special_tokens, merges
