@@ -25,11 +25,22 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, _mode_for(path))  # mkstemp makes the file private; give it a normal file's mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _mode_for(path: Path) -> int:
+    """The replaced file's mode, or what a plain ``open(path, "w")`` would give."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

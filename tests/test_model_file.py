@@ -208,3 +208,16 @@ def test_failed_save_leaves_the_old_files(tmp_path, trained, monkeypatch):
     monkeypatch.undo()
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no temp files left either
     assert_same_tokenizer(Tokenizer.from_file(tmp_path / "tok.model"), trained)
+
+
+def test_saved_files_have_a_normal_files_mode(tmp_path, trained):
+    """Atomic writes go through a private temp file; the result must not stay private."""
+    umask = os.umask(0o022)
+    try:
+        trained.save(tmp_path / "tok")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "tok.model").stat().st_mode & 0o777 == 0o644
+    (tmp_path / "tok.model").chmod(0o640)
+    trained.save(tmp_path / "tok")  # replacing keeps the file's mode
+    assert (tmp_path / "tok.model").stat().st_mode & 0o777 == 0o640
