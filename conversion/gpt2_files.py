@@ -1,0 +1,191 @@
+"""OpenAI's GPT-2 files (``encoder.json`` + ``vocab.bpe``) and transformers' GPT-2 folders
+(``vocab.json`` + ``merges.txt``), both ways.
+
+Both spell token bytes in GPT-2's byte-to-unicode alphabet (hf_bbpe/byte_unicode.py); the pair
+is parsed by hf_bbpe/vocab_merges_files.py (shared with the transformers glue), after the checks
+that module leaves out (the ``#version`` header, the alphabet, JSON syntax with line numbers).
+``encoder.json`` maps every token to its id; ``vocab.bpe`` lists the merges in priority order
+after a ``#version: 0.2`` line, one ``left right`` pair per line. Ids are kept as the files give
+them (GPT-2's single bytes have ids in the alphabet's order: id 0 is "!"), so ids equal
+tiktoken's ``gpt2`` encoding. Entries of ``encoder.json`` that no merge builds and that are not
+single bytes are special tokens (GPT-2: ``<|endoftext|>`` = 50256) if they are spelled like one
+(``<...>``, ``[...]``) or listed in ``added_tokens.json``; any other such entry is an error (a
+merge line is missing), unless ``special_tokens=`` declares it.
+
+Writing gives OpenAI's exact layout (``json.dumps`` with default separators and ASCII escapes,
+no final newline; ``vocab.bpe`` ending in a newline), so GPT-2 round-trips byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from hf_bbpe.atomic_write import write_bytes_atomic
+from hf_bbpe.byte_unicode import bytes_to_unicode
+from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.vocab_merges_files import read_vocab_merges, spell_vocab
+
+from .assembly import assemble_tokenizer
+from .errors import FormatError
+
+VERSION_LINE = "#version: 0.2"
+
+
+def read_json_object(path: str | os.PathLike, what: str = "a JSON object") -> dict:
+    """Parse a JSON file whose top level must be an object; duplicate keys raise."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not UTF-8 ({exc})") from None
+
+    def no_duplicates(pairs: list) -> dict:
+        result = {}
+        for key, value in pairs:
+            if key in result:
+                raise FormatError(f"{path}: key {key!r} appears twice")
+            result[key] = value
+        return result
+
+    try:
+        data = json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}:{exc.lineno}: invalid JSON (truncated?): {exc.msg} at column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise FormatError(f"{path}:1: expected {what}, got a JSON {type(data).__name__}")
+    return data
+
+
+def check_merges_text(path: str | os.PathLike, *, require_version: bool) -> None:
+    """The checks hf_bbpe's reader leaves to us: the ``#version`` first line (mandatory in
+    OpenAI's vocab.bpe) and that every symbol is in GPT-2's byte alphabet."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not UTF-8 ({exc})") from None
+    lines = text.split("\n")
+    if require_version and not lines[0].startswith("#version"):
+        raise FormatError(f"{path}:1: expected the header line {VERSION_LINE!r}, got {lines[0][:60]!r}")
+    alphabet = set(bytes_to_unicode().values())
+    alphabet.update(" \r")
+    for lineno, line in enumerate(lines, 1):
+        if lineno == 1 and line.startswith("#version"):
+            continue
+        bad = next((ch for ch in line if ch not in alphabet), None)
+        if bad is not None:
+            raise FormatError(f"{path}:{lineno}: {bad!r} (U+{ord(bad):04X}) in {line[:60]!r} is not a byte-level symbol")
+
+
+def _tokenizer_from_files(
+    vocab_file: Path,
+    merges_file: Path,
+    *,
+    require_version: bool,
+    pattern: str | None,
+    special_tokens: Mapping[str, int] | None,
+    added: Mapping[str, int] | None = None,
+) -> Tokenizer:
+    """Check both files, read them with hf_bbpe's reader, and build the tokenizer.
+
+    Vocabulary entries that are neither bytes nor built by a merge become special tokens, or,
+    if ``special_tokens`` is given, must be among them with the same ids.
+    """
+    read_json_object(vocab_file, "an object of token -> id")  # JSON errors with line numbers
+    check_merges_text(merges_file, require_version=require_version)
+    try:
+        parsed = read_vocab_merges(vocab_file, merges_file)
+    except ValueError as exc:
+        raise FormatError(str(exc)) from None
+    extra = dict(parsed.extra_tokens)
+    for token, idx in (added or {}).items():
+        if extra.get(token, idx) != idx:
+            raise FormatError(f"{vocab_file}: {token!r} has id {extra[token]} but {idx} in added_tokens.json")
+        extra[token] = idx
+    if special_tokens is None:
+        listed = set(added or {})
+        for token, idx in extra.items():
+            if token not in listed and not _looks_special(token):
+                raise FormatError(f"{vocab_file}: token {token!r} (id {idx}) is neither a byte nor built by a merge "
+                                  f"of {merges_file.name} (a missing merge line?); pass special_tokens= to declare "
+                                  "it a special token")
+        specials = extra
+    else:
+        specials = dict(special_tokens)
+        for token, idx in extra.items():
+            if token not in specials:
+                raise FormatError(f"{vocab_file}: token {token!r} (id {idx}) is neither a byte nor built by a "
+                                  "merge, and is not among the special tokens given")
+            if specials[token] != idx:
+                raise FormatError(f"{vocab_file}: special token {token!r} has id {idx} here but "
+                                  f"{specials[token]} was given")
+    return assemble_tokenizer(parsed.merges, parsed.byte_ids, pattern=pattern, special_tokens=specials,
+                              source=vocab_file)
+
+
+def _looks_special(token: str) -> bool:
+    """Spelled like a special token (``<|endoftext|>``, ``<pad>``, ``[PAD]``), not like a word."""
+    return len(token) > 2 and (token[0], token[-1]) in (("<", ">"), ("[", "]"))
+
+
+def from_gpt2_files(
+    encoder_json: str | os.PathLike,
+    vocab_bpe: str | os.PathLike,
+    *,
+    pattern: str | None = "gpt2",
+    special_tokens: Mapping[str, int] | None = None,
+) -> Tokenizer:
+    """A tokenizer from OpenAI's ``encoder.json`` + ``vocab.bpe`` (GPT-2's split pattern)."""
+    return _tokenizer_from_files(Path(encoder_json), Path(vocab_bpe), require_version=True,
+                                 pattern=pattern, special_tokens=special_tokens)
+
+
+def from_transformers_gpt2(folder: str | os.PathLike, *, pattern: str | None = "gpt2") -> Tokenizer:
+    """A tokenizer from a transformers GPT-2-style folder (``vocab.json`` + ``merges.txt``).
+
+    Tokens listed in ``added_tokens.json`` (if present) and vocabulary entries no merge builds
+    become special tokens with their ids.
+    """
+    folder = Path(folder)
+    added_path = folder / "added_tokens.json"
+    added = read_json_object(added_path) if added_path.exists() else None
+    return _tokenizer_from_files(folder / "vocab.json", folder / "merges.txt", require_version=False,
+                                 pattern=pattern, special_tokens=None, added=added)
+
+
+def gpt2_file_contents(tok: Tokenizer) -> tuple[bytes, bytes]:
+    """The bytes of ``encoder.json`` and ``vocab.bpe`` for ``tok`` (OpenAI's exact layout)."""
+    specials = {idx: token for token, idx in tok.special_tokens.items()}
+    try:
+        spelled = spell_vocab(tok.vocab, skip=set(specials))
+    except ValueError as exc:
+        raise FormatError(str(exc)) from None
+    encoder = {text: idx for idx, text in spelled.items()}
+    for idx, token in sorted(specials.items()):
+        if token in encoder:
+            raise FormatError(f"special token {token!r} (id {idx}) is spelled like the normal token {encoder[token]}")
+        encoder[token] = idx
+    encoder = dict(sorted(encoder.items(), key=lambda item: item[1]))
+    merges = sorted(tok.merges.items(), key=lambda item: item[1])
+    vocab_bpe = VERSION_LINE + "\n" + "".join(f"{spelled[a]} {spelled[b]}\n" for (a, b), _ in merges)
+    return json.dumps(encoder).encode("utf-8"), vocab_bpe.encode("utf-8")
+
+
+def to_gpt2_files(tok: Tokenizer, out_dir: str | os.PathLike) -> None:
+    """Write ``encoder.json`` and ``vocab.bpe`` into ``out_dir`` (created if missing).
+
+    Both files are computed before either is written, each is written atomically; merges
+    are listed by id, which is the engine's priority and GPT-2's line order.
+    """
+    encoder_bytes, vocab_bytes = gpt2_file_contents(tok)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(out / "encoder.json", encoder_bytes)
+    write_bytes_atomic(out / "vocab.bpe", vocab_bytes)

@@ -1,0 +1,255 @@
+"""``tokenizers``' tokenizer.json, both ways.
+
+Export: :func:`hf_bbpe.tokenizer_json.tokenizer_json_dict` builds the file (BPE model with our
+ids and merges, the split pattern translated for Oniguruma, ByteLevel, special tokens as added
+tokens); this module writes it atomically.
+
+Import accepts byte-level BPE files: GPT-2 style (``ByteLevel`` pre-tokenizer with its built-in
+regex), and Llama-3 / Qwen2 style (``Split(Regex)`` + ``ByteLevel(use_regex=False)``, the pattern
+translated back from Oniguruma). Two kinds of merge list occur:
+
+* **one merge per token** (files trained with ``tokenizers``, GPT-2, our own exports): the
+  merges are used as they are; their new ids must grow in merge order, because the engine
+  ranks merges by id where ``tokenizers`` ranks them by position.
+* **every split of every token** (files converted from tiktoken ranks by transformers, e.g.
+  Llama-3, Qwen2): ``tokenizers`` then merges like tiktoken, so the vocabulary ids are read as
+  ranks and the merges recovered from them (merge_recovery.py); the file must list every pair
+  that rank-based BPE uses.
+
+``ignore_merges=True`` (Llama-3, Qwen2) makes ``tokenizers`` emit a pre-token that is itself in
+the vocabulary as that one token, without merging. The engine has no such lookup, so the file is
+accepted only if that lookup never changes the result: every vocabulary token must come out of
+the merges as itself (always true for the second kind, checked for the first); otherwise the
+import fails naming the first token that would differ.
+
+What does not change ids is not imported: the decoder, the post-processor (e.g. a BOS token
+added by a template; the transformers glue handles those), padding and truncation. What would
+change them and the engine cannot do raises FormatError: a normalizer (``strict=False`` drops
+it with a warning), ``add_prefix_space=True``, ``byte_fallback``, subword prefixes, dropout,
+added tokens that strip spaces or match single words.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from hf_bbpe.atomic_write import write_text_atomic
+from hf_bbpe.byte_unicode import unicode_to_token
+from hf_bbpe.chunk_encoder import ChunkEncoder
+from hf_bbpe.patterns import SPLIT_PATTERNS
+from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.tokenizer_json import tokenizer_json_dict, translate_pattern_for_onig, translate_pattern_from_onig
+
+from .assembly import assemble_tokenizer
+from .errors import FormatError
+from .gpt2_files import read_json_object
+from .merge_recovery import recover_merges
+
+def to_tokenizer_json(
+    tok: Tokenizer,
+    path: str | os.PathLike,
+    *,
+    added_tokens_extra: Iterable[Mapping[str, Any]] | None = None,
+    trim_offsets: bool = False,
+) -> None:
+    """Write ``tok`` as a tokenizer.json that ``tokenizers.Tokenizer.from_file`` reads with the
+    same ids (atomically; nothing is written if the tokenizer cannot be expressed)."""
+    try:
+        data = tokenizer_json_dict(tok, added_tokens_extra=added_tokens_extra, trim_offsets=trim_offsets)
+    except ValueError as exc:
+        raise FormatError(f"{path}: {exc}") from None
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def python_pattern(onig_pattern: str) -> str:
+    """The ``regex`` pattern for a tokenizer.json split pattern; a registered pattern when the
+    file holds exactly its translation (so our own exports round-trip to the same string)."""
+    for name in ("gpt2", "gpt4", "o200k"):
+        if translate_pattern_for_onig(SPLIT_PATTERNS[name]) == onig_pattern:
+            return SPLIT_PATTERNS[name]
+    return translate_pattern_from_onig(onig_pattern)
+
+
+def _pattern_of(pre: Any, source: Path) -> str:
+    """The engine's split pattern for a tokenizer.json ``pre_tokenizer``."""
+
+    def byte_level_ok(step: Mapping) -> None:
+        if step.get("add_prefix_space"):
+            raise FormatError(f"{source}: pre_tokenizer ByteLevel has add_prefix_space=true, which the engine "
+                              "cannot do (it would insert a space before the text)")
+
+    if not isinstance(pre, Mapping):
+        raise FormatError(f"{source}: expected a byte-level pre_tokenizer, got {pre!r}")
+    steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else [pre]
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, Mapping) for s in steps):
+        raise FormatError(f"{source}: unreadable pre_tokenizer {pre!r}")
+    kinds = [s.get("type") for s in steps]
+    if kinds == ["ByteLevel"]:
+        # use_regex=true splits with GPT-2's original regex; the registered "gpt2" pattern is
+        # tiktoken's faster equivalent of it (tests/test_conversion_tokenizer_json.py compares them)
+        byte_level_ok(steps[0])
+        return SPLIT_PATTERNS["gpt2"] if steps[0].get("use_regex", True) else ""
+    if kinds == ["Split", "ByteLevel"]:
+        split, byte_level = steps
+        byte_level_ok(byte_level)
+        if byte_level.get("use_regex", True):
+            raise FormatError(f"{source}: ByteLevel after Split must have use_regex=false (two splits in a row)")
+        regex = (split.get("pattern") or {}).get("Regex")
+        behavior = str(split.get("behavior", "")).lower()
+        if regex is None or behavior != "isolated" or split.get("invert"):
+            raise FormatError(f"{source}: only Split(Regex(...), behavior='isolated', invert=false) is supported, "
+                              f"got {split!r}")
+        try:
+            return python_pattern(regex)
+        except ValueError as exc:
+            raise FormatError(f"{source}: {exc}") from None
+    raise FormatError(f"{source}: unsupported pre_tokenizer sequence {kinds}; expected ByteLevel or "
+                      "Split(Regex) + ByteLevel(use_regex=false)")
+
+
+def _check_model(model: Any, source: Path) -> None:
+    if not isinstance(model, Mapping) or model.get("type", "BPE") != "BPE":
+        raise FormatError(f"{source}: model must be BPE, got {model.get('type') if isinstance(model, Mapping) else model!r}")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key):
+            raise FormatError(f"{source}: model.{key}={model[key]!r} is not byte-level BPE")
+    if model.get("byte_fallback"):
+        raise FormatError(f"{source}: model.byte_fallback=true is not byte-level BPE")
+    if model.get("dropout") not in (None, 0, 0.0):
+        raise FormatError(f"{source}: model.dropout={model['dropout']!r} makes encoding random")
+    if not isinstance(model.get("vocab"), Mapping) or not isinstance(model.get("merges"), list):
+        raise FormatError(f"{source}: model needs a 'vocab' object and a 'merges' list")
+
+
+def _read_merges(raw: list, source: Path) -> list[tuple[str, str]]:
+    merges = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            fields = item.split(" ")
+        elif isinstance(item, list):
+            fields = item
+        else:
+            fields = []
+        if len(fields) != 2 or not all(isinstance(f, str) and f for f in fields):
+            raise FormatError(f"{source}: model.merges[{i}] must be 'left right' or [left, right], got {item!r}")
+        merges.append((fields[0], fields[1]))
+    return merges
+
+
+def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Tokenizer:
+    """A tokenizer from a byte-level BPE tokenizer.json, with the file's ids (see module doc)."""
+    source = Path(path)
+    data = read_json_object(source, "a tokenizer.json object")
+    model = data.get("model")
+    _check_model(model, source)
+    normalizer = data.get("normalizer")
+    if normalizer is not None:
+        message = f"{source}: normalizer {normalizer.get('type') if isinstance(normalizer, Mapping) else normalizer!r} " \
+                  "is not supported (the engine encodes text as given)"
+        if strict:
+            raise FormatError(message + "; pass strict=False to drop it")
+        warnings.warn(message + "; dropped: texts it would change encode differently", stacklevel=2)
+    pattern = _pattern_of(data.get("pre_tokenizer"), source)
+
+    specials: dict[str, int] = {}
+    for entry in data.get("added_tokens") or []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
+            raise FormatError(f"{source}: bad added_tokens entry {entry!r}")
+        for flag in ("lstrip", "rstrip", "single_word"):
+            if entry.get(flag):
+                raise FormatError(f"{source}: added token {entry['content']!r} has {flag}=true, which the engine "
+                                  "cannot do")
+        if entry["content"] in specials:
+            raise FormatError(f"{source}: added token {entry['content']!r} is listed twice")
+        specials[entry["content"]] = entry["id"]
+
+    vocab: Mapping[str, Any] = model["vocab"]
+    token_bytes: dict[int, bytes] = {}
+    ids: dict[str, int] = {}
+    for text, idx in vocab.items():
+        if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
+            raise FormatError(f"{source}: model.vocab[{text!r}] = {idx!r}; ids are non-negative ints")
+        if text in specials:
+            if specials[text] != idx:
+                raise FormatError(f"{source}: added token {text!r} has id {specials[text]} but {idx} in model.vocab")
+            continue
+        if idx in token_bytes:
+            raise FormatError(f"{source}: model.vocab gives id {idx} twice")
+        try:
+            token_bytes[idx] = unicode_to_token(text)
+        except KeyError as exc:
+            raise FormatError(f"{source}: model.vocab token {exc.args[0]}") from None
+        ids[text] = idx
+    merges = _read_merges(model["merges"], source)
+
+    result_ids = []
+    pair_ids = []
+    for i, (left, right) in enumerate(merges):
+        for side in (left, right):
+            if side not in ids:
+                raise FormatError(f"{source}: model.merges[{i}] = {left!r} {right!r} names {side!r}, which is not in "
+                                  "model.vocab")
+        merged = left + right
+        if merged not in ids:
+            raise FormatError(f"{source}: model.merges[{i}]: the merged token {merged!r} is not in model.vocab")
+        pair_ids.append((ids[left], ids[right]))
+        result_ids.append(ids[merged])
+    for i in range(1, len(result_ids)):
+        if result_ids[i] < result_ids[i - 1]:
+            raise FormatError(f"{source}: model.merges[{i}] = {' '.join(merges[i])!r} builds id {result_ids[i]} after "
+                              f"a merge built id {result_ids[i - 1]}; merge priority must follow the ids")
+    built = set(result_ids)
+    byte_id = {token[0]: idx for idx, token in token_bytes.items() if len(token) == 1}
+    if len(byte_id) != 256:
+        missing = next(b for b in range(256) if b not in byte_id)
+        raise FormatError(f"{source}: no token for the single byte {bytes([missing])!r}; byte-level BPE needs all 256")
+    orphans = [idx for idx, token in token_bytes.items() if len(token) > 1 and idx not in built]
+    if orphans:
+        idx = min(orphans)
+        raise FormatError(f"{source}: model.vocab token {token_bytes[idx]!r} (id {idx}) is built by no merge")
+    byte_ids = [byte_id[b] for b in range(256)]
+
+    if len(built) == len(result_ids):
+        engine_merges = dict(zip(pair_ids, result_ids))
+        if model.get("ignore_merges"):
+            _check_whole_tokens(engine_merges, byte_ids, token_bytes, source)
+    else:
+        engine_merges = _merges_from_ranks(token_bytes, set(pair_ids), source)
+    return assemble_tokenizer(engine_merges, byte_ids, pattern=pattern, special_tokens=specials, source=source)
+
+
+def _merges_from_ranks(token_bytes: Mapping[int, bytes], file_pairs: set[tuple[int, int]],
+                       source: Path) -> dict[tuple[int, int], int]:
+    """Merges of a file that lists several splits per token: recovered from the ids as ranks."""
+    ranks = {token: idx for idx, token in token_bytes.items()}
+    merges, _ = recover_merges(ranks, source)
+    for pair, new in merges.items():
+        if pair not in file_pairs:
+            raise FormatError(f"{source}: model.merges lacks {token_bytes[pair[0]]!r} + {token_bytes[pair[1]]!r} "
+                              f"-> {token_bytes[new]!r} (id {new}), the pair that rank-based BPE uses for it")
+    return merges
+
+
+def _check_whole_tokens(merges: dict[tuple[int, int], int], byte_ids: list[int],
+                        token_bytes: Mapping[int, bytes], source: Path) -> None:
+    """With ignore_merges, every token must come out of the merges as itself."""
+    ranks = {token: idx for idx, token in token_bytes.items()}
+    try:
+        recovered, _ = recover_merges(ranks, source)
+        if recovered == merges:
+            return  # rank-representable: every token is reachable
+    except FormatError:
+        pass
+    encoder = ChunkEncoder(merges, byte_ids)
+    for idx in sorted(token_bytes):
+        ids = encoder.encode_bytes(token_bytes[idx])
+        if ids != [idx]:
+            raise FormatError(
+                f"{source}: model.ignore_merges=true and token {token_bytes[idx]!r} (id {idx}) comes out of the "
+                f"merges as {ids}: tokenizers would emit {idx} for that word, the engine cannot"
+            )
