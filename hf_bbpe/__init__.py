@@ -1,12 +1,29 @@
-"""hf_bbpe: byte-level BPE (GPT-2 / GPT-4 / minbpe) as a first-class Hugging Face tokenizer."""
+"""hf_bbpe: byte-level BPE (GPT-2 / GPT-4 / minbpe) as a first-class Hugging Face tokenizer.
 
+The engine (``BasicTokenizer``, ``RegexTokenizer``) imports only ``regex``. ``BBPETokenizer``
+(transformers) and ``surgery`` (torch) load on first use, so ``import hf_bbpe`` stays fast;
+importing hf_bbpe registers ``BBPETokenizer`` with ``AutoTokenizer`` as soon as transformers'
+auto-tokenizer module is loaded (see auto_registration.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .auto_registration import register_when_auto_tokenizer_loads
 from .byte_unicode import bytes_to_unicode, unicode_to_bytes
 from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, SPLIT_PATTERNS, resolve_pattern
 from .tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 
+if TYPE_CHECKING:
+    from . import surgery
+    from .tokenization_bbpe import BBPETokenizer
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "BBPETokenizer",
     "BasicTokenizer",
     "RegexTokenizer",
     "Tokenizer",
@@ -17,4 +34,20 @@ __all__ = [
     "resolve_pattern",
     "bytes_to_unicode",
     "unicode_to_bytes",
+    "surgery",
 ]
+
+_LAZY = {"BBPETokenizer": ".tokenization_bbpe", "surgery": ".surgery"}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'hf_bbpe' has no attribute {name!r}")
+    module = importlib.import_module(module_name, __name__)
+    value = module if name == "surgery" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+register_when_auto_tokenizer_loads()

@@ -1,0 +1,140 @@
+"""GPT-2's ``vocab.json`` + ``merges.txt``: read them into the engine's terms and write them back.
+
+This is the slow-tokenizer file pair of transformers' GPT-2 family (OpenAI's ``encoder.json`` +
+``vocab.bpe`` are the same files under other names). ``vocab.json`` maps each token, spelled in
+GPT-2's byte-to-unicode alphabet, to its id; ``merges.txt`` lists the merges in order, one
+``"left right"`` per line (an optional ``#version`` first line), and the merge makes the token
+``left + right`` whose id ``vocab.json`` gives. Because every id is explicit, the pair can hold
+what minbpe's format cannot: permuted byte ids (GPT-2, cl100k) and holes in the id space.
+
+Entries of ``vocab.json`` that are neither a byte nor made by a merge (GPT-2's
+``<|endoftext|>``) are returned as ``extra_tokens``: the caller treats them as special tokens.
+
+This module is part of the code that ``save_pretrained`` copies beside a tokenizer for
+``trust_remote_code=True``: it imports flat sibling modules only, relatively.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .atomic_write import write_text_atomic
+from .byte_unicode import bytes_to_unicode, token_to_unicode
+
+MERGES_HEADER = "#version: 0.2"
+
+
+@dataclass
+class VocabMerges:
+    """What a ``vocab.json`` + ``merges.txt`` pair says, in the engine's terms."""
+
+    byte_ids: list[int]
+    merges: dict[tuple[int, int], int]
+    extra_tokens: dict[str, int] = field(default_factory=dict)
+
+
+def read_vocab_merges(vocab_file: str | os.PathLike, merges_file: str | os.PathLike) -> VocabMerges:
+    """Read a GPT-2-style file pair; bad content raises ValueError naming the file and line.
+
+    The engine applies the merge with the lowest new id first, so the ids that the merges make
+    must increase line by line (true of GPT-2, of converted tiktoken files and of our own
+    files); a file pair where they do not would encode differently here and is refused.
+    """
+    vocab = _read_vocab(Path(vocab_file))
+    table = bytes_to_unicode()
+    byte_ids = []
+    for b in range(256):
+        symbol = table[b]
+        if symbol not in vocab:
+            raise ValueError(f"{vocab_file}: no token for byte 0x{b:02x} (spelled {symbol!r})")
+        byte_ids.append(vocab[symbol])
+    merges: dict[tuple[int, int], int] = {}
+    made_by: dict[int, int] = {idx: 0 for idx in byte_ids}  # id -> line that made it (0: a byte)
+    last_new = -1
+    with open(merges_file, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if (number == 1 and line.startswith("#version")) or not line:
+                continue
+            parts = line.split(" ")
+            where = f"{merges_file}, line {number}"
+            if len(parts) != 2 or not parts[0] or not parts[1]:
+                raise ValueError(f"{where}: expected two tokens separated by one space, got {line!r}")
+            left, right = parts
+            for side in (left, right):
+                if side not in vocab:
+                    raise ValueError(f"{where}: token {side!r} is not in {vocab_file}")
+            a, b, new = vocab[left], vocab[right], vocab.get(left + right)
+            if new is None:
+                raise ValueError(f"{where}: the merged token {left + right!r} is not in {vocab_file}")
+            for side, idx in ((left, a), (right, b)):
+                if idx not in made_by:
+                    raise ValueError(f"{where}: token {side!r} is used before a merge makes it")
+            if new in made_by:
+                earlier = made_by[new]
+                what = "is a byte" if earlier == 0 else f"was already made on line {earlier}"
+                raise ValueError(f"{where}: the merged token {left + right!r} {what}; each merge must make a new token")
+            if new < last_new:
+                raise ValueError(
+                    f"{where}: {left + right!r} has id {new}, below the id {last_new} made by an earlier "
+                    "merge; merges must make ids in increasing order"
+                )
+            merges[(a, b)] = new
+            made_by[new] = number
+            last_new = new
+    extra = {token: idx for token, idx in vocab.items() if idx not in made_by}
+    return VocabMerges(byte_ids, merges, extra)
+
+
+def _read_vocab(path: Path) -> dict[str, int]:
+    try:
+        vocab = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(vocab, dict):
+        raise ValueError(f"{path}: expected a JSON object {{token: id}}")
+    owner: dict[int, str] = {}
+    for token, idx in vocab.items():
+        if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
+            raise ValueError(f"{path}: token {token!r} has id {idx!r}, not a non-negative integer")
+        if idx in owner:
+            raise ValueError(f"{path}: tokens {owner[idx]!r} and {token!r} have the same id {idx}")
+        owner[idx] = token
+    return vocab
+
+
+def spell_vocab(vocab: dict[int, bytes], skip: set[int] = frozenset()) -> dict[int, str]:
+    """``{id: GPT-2 spelling}`` for every id not in ``skip``; two ids with equal bytes raise."""
+    spelled: dict[int, str] = {}
+    seen: dict[str, int] = {}
+    for idx in sorted(vocab):
+        if idx in skip:
+            continue
+        text = token_to_unicode(vocab[idx])
+        if text in seen:
+            raise ValueError(
+                f"tokens {seen[text]} and {idx} are the same bytes {vocab[idx]!r}: a vocabulary of "
+                "strings (vocab.json, tokenizer.json, transformers) needs distinct tokens"
+            )
+        seen[text] = idx
+        spelled[idx] = text
+    return spelled
+
+
+def write_vocab_merges(
+    vocab_file: str | os.PathLike,
+    merges_file: str | os.PathLike,
+    spelled: dict[int, str],
+    merges: dict[tuple[int, int], int],
+) -> None:
+    """Write ``vocab.json`` (tokens in id order) and ``merges.txt`` (merges in order), atomically.
+
+    ``spelled`` is :func:`spell_vocab`'s result for the non-special tokens.
+    """
+    body = ",\n".join(f"  {json.dumps(text, ensure_ascii=False)}: {idx}" for idx, text in sorted(spelled.items()))
+    write_text_atomic(vocab_file, "{\n" + body + "\n}\n")
+    lines = [MERGES_HEADER] + [f"{spelled[a]} {spelled[b]}" for a, b in merges]
+    write_text_atomic(merges_file, "\n".join(lines) + "\n")
