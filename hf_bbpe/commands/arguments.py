@@ -1,0 +1,96 @@
+"""Arguments that several subcommands share, defined once so they read the same everywhere."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import CommandError
+from .tokenizer_spec import SPEC_HELP, LoadedTokenizer, load_tokenizer
+
+SPECIALS_CHOICES = ("raise", "allow", "text")
+SPECIALS_HELP = ("what to do with text that spells a special token: 'raise' an error (tiktoken's default), "
+                 "'allow' it (encode as the special id), or encode it as plain 'text'")
+
+
+def add_tokenizer(parser: argparse.ArgumentParser) -> None:
+    """A positional TOKENIZER and ``--pattern`` (for bare .tiktoken files)."""
+    parser.add_argument("tokenizer", metavar="TOKENIZER", help=SPEC_HELP)
+    add_pattern_for_ranks(parser)
+
+
+def add_tokenizers(parser: argparse.ArgumentParser) -> None:
+    """``-t/--tokenizer`` (repeatable, at least one) and ``--pattern``."""
+    parser.add_argument("-t", "--tokenizer", dest="tokenizers", metavar="TOKENIZER", action="append",
+                        required=True, help=f"{SPEC_HELP}; repeat for several")
+    add_pattern_for_ranks(parser)
+
+
+def add_pattern_for_ranks(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pattern", default=None,
+                        help="split pattern for .tiktoken files that are not presets: gpt2, gpt4, o200k or a "
+                             "regex (default gpt4)")
+
+
+def add_specials(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--specials", choices=SPECIALS_CHOICES, default=default,
+                        help=f"{SPECIALS_HELP} (default: {default})")
+
+
+def encode_policy(specials: str) -> dict:
+    """Keyword arguments for ``Tokenizer.encode`` for a ``--specials`` value."""
+    if specials == "allow":
+        return {"allowed_special": "all", "disallowed_special": ()}
+    if specials == "text":
+        return {"allowed_special": set(), "disallowed_special": ()}
+    return {"allowed_special": set(), "disallowed_special": "all"}
+
+
+def load(args: argparse.Namespace, spec: str) -> LoadedTokenizer:
+    return load_tokenizer(spec, pattern=args.pattern)
+
+
+def add_color(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour the output: always, never, or auto (when stdout is a terminal)")
+
+
+def use_color(choice: str) -> bool:
+    if choice == "auto":
+        return sys.stdout.isatty()
+    return choice == "always"
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def parse_special_assignment(text: str) -> tuple[str, int]:
+    """``TOKEN=ID`` (the last ``=`` separates, so a token may contain ``=``)."""
+    token, sep, idx = text.rpartition("=")
+    if not sep or not token or not idx.strip().isdigit():
+        raise CommandError(f"expected TOKEN=ID for a special token, got {text!r}")
+    return token, int(idx)
+
+
+def write_stdout(text: str) -> None:
+    """Write text to stdout as UTF-8 bytes, whatever the locale (no newline translation)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8", errors="surrogateescape"))
+    sys.stdout.buffer.flush()

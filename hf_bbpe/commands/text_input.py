@@ -1,0 +1,135 @@
+"""Reading the command line's text inputs: files, globs and ``-`` for stdin, strictly as UTF-8.
+
+Files are read as bytes and decoded strictly, so ``\\r\\n`` survives (no newline translation)
+and a file that is not UTF-8 is an error naming the file and the byte offset.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from collections.abc import Iterator, Sequence
+
+from .errors import CommandError
+
+STDIN = "-"
+
+
+def expand_inputs(patterns: Sequence[str]) -> list[str]:
+    """Paths for the given files and globs (``**`` recurses), in order; ``-`` stays ``-``.
+
+    A name that is neither a file nor a glob matching a file is an error.
+    """
+    paths: list[str] = []
+    for pattern in patterns:
+        if pattern == STDIN:
+            paths.append(STDIN)
+            continue
+        if os.path.isdir(pattern):
+            raise CommandError(f"{pattern}: is a directory (give files, or a glob like '{pattern}/**/*.txt')")
+        if os.path.exists(pattern):
+            paths.append(pattern)
+            continue
+        matches = sorted(p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if not matches:
+            if glob.has_magic(pattern):
+                raise CommandError(f"no file matches {pattern!r}")
+            raise CommandError(f"{pattern}: no such file")
+        paths.extend(matches)
+    return paths
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """``data`` as text; invalid UTF-8 is an error naming ``source`` and the byte offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{source}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 4]!r})") from None
+
+
+def read_bytes(path: str) -> bytes:
+    """The bytes of a file, or of stdin for ``-``; a missing file is a CommandError."""
+    if path == STDIN:
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise CommandError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CommandError(f"{path}: is a directory") from None
+    except PermissionError:
+        raise CommandError(f"{path}: permission denied") from None
+
+
+def read_text(path: str) -> str:
+    """A file (or stdin for ``-``) as UTF-8 text, newlines untouched."""
+    return decode_utf8(read_bytes(path), "<stdin>" if path == STDIN else path)
+
+
+def display_name(path: str) -> str:
+    return "<stdin>" if path == STDIN else path
+
+
+DOCUMENT_MODES = ("paragraph", "line", "file")
+
+
+def iter_documents(paths: Sequence[str], mode: str = "paragraph") -> Iterator[str]:
+    """Stream the documents of the given files for training.
+
+    ``file``: each file is one document. ``line``: each line is one. ``paragraph``: documents
+    end after a run of blank lines (the blank lines stay with the text before them), which
+    keeps almost every chunk the split pattern would find in the whole file while letting
+    counting run in parallel. Files are read line by line, so memory stays small.
+    """
+    if mode not in DOCUMENT_MODES:
+        raise CommandError(f"unknown document mode {mode!r} (choose from {', '.join(DOCUMENT_MODES)})")
+    for path in paths:
+        if mode == "file":
+            yield read_text(path)
+            continue
+        yield from _split_lines(_iter_lines(path), mode)
+
+
+def _iter_lines(path: str) -> Iterator[str]:
+    name = display_name(path)
+    handle = sys.stdin.buffer if path == STDIN else _open(path)
+    offset = 0
+    try:
+        for raw in handle:
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CommandError(f"{name}: not UTF-8 text (byte {offset + exc.start}: "
+                                   f"{raw[exc.start:exc.start + 4]!r})") from None
+            offset += len(raw)
+    finally:
+        if path != STDIN:
+            handle.close()
+
+
+def _open(path: str):
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise CommandError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CommandError(f"{path}: is a directory") from None
+
+
+def _split_lines(lines: Iterator[str], mode: str) -> Iterator[str]:
+    if mode == "line":
+        yield from lines
+        return
+    doc: list[str] = []
+    in_blank_run = False
+    for line in lines:
+        blank = not line.strip("\r\n")
+        if in_blank_run and not blank:
+            yield "".join(doc)
+            doc = []
+        doc.append(line)
+        in_blank_run = blank and bool(doc)
+    if doc:
+        yield "".join(doc)

@@ -1,0 +1,102 @@
+"""Helpers for the ``hf-bbpe`` tests: run the real command in a subprocess, train small tokenizers.
+
+Imported by tests/test_cli*.py, test_token_view*.py, test_audit*.py and test_compare*.py; the
+one test here checks that the console script and ``python -m hf_bbpe.cli`` are the same program.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+MIX = DATA / "text" / "mix-sample.txt"
+TAYLOR = DATA / "text" / "taylorswift.txt"
+GPT2_DIR = DATA / "gpt2"
+CLI = [sys.executable, "-m", "hf_bbpe.cli"]
+
+
+def cli_env() -> dict:
+    env = dict(os.environ)
+    env.pop("HF_BBPE_TRACEBACK", None)
+    env["PYTHONIOENCODING"] = "utf-8"
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def run_cli(*args, input: bytes | str | None = None, cwd: Path | None = None, check: bool = True,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``python -m hf_bbpe.cli ARGS`` with stdin ``input``; bytes out. ``check`` wants exit 0."""
+    if isinstance(input, str):
+        input = input.encode("utf-8")
+    proc = subprocess.run(CLI + [str(a) for a in args], input=input, capture_output=True, cwd=cwd,
+                          env=cli_env(), timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"hf-bbpe {' '.join(map(str, args))} failed ({proc.returncode}):\n"
+                             f"{proc.stderr.decode('utf-8', 'replace')}")
+    return proc
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> str:
+    """The command failed with exit status 1 and one line on stderr containing every needle."""
+    err = proc.stderr.decode("utf-8")
+    assert proc.returncode == 1, (proc.returncode, err)
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def train_cli(out: Path, corpus: Path = MIX, vocab_size: int = 512, *extra) -> Path:
+    """Train with the CLI (gpt4 pattern, <|endoftext|>) into folder ``out``; returns the .model path."""
+    run_cli("train", corpus, "--vocab-size", vocab_size, "--special", "<|endoftext|>", "--out", out, *extra)
+    return out / "tokenizer.model"
+
+
+@pytest.fixture(scope="session")
+def mix_tok_dir(tmp_path_factory) -> Path:
+    """A 512-token tokenizer trained by the CLI on mix-sample.txt (special <|endoftext|> = 512).
+
+    Several test modules import this fixture; the folder is made once per session.
+    """
+    out = tmp_path_factory.getbasetemp() / "cli-shared" / "mix512"
+    if not (out / "tokenizer.model").exists():
+        out.parent.mkdir(exist_ok=True)
+        train_cli(out)
+    return out
+
+
+def save_model_file(tok, folder: Path, name: str) -> Path:
+    """Save an engine tokenizer as ``folder/name.model`` (for tests that need a file, not a train run)."""
+    tok.save(folder / name)
+    return folder / f"{name}.model"
+
+
+def conversion_available() -> bool:
+    try:
+        import conversion
+    except ImportError:
+        return False
+    return all(hasattr(conversion, name) for name in ("from_gpt2_files", "to_tiktoken", "load_preset"))
+
+
+needs_conversion = pytest.mark.skipif(not conversion_available(), reason="the conversion package has not landed")
+
+
+def test_console_script_and_module_are_the_same_program():
+    """The installed ``hf-bbpe`` entry point runs hf_bbpe.cli:main, like ``python -m hf_bbpe.cli``."""
+    via_module = run_cli("--help").stdout
+    assert b"usage: hf-bbpe" in via_module
+    script = shutil.which("hf-bbpe") or (Path(sys.executable).parent / "hf-bbpe")
+    if not Path(script).exists():
+        pytest.skip("the hf-bbpe console script is not installed (pip install -e .)")
+    via_script = subprocess.run([str(script), "--help"], capture_output=True, env=cli_env(), timeout=60)
+    assert via_script.returncode == 0
+    assert via_script.stdout == via_module
