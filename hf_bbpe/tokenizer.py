@@ -219,7 +219,7 @@ class Tokenizer:
         words: list[list[int]] = []
         weights: list[int] = []
         for chunk, count in counts.items():
-            ids = self._encoder.encode_bytes(chunk.encode("utf-8"))
+            ids = self.encode_single_piece(chunk)
             if len(ids) >= 2:
                 words.append(ids)
                 weights.append(count)
@@ -294,6 +294,15 @@ class Tokenizer:
         except UnicodeEncodeError:
             # tiktoken's rule for lone surrogates: pair what pairs, replace the rest by U+FFFD
             return self._encode_ordinary(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+
+    def encode_single_piece(self, piece: str | bytes) -> list[int]:
+        """Apply the merges to ``piece`` as one chunk: no split pattern, no special tokens.
+
+        This is how the tokenizer spells a byte string it was not trained on as one unit, e.g.
+        a new token's bytes in terms of an older vocabulary (sub-token initialisation).
+        """
+        data = piece.encode("utf-8") if isinstance(piece, str) else bytes(piece)
+        return self._encoder.encode_bytes(data)
 
     def _encode_ordinary(self, text: str) -> list[int]:
         if not self.pattern:
