@@ -113,9 +113,11 @@ def train_rustbpe(docs: list[str], vocab_size: int, pattern: str):
 def train_hf_tokenizers(docs: list[str], vocab_size: int, pattern: str):
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
-    # Oniguruma reads "{1,3}+" as "({1,3})+", not as possessive; "{1,3}" alone matches the same
-    # chunks as tiktoken's possessive form (it ends its alternative, so nothing backtracks into it).
-    hf_pattern = pattern.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+    from hf_bbpe.tokenizer_json import translate_pattern_for_onig
+
+    # the pattern the tokenizer.json export uses: Oniguruma reads some of Python regex's syntax
+    # differently ("{1,3}+", "$"), see hf_bbpe/tokenizer_json.py
+    hf_pattern = translate_pattern_for_onig(pattern)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [

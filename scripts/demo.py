@@ -38,7 +38,22 @@ def main() -> None:
         again = RegexTokenizer()
         again.load(Path(tmp) / "demo.model")
         assert again.merges == tok.merges and again.special_tokens == tok.special_tokens
-        print(f"\nsaved and reloaded {Path(tmp) / 'demo.model'}: identical")
+        print(f"\nsaved and reloaded {Path(tmp) / 'demo.model'} (minbpe format): identical")
+
+        # The same tokenizer in transformers: save_pretrained, then AutoTokenizer loads the folder
+        # (as the Rust fast twin, no hf_bbpe needed) and gives the engine's ids.
+        from transformers import AutoTokenizer
+
+        from hf_bbpe import BBPETokenizer
+
+        folder = Path(tmp) / "hf"
+        BBPETokenizer.from_engine(tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>").save_pretrained(folder)
+        auto = AutoTokenizer.from_pretrained(folder)
+        docs = SAMPLE.read_text(encoding="utf-8").split("\n\n")[:200]
+        assert [auto(doc)["input_ids"] for doc in docs] == [tok.encode_ordinary(doc) for doc in docs]
+        batch = auto(["a", "a longer text"], padding=True, return_tensors="np")
+        print(f"save_pretrained -> AutoTokenizer.from_pretrained: {type(auto).__name__}, same ids as the "
+              f"engine on {len(docs)} documents; padded batch shape {batch['input_ids'].shape}")
 
 
 if __name__ == "__main__":
