@@ -32,8 +32,8 @@ from ._embedding_resize import SEED_OFFSETS
 from ._row_init import RowPlan, new_row_values, plan_for_tokens
 from ._safetensors_stream import Growth, RowReader, SafetensorsHeader, read_header, rewrite_with_growth, torch_dtype
 from ._token_adding import (
-    AddedTokensResult,
     InitSpec,
+    NewTokens,
     add_prepared_tokens,
     check_pad_multiple,
     prepare_tokens,
@@ -299,8 +299,23 @@ def extend_checkpoint(
     seed: int = 0,
     overwrite: bool = False,
     link: bool = False,
-) -> tuple[AddedTokensResult, Any, int]:
-    """Implementation of ``surgery.extend_checkpoint``; returns (added tokens, new tokenizer, rows)."""
+) -> NewTokens:
+    """``surgery.add_tokens_and_resize`` on a safetensors checkpoint folder, without loading the model.
+
+    Reads ``config.json`` and ``model.safetensors`` (or the shards of
+    ``model.safetensors.index.json``), rewrites only the embedding / LM head / head bias tensors
+    (and their tied aliases), updates ``config.json``, ``generation_config.json`` (roles) and the
+    index, copies the other shards byte for byte (``link=True``: hard links, which share the inode
+    with ``ckpt_dir``: never write into those files in place), and saves the extended tokenizer.
+    Peak memory is a few chunks of a matrix, whatever the model size. The result loads with
+    ``from_pretrained`` and equals in-memory surgery with the same arguments.
+
+    ``tokenizer`` must be the checkpoint's tokenizer; it is not modified (the extended copy is the
+    result's ``.tokenizer`` and is saved into ``out_dir``). Output is written into a temporary
+    sibling folder renamed into place at the end; an existing ``out_dir`` is an error unless
+    ``overwrite=True``. Other top-level files are copied; old tokenizer files, stray weight files
+    and subfolders are not (a warning names the latter two).
+    """
     from transformers import AutoConfig
 
     ckpt, out = Path(ckpt_dir), Path(out_dir)
@@ -344,4 +359,4 @@ def extend_checkpoint(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return added, new_tokenizer, new_rows
+    return NewTokens(added, new_rows, new_tokenizer)

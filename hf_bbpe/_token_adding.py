@@ -47,6 +47,34 @@ class AddedTokensResult:
     old_len: int
 
 
+class NewTokens(list):
+    """The ids of the added tokens (a ``list[int]``, in request order), plus what else happened.
+
+    Attributes: ``tokens`` (the added tokens, parallel to the ids), ``skipped`` (requested tokens that
+    were already in the vocabulary -> their existing id; a warning names them too), ``role_ids``
+    (role -> id), ``num_rows`` (embedding rows afterwards) and ``tokenizer`` (the extended tokenizer:
+    the one passed in for in-memory surgery, a new copy for ``extend_checkpoint``).
+    """
+
+    tokens: list[str]
+    skipped: dict[str, int]
+    role_ids: dict[str, int]
+    num_rows: int
+    tokenizer: Any
+
+    def __init__(self, added: AddedTokensResult, num_rows: int, tokenizer: Any) -> None:
+        super().__init__(added.ids)
+        self.tokens = list(added.tokens)
+        self.skipped = dict(added.skipped)
+        self.role_ids = dict(added.role_ids)
+        self.num_rows = num_rows
+        self.tokenizer = tokenizer
+
+    def __repr__(self) -> str:
+        added = dict(zip(self.tokens, self, strict=True))
+        return f"NewTokens({added}, skipped={self.skipped}, num_rows={self.num_rows})"
+
+
 def subtoken_sources(tokenizer: Any, tokens: Sequence[str]) -> dict[str, list[int]]:
     """For each token, the ids its text encodes to with ``tokenizer`` (call it before adding them).
 

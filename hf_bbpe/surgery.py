@@ -34,7 +34,6 @@ Padding rows (``pad_to_multiple_of``) get ``init`` when it is "mean"/"normal"/"z
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,15 +42,15 @@ try:
 except ImportError as exc:  # torch is an optional extra
     raise ImportError("hf_bbpe.surgery needs PyTorch: pip install 'hf_bbpe[torch]'") from exc
 
-from ._checkpoint_surgery import extend_checkpoint as _extend_checkpoint
+from ._checkpoint_surgery import extend_checkpoint
 from ._embedding_resize import embedding_modules, grow_model_rows, set_token_roles
 from ._new_token_training import NewTokenTraining, train_only_new_tokens
 from ._row_init import ROW_INIT_METHODS, RowPlan, plan_for_tokens
 from ._token_adding import (
     TOKEN_INIT_METHODS,
     TOKEN_ROLES,
-    AddedTokensResult,
     InitSpec,
+    NewTokens,
     add_prepared_tokens,
     check_pad_multiple,
     prepare_tokens,
@@ -73,34 +72,6 @@ __all__ = [
     "subtoken_sources",
     "train_only_new_tokens",
 ]
-
-
-class NewTokens(list):
-    """The ids of the added tokens (a ``list[int]``, in request order), plus what else happened.
-
-    Attributes: ``tokens`` (the added tokens, parallel to the ids), ``skipped`` (requested tokens that
-    were already in the vocabulary -> their existing id; a warning names them too), ``role_ids``
-    (role -> id), ``num_rows`` (embedding rows afterwards) and ``tokenizer`` (the extended tokenizer:
-    the one passed in for in-memory surgery, a new copy for :func:`extend_checkpoint`).
-    """
-
-    tokens: list[str]
-    skipped: dict[str, int]
-    role_ids: dict[str, int]
-    num_rows: int
-    tokenizer: Any
-
-    def __init__(self, added: AddedTokensResult, num_rows: int, tokenizer: Any) -> None:
-        super().__init__(added.ids)
-        self.tokens = list(added.tokens)
-        self.skipped = dict(added.skipped)
-        self.role_ids = dict(added.role_ids)
-        self.num_rows = num_rows
-        self.tokenizer = tokenizer
-
-    def __repr__(self) -> str:
-        added = dict(zip(self.tokens, self, strict=True))
-        return f"NewTokens({added}, skipped={self.skipped}, num_rows={self.num_rows})"
 
 
 def add_tokens_and_resize(
@@ -231,52 +202,6 @@ def resize_for_extension(
                    sources={i: sources.get(i, ()) for i in new_ids})
     grow_model_rows(model, plan, seed)
     return new_ids
-
-
-def extend_checkpoint(
-    ckpt_dir: str | os.PathLike,
-    out_dir: str | os.PathLike,
-    tokenizer: Any,
-    tokens: Sequence[str],
-    *,
-    special: bool = False,
-    init: InitSpec = "mean",
-    pad_to_multiple_of: int | None = None,
-    roles: Mapping[str, str] | None = None,
-    seed: int = 0,
-    overwrite: bool = False,
-    link: bool = False,
-) -> NewTokens:
-    """:func:`add_tokens_and_resize` on a safetensors checkpoint folder, without loading the model.
-
-    Reads ``config.json`` and ``model.safetensors`` (or the shards of
-    ``model.safetensors.index.json``), rewrites only the embedding / LM head / head bias tensors
-    (and their tied aliases), updates ``config.json``, ``generation_config.json`` (roles) and the
-    index, copies the other shards byte for byte (``link=True``: hard links, which share the inode
-    with ``ckpt_dir``: never write into those files in place), and saves the extended tokenizer.
-    Peak memory is a few chunks of a matrix, whatever the model size. The result loads with
-    ``from_pretrained`` and equals in-memory surgery with the same arguments.
-
-    ``tokenizer`` must be the checkpoint's tokenizer; it is not modified (the extended copy is the
-    result's ``.tokenizer`` and is saved into ``out_dir``). Output is written into a temporary
-    sibling folder renamed into place at the end; an existing ``out_dir`` is an error unless
-    ``overwrite=True``. Other top-level files are copied; old tokenizer files, stray weight files
-    and subfolders are not (a warning names the latter two).
-    """
-    added, new_tokenizer, num_rows = _extend_checkpoint(
-        ckpt_dir,
-        out_dir,
-        tokenizer,
-        tokens,
-        special=special,
-        init=init,
-        pad_to_multiple_of=pad_to_multiple_of,
-        roles=roles,
-        seed=seed,
-        overwrite=overwrite,
-        link=link,
-    )
-    return NewTokens(added, num_rows, new_tokenizer)
 
 
 def _sources(srcs: Sequence[int] | Mapping[int, float]) -> tuple[int, ...] | dict[int, float]:

@@ -48,13 +48,13 @@ if TYPE_CHECKING:
     # transformers 4.57 copies into its module cache only the modules that a remote-code file
     # imports directly (for a local folder), so every module of the engine that this one needs
     # through others is named here too. tests/test_tokenization_bbpe_remote_code.py checks the list.
-    from .batch_encoding import encode_batch
-    from .chunk_counting import count_chunks
-    from .chunk_encoder import ChunkEncoder
-    from .model_file import read_model_file
-    from .progress import progress_bar
-    from .special_tokens import special_token_regex
-    from .trainer import train_merges
+    from .batch_encoding import encode_batch  # noqa: F401
+    from .chunk_counting import count_chunks  # noqa: F401
+    from .chunk_encoder import ChunkEncoder  # noqa: F401
+    from .model_file import read_model_file  # noqa: F401
+    from .progress import progress_bar  # noqa: F401
+    from .special_tokens import special_token_regex  # noqa: F401
+    from .trainer import train_merges  # noqa: F401
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
 TOKENIZER_JSON = "tokenizer.json"

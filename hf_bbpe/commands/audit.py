@@ -7,7 +7,6 @@ import argparse
 
 from ..tokenizer_audit import audit_tokenizer, report_to_json, report_to_text
 from .arguments import add_tokenizer, load, non_negative_int, positive_int, write_stdout
-from .errors import CommandError
 from .text_input import display_name, expand_inputs, read_text
 
 
@@ -31,8 +30,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     paths = expand_inputs(args.corpus)
-    if paths.count("-") > 1:
-        raise CommandError("stdin ('-') can be given only once")
     loaded = load(args, args.tokenizer)
     corpus = [(display_name(p), read_text(p)) for p in paths]
     report = audit_tokenizer(loaded.tokenizer, corpus, name=loaded.name, rare=args.rare)

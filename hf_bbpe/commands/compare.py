@@ -6,7 +6,6 @@ import argparse
 
 from ..tokenizer_compare import compare_tokenizers, rows_to_csv, rows_to_json, rows_to_table
 from .arguments import add_tokenizers, load, write_stdout
-from .errors import CommandError
 from .text_input import display_name, expand_inputs, read_text
 
 
@@ -29,8 +28,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     paths = expand_inputs(args.files)
-    if paths.count("-") > 1:
-        raise CommandError("stdin ('-') can be given only once")
     tokenizers = [load(args, spec) for spec in args.tokenizers]
     names = _unique([t.name for t in tokenizers])
     texts = [(display_name(p), read_text(p)) for p in paths]

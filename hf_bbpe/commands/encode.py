@@ -7,7 +7,7 @@ import json
 
 from .arguments import add_specials, add_tokenizer, encode_policy, load, write_stdout
 from .errors import CommandError
-from .text_input import STDIN, decode_utf8, display_name, read_bytes
+from .text_input import STDIN, text_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,10 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.text is not None and args.file != STDIN:
-        raise CommandError("give either FILE or --text, not both")
-    source = "--text" if args.text is not None else display_name(args.file)
-    text = args.text if args.text is not None else decode_utf8(read_bytes(args.file), source)
+    text, source = text_argument(args.file, args.text)
     tok = load(args, args.tokenizer).tokenizer
     try:
         ids = tok.encode(text, **encode_policy(args.specials))

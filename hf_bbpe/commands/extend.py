@@ -44,8 +44,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     paths = expand_inputs(args.files)
-    if paths.count("-") > 1:
-        raise CommandError("stdin ('-') can be given only once")
     base = load(args, args.tokenizer).tokenizer
     normal = len(base.vocab) - len(base.special_tokens)
     new_merges = args.new_merges if args.new_merges is not None else args.vocab_size - normal

@@ -19,8 +19,10 @@ STDIN = "-"
 def expand_inputs(patterns: Sequence[str]) -> list[str]:
     """Paths for the given files and globs (``**`` recurses), in order; ``-`` stays ``-``.
 
-    A name that is neither a file nor a glob matching a file is an error.
+    A name that is neither a file nor a glob matching a file is an error, and so is ``-`` twice.
     """
+    if list(patterns).count(STDIN) > 1:
+        raise CommandError("stdin ('-') can be given only once")
     paths: list[str] = []
     for pattern in patterns:
         if pattern == STDIN:
@@ -66,6 +68,16 @@ def read_bytes(path: str) -> bytes:
 def read_text(path: str) -> str:
     """A file (or stdin for ``-``) as UTF-8 text, newlines untouched."""
     return decode_utf8(read_bytes(path), "<stdin>" if path == STDIN else path)
+
+
+def text_argument(file: str, text: str | None) -> tuple[str, str]:
+    """The text of a ``FILE`` / ``--text`` pair of arguments, and a name for it in messages."""
+    if text is not None:
+        if file != STDIN:
+            raise CommandError("give either FILE or --text, not both")
+        return text, "--text"
+    source = display_name(file)
+    return decode_utf8(read_bytes(file), source), source
 
 
 def display_name(path: str) -> str:

@@ -56,8 +56,6 @@ def run(args: argparse.Namespace) -> int:
     if any(not s for s in args.special):
         raise CommandError("--special: a special token cannot be empty")
     paths = expand_inputs(args.files)
-    if paths.count("-") > 1:
-        raise CommandError("stdin ('-') can be given only once")
     tok: Tokenizer = BasicTokenizer() if args.pattern == NO_SPLIT else RegexTokenizer(args.pattern)
     tok.train(
         iter_documents(paths, args.docs),

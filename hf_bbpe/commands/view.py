@@ -9,7 +9,7 @@ from ..atomic_write import write_text_atomic
 from ..token_view import render_html, render_terminal, summary_line, tokenize_for_view
 from .arguments import add_color, add_specials, add_tokenizers, encode_policy, load, use_color, write_stdout
 from .errors import CommandError
-from .text_input import STDIN, decode_utf8, display_name, read_bytes
+from .text_input import STDIN, text_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,10 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.text is not None and args.file != STDIN:
-        raise CommandError("give either FILE or --text, not both")
-    source = "--text" if args.text is not None else display_name(args.file)
-    text = args.text if args.text is not None else decode_utf8(read_bytes(args.file), source)
+    text, source = text_argument(args.file, args.text)
     policy = encode_policy(args.specials)
     views = []
     for spec in args.tokenizers:
