@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 
 from .chunk_encoder import ChunkEncoder
 from .model_file import render_token
+from .progress import progress_bar
 from .text_table import format_table
 from .tokenizer import Tokenizer
 
@@ -239,11 +240,15 @@ class AuditReport:
 
 
 def audit_tokenizer(tok: Tokenizer, corpus: Sequence[tuple[str, str]], *, name: str = "tokenizer",
-                    rare: int = 2) -> AuditReport:
-    """Audit ``tok`` on ``corpus`` (``(file name, text)`` pairs), encoded as ordinary text."""
+                    rare: int = 2, progress: bool | None = None) -> AuditReport:
+    """Audit ``tok`` on ``corpus`` (``(file name, text)`` pairs), encoded as ordinary text; a
+    progress bar counts encoded characters (on a terminal, or as ``progress`` says)."""
     counts: Counter[int] = Counter()
-    for _, text in corpus:
-        counts.update(tok.encode_ordinary(text))
+    total = sum(len(text) for _, text in corpus)
+    with progress_bar(desc="encoding", total=total, unit="char", scale=True, enabled=progress) as bar:
+        for _, text in corpus:
+            counts.update(tok.encode_ordinary(text))
+            bar.update(len(text))
     rank = {new: i for i, new in enumerate(tok.merges.values())}
     used_by: Counter[int] = Counter()
     for a, b in tok.merges:

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from .progress import progress_bar
 from .text_table import format_table
 from .tokenizer import Tokenizer
 
@@ -58,10 +59,20 @@ def compare_tokenizers(
     texts: Sequence[tuple[str, str]],
     *,
     specials: bool = False,
+    progress: bool | None = None,
 ) -> list[CompareRow]:
     """Rows for every (tokenizer, text) pair, text by text, plus a total per tokenizer when there
-    are several texts. ``tokenizers`` and ``texts`` are ``(name, value)`` pairs."""
-    counts = [[count_tokens(tok, text, specials=specials) for _, tok in tokenizers] for _, text in texts]
+    are several texts. ``tokenizers`` and ``texts`` are ``(name, value)`` pairs. A progress bar
+    counts encoded characters (on a terminal, or as ``progress`` says)."""
+    total = sum(len(text) for _, text in texts) * len(tokenizers)
+    counts: list[list[int]] = []
+    with progress_bar(desc="encoding", total=total, unit="char", scale=True, enabled=progress) as bar:
+        for _, text in texts:
+            row = []
+            for _, tok in tokenizers:
+                row.append(count_tokens(tok, text, specials=specials))
+                bar.update(len(text))
+            counts.append(row)
     sizes = [(len(text.encode("utf-8", errors="surrogatepass")), len(text)) for _, text in texts]
     rows: list[CompareRow] = []
     for t, (file_name, _) in enumerate(texts):

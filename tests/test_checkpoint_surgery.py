@@ -62,6 +62,9 @@ def make_model(arch):
     if arch == "llama":  # untied
         config = LlamaConfig(**small, num_hidden_layers=2, num_key_value_heads=2, vocab_size=V)
         return LlamaForCausalLM(config)
+    if arch == "llama_bf16":  # half precision on disk: new rows are computed in float64, cast once
+        config = LlamaConfig(**small, num_hidden_layers=1, num_key_value_heads=2, vocab_size=V)
+        return LlamaForCausalLM(config).to(torch.bfloat16)
     if arch == "llama_padded":  # more rows than tokens: new ids reuse (and re-init) rows inside the matrix
         config = LlamaConfig(**small, num_hidden_layers=1, num_key_value_heads=2, vocab_size=V + 7)
         return LlamaForCausalLM(config)
@@ -72,7 +75,12 @@ def make_model(arch):
 
 
 # gpt2: single file; llama and phi: sharded, embedding and head in different shards.
-SHARDING = {"gpt2": None, "llama": "20KB", "phi": "1MB", "llama_padded": None}
+SHARDING = {"gpt2": None, "llama": "20KB", "phi": "1MB", "llama_padded": None, "llama_bf16": "1MB"}
+
+
+def load_model(path):
+    """The checkpoint in its own dtype (transformers 4.57 would upcast bfloat16 to float32)."""
+    return AutoModelForCausalLM.from_pretrained(path, torch_dtype="auto")
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +95,7 @@ def checkpoints(tmp_path_factory, tokenizer):
 
 
 def in_memory(ckpt, **kwargs):
-    model = AutoModelForCausalLM.from_pretrained(ckpt)
+    model = load_model(ckpt)
     tok = AutoTokenizer.from_pretrained(ckpt)
     new_ids = surgery.add_tokens_and_resize(model, tok, TOKENS, special=True, **kwargs)
     return model, tok, new_ids
@@ -114,6 +122,8 @@ def assert_same_model(a, b):
         ("phi", {"<|im_end|>": [5, 6]}),
         ("phi", "normal"),
         ("llama_padded", "subtoken_mean"),
+        ("llama_bf16", "mean"),
+        ("llama_bf16", "normal"),
     ],
 )
 def test_extend_checkpoint_equals_in_memory_surgery(arch, init, checkpoints, tokenizer, tmp_path):
@@ -124,13 +134,14 @@ def test_extend_checkpoint_equals_in_memory_surgery(arch, init, checkpoints, tok
 
     assert list(result) == list(expected_ids) == [V, V + 1, V + 2, V + 3]
     assert result.num_rows == expected_ids.num_rows == V + 7  # 50261 rounded up to a multiple of 8
-    loaded = AutoModelForCausalLM.from_pretrained(out)
+    loaded = load_model(out)
     assert_same_model(loaded, expected_model)
     assert loaded.config.vocab_size == V + 7 and loaded.config.pad_token_id == V + 3
     loaded_emb, loaded_head = loaded.get_input_embeddings(), loaded.get_output_embeddings()
     assert (loaded_head.weight is loaded_emb.weight) == (arch == "gpt2")
+    assert loaded_emb.weight.dtype == (torch.bfloat16 if arch == "llama_bf16" else torch.float32)
     # the original's old rows survive bit for bit
-    original = AutoModelForCausalLM.from_pretrained(ckpt)
+    original = load_model(ckpt)
     assert torch.equal(loaded_emb.weight[:V], original.get_input_embeddings().weight[:V])
     assert torch.equal(loaded_head.weight[:V], original.get_output_embeddings().weight[:V])
 

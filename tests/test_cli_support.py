@@ -7,7 +7,6 @@ one test here checks that the console script and ``python -m hf_bbpe.cli`` are t
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,10 @@ DATA = Path(__file__).parent / "data"
 MIX = DATA / "text" / "mix-sample.txt"
 TAYLOR = DATA / "text" / "taylorswift.txt"
 GPT2_DIR = DATA / "gpt2"
-CLI = [sys.executable, "-m", "hf_bbpe.cli"]
+MODULE_CLI = [sys.executable, "-m", "hf_bbpe.cli"]
+SCRIPT = Path(sys.executable).parent / "hf-bbpe"  # the console script pip installs beside python
+# The real installed program when it is there (always in scripts/test.sh's venvs and in CI).
+CLI = [str(SCRIPT)] if SCRIPT.exists() or os.environ.get("CI") == "true" else MODULE_CLI
 
 
 def cli_env() -> dict:
@@ -31,7 +33,7 @@ def cli_env() -> dict:
 
 def run_cli(*args, input: bytes | str | None = None, cwd: Path | None = None, check: bool = True,
             timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run ``python -m hf_bbpe.cli ARGS`` with stdin ``input``; bytes out. ``check`` wants exit 0."""
+    """Run ``hf-bbpe ARGS`` (the console script) with stdin ``input``; bytes out. ``check`` wants exit 0."""
     if isinstance(input, str):
         input = input.encode("utf-8")
     proc = subprocess.run(CLI + [str(a) for a in args], input=input, capture_output=True, cwd=cwd,
@@ -92,11 +94,10 @@ needs_conversion = pytest.mark.skipif(not conversion_available(), reason="the co
 
 def test_console_script_and_module_are_the_same_program():
     """The installed ``hf-bbpe`` entry point runs hf_bbpe.cli:main, like ``python -m hf_bbpe.cli``."""
-    via_module = run_cli("--help").stdout
-    assert b"usage: hf-bbpe" in via_module
-    script = shutil.which("hf-bbpe") or (Path(sys.executable).parent / "hf-bbpe")
-    if not Path(script).exists():
+    if not SCRIPT.exists():
         pytest.skip("the hf-bbpe console script is not installed (pip install -e .)")
-    via_script = subprocess.run([str(script), "--help"], capture_output=True, env=cli_env(), timeout=60)
-    assert via_script.returncode == 0
-    assert via_script.stdout == via_module
+    via_module = subprocess.run(MODULE_CLI + ["--help"], capture_output=True, env=cli_env(), timeout=60)
+    via_script = run_cli("--help")
+    assert CLI == [str(SCRIPT)]
+    assert via_module.returncode == 0 and b"usage: hf-bbpe" in via_script.stdout
+    assert via_script.stdout == via_module.stdout

@@ -161,6 +161,15 @@ def test_gpt2_preset_from_directory_or_tuple(form, gpt2):
     assert tok.special_tokens == {"<|endoftext|>": 50256}
 
 
+def test_r50k_preset_is_gpt2_as_a_rank_file(gpt2, tmp_path):
+    """GPT-2's files written as ranks are OpenAI's r50k_base.tiktoken (its preset checks the hash)."""
+    path = tmp_path / "r50k_base.tiktoken"
+    conversion.to_tiktoken(gpt2, path)
+    r50k = conversion.load_preset("r50k_base", path)  # raises unless the sha256 is r50k's
+    assert r50k.merges == gpt2.merges and r50k.byte_ids == gpt2.byte_ids
+    assert r50k.special_tokens == {"<|endoftext|>": 50256} and r50k.pattern == gpt2.pattern
+
+
 def test_preset_refuses_a_file_with_another_hash(tmp_path):
     wrong = tmp_path / "cl100k_base.tiktoken"
     wrong.write_bytes(O200K.read_bytes())

@@ -84,10 +84,13 @@ def _ours(name: str):
 
 
 @pytest.fixture(scope="module", params=["gpt2", "cl100k_base", "o200k_base"])
-def trio(request):
-    """(name, our tokenizer, tiktoken reference, tokenizers.Tokenizer from our tokenizer.json)."""
+def trio(request, tmp_path_factory):
+    """(name, our tokenizer, tiktoken reference, tokenizers.Tokenizer read from the tokenizer.json
+    file that conversion.to_tokenizer_json wrote)."""
     tok = _ours(request.param)
-    hf = HFTokenizer.from_str(json.dumps(tokenizer_json_dict(tok)))
+    path = tmp_path_factory.mktemp(request.param) / "tokenizer.json"
+    conversion.to_tokenizer_json(tok, path)
+    hf = HFTokenizer.from_file(str(path))
     return request.param, tok, _reference(request.param), hf
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hf_bbpe import BasicTokenizer, RegexTokenizer
 from hf_bbpe.token_view import render_html, render_terminal, segment_tokens, tokenize_for_view, visible_text
-from test_cli_support import MIX, TAYLOR
+from test_cli_support import MIX, TAYLOR, mix_tok_dir, run_cli  # noqa: F401
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +145,15 @@ def test_html_is_self_contained_and_has_every_token(byte_split_tok, english_tok)
         assert b"".join(bytes.fromhex(span["data-bytes"]) for span in section["spans"]).decode() == text
         assert all(span["title"].startswith(("id ", "ids ", "special token ")) for span in section["spans"])
     assert "<b>" not in page and "&lt;" in page  # the text's markup is escaped
+
+
+def test_cli_view_is_plain_when_piped_and_coloured_on_request(mix_tok_dir):
+    """Through the real command: piped output has separators and no escape codes (it is not a tty);
+    --color always gives the alternating backgrounds, whose text is the input again."""
+    text = "Hello, world! 你好 12345\n"
+    plain = run_cli("view", "-t", mix_tok_dir, "--text", text, "--ids").stdout.decode("utf-8")
+    assert "\x1b[" not in plain and "|" in plain and re.search(r"\[\d+\]", plain)
+    coloured = run_cli("view", "-t", mix_tok_dir, "--text", text, "--color", "always").stdout.decode("utf-8")
+    backgrounds = re.findall(r"\x1b\[38;5;16;48;5;(\d+)", coloured)
+    assert len(set(backgrounds)) >= 2  # alternating
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured).replace("\u21b5", "") == text
