@@ -229,6 +229,20 @@ def test_refuses_to_overwrite_unless_asked(checkpoints, tokenizer, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
+def test_overwrite_swaps_the_folders_in_one_step(tmp_path):
+    """On Linux the old output is exchanged with the new one atomically: no moment without ``out``."""
+    from hf_bbpe._checkpoint_surgery import _exchange_paths
+
+    new, out = tmp_path / "new", tmp_path / "out"
+    new.mkdir()
+    out.mkdir()
+    (new / "a").write_text("new")
+    (out / "a").write_text("old")
+    if not _exchange_paths(new, out):
+        pytest.skip("renameat2(RENAME_EXCHANGE) is not available here")
+    assert (out / "a").read_text() == "new" and (new / "a").read_text() == "old"
+
+
 def rewrite(path: Path, transform):
     with safe_open(path, "pt") as f:
         tensors = dict(transform({name: f.get_tensor(name) for name in f.keys()}))
