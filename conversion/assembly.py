@@ -18,11 +18,13 @@ def assemble_tokenizer(
     pattern: str | None,
     special_tokens: Mapping[str, int] | None,
     source: object,
+    recovered: bool = False,
 ) -> Tokenizer:
     """A RegexTokenizer (BasicTokenizer if ``pattern`` is empty) with these merges and ids.
 
     Special tokens are checked here: an id that is also a normal token, or two specials sharing
-    an id, raise FormatError naming the token. The merges are checked by ``Tokenizer.from_merges``.
+    an id, raise FormatError naming the token. The merges are checked by ``Tokenizer.from_merges``,
+    unless ``recovered`` says they come from merge_recovery.py, which only makes valid ones.
     """
     try:
         pattern = resolve_pattern(pattern) if pattern else None
@@ -44,6 +46,7 @@ def assemble_tokenizer(
                 raise FormatError(f"{source}: special tokens {owners[idx]!r} and {token!r} share the id {idx}")
             owners[idx] = token
     try:
-        return Tokenizer.from_merges(merges, pattern=pattern, special_tokens=specials, byte_ids=byte_ids)
+        return Tokenizer.from_merges(merges, pattern=pattern, special_tokens=specials, byte_ids=byte_ids,
+                                     check=not recovered)
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None

@@ -204,12 +204,12 @@ def from_tiktoken(
         name = f"tiktoken.Encoding {getattr(source, 'name', '?')!r}"
         merges, byte_ids = recover_merges(source._mergeable_ranks, name)
         return assemble_tokenizer(merges, byte_ids, pattern=source._pat_str,
-                                  special_tokens=dict(source._special_tokens), source=name)
+                                  special_tokens=dict(source._special_tokens), source=name, recovered=True)
     path = Path(source)
     buf, lengths, ranks = read_tiktoken_arrays(path)
     merges, byte_ids = recover_merges_from_arrays(buf, lengths, ranks, path)
     return assemble_tokenizer(merges, byte_ids, pattern=pattern, special_tokens=special_tokens,
-                              source=path)
+                              source=path, recovered=True)
 
 
 def to_tiktoken(tok: Tokenizer, path: str | os.PathLike, *, force: bool = False) -> None:

@@ -15,13 +15,15 @@ _PARALLEL_MIN_CHARS = 1 << 20  # below this, process start-up costs more than it
 _TASK_CHARS = 1 << 19  # characters of text per task sent to a worker
 _worker_tokenizer = None
 _worker_options: dict = {}
+_worker_texts: list[str] = []
 
 
 def encode_batch(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers: int, **options) -> list[list[int]]:
     """Encode ``texts`` with ``tokenizer.encode(text, **options)``, in parallel when it pays.
 
-    Workers inherit the tokenizer through fork and send back each task's ids as one flat int32
-    array plus lengths, which costs far less to pass between processes than lists of ints.
+    Workers inherit the tokenizer and the texts through fork (a task is only a range of
+    indices, so no text is pickled) and send back each task's ids as one flat int32 array plus
+    lengths, which costs far less to pass between processes than lists of ints.
     """
     texts = list(texts)
     total = sum(map(len, texts))
@@ -29,12 +31,12 @@ def encode_batch(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers: int
         num_workers = 1
     if num_workers <= 1 or len(texts) < 2 or total < _PARALLEL_MIN_CHARS or "fork" not in multiprocessing.get_all_start_methods():
         return [tokenizer.encode(text, **options) for text in texts]
-    global _worker_tokenizer, _worker_options
-    _worker_tokenizer, _worker_options = tokenizer, options
+    global _worker_tokenizer, _worker_options, _worker_texts
+    _worker_tokenizer, _worker_options, _worker_texts = tokenizer, options, texts
     try:
         with multiprocessing.get_context("fork").Pool(num_workers) as pool:
             results: list[list[int]] = []
-            for flat, lengths in pool.imap(_encode_task, _tasks(texts)):
+            for flat, lengths in pool.imap(_encode_task, _task_ranges(texts)):
                 ids = flat.tolist()
                 ends = itertools.accumulate(lengths)
                 start = 0
@@ -43,26 +45,25 @@ def encode_batch(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers: int
                     start = end
             return results
     finally:
-        _worker_tokenizer, _worker_options = None, {}
+        _worker_tokenizer, _worker_options, _worker_texts = None, {}, []
 
 
-def _tasks(texts: list[str]):
-    task: list[str] = []
-    size = 0
-    for text in texts:
-        task.append(text)
+def _task_ranges(texts: list[str]):
+    """``(start, stop)`` index ranges of about ``_TASK_CHARS`` characters each."""
+    start = size = 0
+    for i, text in enumerate(texts):
         size += len(text)
         if size >= _TASK_CHARS:
-            yield task
-            task, size = [], 0
-    if task:
-        yield task
+            yield start, i + 1
+            start, size = i + 1, 0
+    if start < len(texts):
+        yield start, len(texts)
 
 
-def _encode_task(texts: list[str]) -> tuple[array, array]:
+def _encode_task(span: tuple[int, int]) -> tuple[array, array]:
     flat = array("i")
     lengths = array("i")
-    for text in texts:
+    for text in _worker_texts[span[0] : span[1]]:
         ids = _worker_tokenizer.encode(text, **_worker_options)
         flat.extend(ids)
         lengths.append(len(ids))

@@ -42,13 +42,14 @@ class ChunkEncoder:
         self.merges = merges
         self.byte_ids = tuple(byte_ids)
         self._identity = self.byte_ids == tuple(range(256))
-        self._pair_of = {new: pair for pair, new in merges.items()}
         self._cache: dict[str, tuple[int, ...]] = {}
         if native and _native is not None:
             kernel = _native.ChunkBPE(merges, self.byte_ids, _CACHE_MAX_ENTRIES)
             self.encode_chunks = kernel.encode_chunks
             self.encode_bytes = kernel.encode_bytes
             self.clear_cache = kernel.clear_cache
+        else:  # only the Python loops need the inverse table
+            self._pair_of = {new: pair for pair, new in merges.items()}
 
     def __getstate__(self) -> dict:
         return {"merges": self.merges, "byte_ids": self.byte_ids, "native": "encode_chunks" in self.__dict__}

@@ -8,6 +8,7 @@ identity unless imported from GPT-2 or cl100k), plus ``special_tokens``. Everyth
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -53,22 +54,24 @@ class Tokenizer:
         pattern: str | None = None,
         special_tokens: Mapping[str, int] | None = None,
         byte_ids: Sequence[int] | None = None,
+        check: bool = True,
     ) -> Tokenizer:
         """Build a tokenizer from merges in order (for importers and converters).
 
         ``byte_ids[b]`` is the id of byte ``b`` (default: ``b``). Raises ValueError if a merge
         names an id that is neither a byte nor an earlier merge, or if ids collide.
+        ``check=False`` skips those merge checks, for merges valid by construction (recovered
+        from ranks: each names two lower ranks); the merges must then be a dict of int pairs to
+        ints in increasing order.
         """
         tok = RegexTokenizer(pattern) if pattern else BasicTokenizer()
         byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
         if len(byte_ids) != 256 or len(set(byte_ids)) != 256:
             raise ValueError("byte_ids must give 256 distinct ids, one per byte value")
         tok._byte_ids = byte_ids
-        tok._merges = _checked_merges(merges, byte_ids)
-        tok._special_tokens = {}
-        tok._rebuild()
-        if special_tokens:
-            tok.register_special_tokens(special_tokens)
+        tok._merges = _checked_merges(merges, byte_ids) if check else dict(merges)
+        tok._special_tokens = tok._checked_specials(special_tokens or {})
+        tok._rebuild()  # once: tables for 100k+ merges take a while to build
         return tok
 
     @property
@@ -99,6 +102,11 @@ class Tokenizer:
 
     def register_special_tokens(self, special_tokens: Mapping[str, int]) -> None:
         """Add special tokens ``{string: id}``; an id already used by another token raises."""
+        self._special_tokens = self._checked_specials(special_tokens)
+        self._rebuild()
+
+    def _checked_specials(self, special_tokens: Mapping[str, int]) -> dict[str, int]:
+        """The current special tokens plus ``special_tokens``, checked against every id in use."""
         merged = dict(self._special_tokens)
         normal_ids = set(self._byte_ids) | set(self._merges.values())
         for token, idx in special_tokens.items():
@@ -111,25 +119,32 @@ class Tokenizer:
             if owner is not None:
                 raise ValueError(f"special token {token!r}: id {idx} is already taken by {owner!r}")
             merged[token] = idx
-        self._special_tokens = merged
-        self._rebuild()
+        return merged
 
     def _rebuild(self) -> None:
-        vocab = {idx: bytes([b]) for b, idx in enumerate(self._byte_ids)}
-        for (a, b), new in self._merges.items():
-            vocab[new] = vocab[a] + vocab[b]
-        for token, idx in self._special_tokens.items():
-            vocab[idx] = token.encode("utf-8")
-        self.vocab: dict[int, bytes] = vocab
+        self._vocab: dict[int, bytes] | None = None  # built on first use: encoding never needs it
         self._encoder = ChunkEncoder(self._merges, self._byte_ids)
         self._inverse_special = {idx: token for token, idx in self._special_tokens.items()}
         self._special_regex_cache: dict[frozenset[str], object] = {}
         self._policy_cache: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
 
     @property
+    def vocab(self) -> dict[int, bytes]:
+        """``{id: token bytes}`` for every token, special tokens included (treat it as read-only)."""
+        if self._vocab is None:
+            vocab = {idx: bytes([b]) for b, idx in enumerate(self._byte_ids)}
+            for (a, b), new in self._merges.items():
+                vocab[new] = vocab[a] + vocab[b]
+            for token, idx in self._special_tokens.items():
+                vocab[idx] = token.encode("utf-8")
+            self._vocab = vocab
+        return self._vocab
+
+    @property
     def n_vocab(self) -> int:
         """One more than the largest token id (tiktoken's definition)."""
-        return max(self.vocab) + 1
+        last_merge = next(reversed(self._merges.values()), -1)  # merge ids increase in merge order
+        return max(max(self._byte_ids), last_merge, max(self._special_tokens.values(), default=-1)) + 1
 
     def mergeable_ranks(self) -> dict[bytes, int]:
         """``{token bytes: id}`` for every non-special token, ready for ``tiktoken.Encoding``."""
@@ -450,7 +465,33 @@ class RegexTokenizer(Tokenizer):
 
 def _checked_merges(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int]) -> Merges:
     """``merges`` as a dict of ints, after checking that each one builds on known ids with a new,
-    increasing id; a ValueError names the first merge at fault."""
+    increasing id; a ValueError names the first merge at fault.
+
+    The check runs as a few bulk passes (importers hand over 200k merges); only when one fails
+    does the merge-by-merge loop run, to name the culprit.
+    """
+    try:
+        pairs = [(int(a), int(b)) for a, b in merges]
+        news = [int(new) for new in merges.values()]
+    except (TypeError, ValueError):
+        return _checked_merges_one_by_one(merges, byte_ids)
+    known = set(byte_ids)
+    made = set(news)
+    lefts = [a for a, _ in pairs]
+    rights = [b for _, b in pairs]
+    ok = all(map(operator.lt, news, news[1:])) and known.isdisjoint(made)
+    if ok and news and max(known) < news[0]:  # bytes below every merge (all real vocabularies)
+        ok = (known.union(made).issuperset(lefts) and known.union(made).issuperset(rights)
+              and all(map(operator.lt, lefts, news)) and all(map(operator.lt, rights, news)))
+    elif ok:
+        ok = all((a in known or (a < new and a in made)) and (b in known or (b < new and b in made))
+                 for a, b, new in zip(lefts, rights, news))
+    if ok:
+        return dict(zip(pairs, news))
+    return _checked_merges_one_by_one(merges, byte_ids)
+
+
+def _checked_merges_one_by_one(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int]) -> Merges:
     known = set(byte_ids)
     last = -1
     checked: Merges = {}

@@ -75,7 +75,7 @@ def main() -> None:
 
     (merges, byte_ids), _, recover_cpu = timed(lambda: recover_merges_from_arrays(buf, lengths, ranks, path))
     _, _, build_cpu = timed(lambda: conversion.assembly.assemble_tokenizer(
-        merges, byte_ids, pattern=preset.pattern, special_tokens=preset.special_tokens, source=path, checked=True))
+        merges, byte_ids, pattern=preset.pattern, special_tokens=preset.special_tokens, source=path, recovered=True))
     print(f"    ours, cpu: read {read_cpu * 1000:.1f} ms, recover merges {recover_cpu * 1000:.1f} ms, "
           f"build tokenizer {build_cpu * 1000:.1f} ms")
     if args.slow:
