@@ -21,7 +21,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
-from .patterns import compile_pattern
+from .patterns import chunk_splitter, compile_pattern
 
 _BATCH_CHARS = 1 << 20  # characters of text sent to a worker at a time
 _SEGMENT_CHARS = 1 << 22  # a str longer than two segments is counted in parallel segments
@@ -90,7 +90,7 @@ def _count_long_text(text: str, pattern: str, workers: int, bar) -> Counter[str]
                     seam = _join_seam(previous_tail, head)
                     if seam is None:
                         pool.terminate()
-                        return Counter(compile_pattern(pattern).findall(text))
+                        return Counter(chunk_splitter(pattern)(text))
                     counts.update(text[s:e] for s, e in seam)
                 counts.update(middle)
                 previous_tail = tail
@@ -181,10 +181,10 @@ def _count_batch(job: tuple[list[str], str | None]) -> Counter[str]:
     docs, pattern = job
     if pattern is None:
         return Counter(doc for doc in docs if doc)
-    findall = compile_pattern(pattern).findall
+    split = chunk_splitter(pattern)
     counts: Counter[str] = Counter()
     for doc in docs:
-        counts.update(findall(doc))
+        counts.update(split(doc))
     return counts
 
 

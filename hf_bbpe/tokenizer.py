@@ -16,7 +16,7 @@ from pathlib import Path
 from .chunk_counting import available_cpus, count_chunks
 from .chunk_encoder import ChunkEncoder
 from .model_file import ModelFileContents, ModelFileError, read_model_file, write_model_file, write_vocab_file
-from .patterns import compile_pattern, resolve_pattern
+from .patterns import chunk_splitter, resolve_pattern
 from .progress import progress_bar
 from .special_tokens import (
     AllowedSpecial,
@@ -322,7 +322,7 @@ class Tokenizer:
     def _encode_ordinary(self, text: str) -> list[int]:
         if not self.pattern:
             return self._encoder.encode_bytes(text.encode("utf-8"))
-        return self._encoder.encode_chunks(compile_pattern(self.pattern).findall(text))
+        return self._encoder.encode_chunks(chunk_splitter(self.pattern)(text))
 
     def encode(
         self,
