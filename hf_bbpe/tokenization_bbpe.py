@@ -63,6 +63,8 @@ PORTABLE_TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 """The class ``tokenizer_config.json`` names: resolvable by transformers 4.57 and 5.x alike."""
 
 _ADDED_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
+_DIRECT_CALL = frozenset({"add_special_tokens", "return_attention_mask", "split_special_tokens", "verbose"})
+_PREFILTER_MAX = 32  # added tokens up to which a substring test runs before the regex
 _NOT_PLAIN = ("return_tensors", "return_overflowing_tokens", "return_special_tokens_mask", "return_offsets_mapping",
               "return_length", "pad_to_multiple_of", "text_pair")
 
@@ -331,7 +333,8 @@ class BBPETokenizer(PreTrainedTokenizer):
                 if tok.rstrip:
                     core = rf"{core}\s*"
                 alternatives.append(f"(?:{core})")
-            groups.append((regex.compile("|".join(alternatives)), [idx for idx, _ in tokens]))
+            contents = tuple(tok.content for _, tok in tokens) if len(tokens) <= _PREFILTER_MAX else ()
+            groups.append((regex.compile("|".join(alternatives)), [idx for idx, _ in tokens], contents))
         self._matchers = (key, tuple(groups))
         return self._matchers[1]
 
@@ -344,10 +347,11 @@ class BBPETokenizer(PreTrainedTokenizer):
         for matcher in (None if split_special_tokens else specials, others):
             if matcher is None:
                 continue
-            pattern, ids = matcher
+            pattern, ids, contents = matcher
             split: list[str | int] = []
             for piece in pieces:
-                if not isinstance(piece, str):
+                # a plain substring test per token (C speed) spares most texts the regex scan
+                if not isinstance(piece, str) or (contents and not any(c in piece for c in contents)):
                     split.append(piece)
                     continue
                 start = 0
@@ -387,6 +391,18 @@ class BBPETokenizer(PreTrainedTokenizer):
             return self._encode_text(text, kwargs.get("split_special_tokens", self.split_special_tokens))
         return text
 
+    def __call__(self, text: Any = None, *args: Any, **kwargs: Any) -> BatchEncoding:
+        """transformers' ``__call__``; ``tokenizer(text)`` with one str and only the options in
+        ``_DIRECT_CALL`` skips its generic argument handling, which costs more than encoding a
+        short text (the result is the same; tests compare the two paths)."""
+        if (type(text) is str and text and not args and _DIRECT_CALL.issuperset(kwargs)
+                and not getattr(self, "_in_target_context_manager", False)):
+            split = kwargs.get("split_special_tokens", self.split_special_tokens)
+            encoding = self._plain_encoding(self._encode_text(text, split), kwargs)
+            if encoding is not None:
+                return encoding
+        return super().__call__(text, *args, **kwargs)
+
     def _encode_plus(self, text: Any, text_pair: Any = None, **kwargs: Any):
         # transformers 4.57 and 5.x both turn a str into ids with tokenize + convert_tokens_to_ids;
         # handing them ids instead is the one hook the two versions share.
@@ -401,7 +417,7 @@ class BBPETokenizer(PreTrainedTokenizer):
         """The result of ``prepare_for_model`` for a request with no padding, truncation, tensors
         or extra outputs (``tokenizer(text)``, and each text of a 5.x batch), built directly: it
         is most of the per-call cost for short texts. None for any other request."""
-        if any(kwargs.get(key) for key in _NOT_PLAIN) or kwargs.get("return_token_type_ids"):
+        if any(map(kwargs.get, _NOT_PLAIN)) or kwargs.get("return_token_type_ids"):
             return None
         for key, plain in (("padding_strategy", "do_not_pad"), ("truncation_strategy", "do_not_truncate")):
             strategy = kwargs.get(key, plain)
@@ -412,10 +428,10 @@ class BBPETokenizer(PreTrainedTokenizer):
         attention = kwargs.get("return_attention_mask")
         if attention is None:
             attention = "attention_mask" in self.model_input_names
-        if kwargs.get("add_special_tokens", True):
-            ids = self.build_inputs_with_special_tokens(ids)
+        if kwargs.get("add_special_tokens", True) and (self.add_bos_token or self.add_eos_token):
+            ids = self.build_inputs_with_special_tokens(ids)  # else ids is already a fresh list
         self._eventual_warn_about_too_long_sequence(ids, kwargs.get("max_length"), kwargs.get("verbose", True))
-        return BatchEncoding({"input_ids": ids, "attention_mask": [1] * len(ids)} if attention else {"input_ids": ids})
+        return _batch_encoding({"input_ids": ids, "attention_mask": [1] * len(ids)} if attention else {"input_ids": ids})
 
     def _batch_encode_plus(self, batch_text_or_text_pairs: Sequence[Any], **kwargs: Any):
         # transformers 4.57 only (5.x batches inside _encode_plus). A list item is read as a
@@ -618,6 +634,17 @@ class BBPETokenizer(PreTrainedTokenizer):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+
+
+def _batch_encoding(data: dict[str, list[int]]) -> BatchEncoding:
+    """``BatchEncoding(data)`` without its generic constructor (a UserDict update through ABC
+    checks, a tensor conversion that does nothing): the same object, built in a fraction of
+    the time that ``tokenizer(short_text)`` would otherwise spend on it. A test compares both."""
+    encoding = BatchEncoding.__new__(BatchEncoding)
+    encoding.data = data
+    encoding._encodings = None
+    encoding._n_sequences = None
+    return encoding
 
 
 def _expected_class_warning(record: logging.LogRecord) -> bool:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_tokenization_bbpe_support import EOT, mix_docs, mix_text, trained_engine
-from transformers import AddedToken, AutoTokenizer
+from transformers import AddedToken, AutoTokenizer, BatchEncoding
 
 from hf_bbpe.byte_unicode import token_to_unicode
 from hf_bbpe.tokenization_bbpe import BBPETokenizer
@@ -62,6 +62,9 @@ def test_the_direct_path_returns_what_prepare_for_model_returns(engine):
                 assert general.pop("length") == len(direct["input_ids"])
                 assert type(direct) is type(general) and dict(direct) == dict(general)
                 assert list(direct) == list(general)
+                # the same object state as transformers' own constructor gives
+                assert vars(direct) == vars(BatchEncoding(dict(direct)))
+                assert direct.encodings is None and direct.n_sequences is None and direct.input_ids == direct["input_ids"]
 
 
 def test_tokens_are_gpt2_spellings_and_every_view_agrees(hf, engine):
