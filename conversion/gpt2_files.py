@@ -34,15 +34,19 @@ from .errors import FormatError
 VERSION_LINE = "#version: 0.2"
 
 
-def read_json_object(path: str | os.PathLike, what: str = "a JSON object") -> dict:
-    """Parse a JSON file whose top level must be an object; duplicate keys raise."""
-    path = Path(path)
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise FormatError(f"{path}: not UTF-8 ({exc})") from None
+
+
+def read_json_object(path: str | os.PathLike, what: str = "a JSON object") -> dict:
+    """Parse a JSON file whose top level must be an object; duplicate keys raise."""
+    path = Path(path)
+    text = _read_text(path)
 
     def no_duplicates(pairs: list) -> dict:
         result = {}
@@ -65,12 +69,7 @@ def check_merges_text(path: str | os.PathLike, *, require_version: bool) -> None
     """The checks hf_bbpe's reader leaves to us: the ``#version`` first line (mandatory in
     OpenAI's vocab.bpe) and that every symbol is in GPT-2's byte alphabet."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not UTF-8 ({exc})") from None
+    text = _read_text(path)
     lines = text.split("\n")
     if require_version and not lines[0].startswith("#version"):
         raise FormatError(f"{path}:1: expected the header line {VERSION_LINE!r}, got {lines[0][:60]!r}")

@@ -182,6 +182,40 @@ def test_extension_round_trips_through_model_file(extended, tmp_path):
     assert loaded.encode_ordinary(MIXED[:5000]) == extended.encode_ordinary(MIXED[:5000])
 
 
+def test_extension_exports_to_every_format(base, extended, tmp_path):
+    """GPT-2 files, tokenizer.json, tiktoken ranks (or a clear refusal) and minbpe: each reads back
+    as the same tokenizer, and tokenizer.json and tiktoken give the extended tokenizer's ids."""
+    import conversion
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+    from tokenizers import Tokenizer as HFTokenizer
+
+    text = "\n\n".join(HELD_OUT_DOCS[:80])
+    expected = extended.encode_ordinary(text)
+    assert expected != base.encode_ordinary(text)  # the new merges apply to this text
+
+    conversion.to_gpt2_files(extended, tmp_path / "gpt2")
+    back = conversion.from_gpt2_files(tmp_path / "gpt2" / "encoder.json", tmp_path / "gpt2" / "vocab.bpe",
+                                      pattern=extended.pattern, special_tokens=extended.special_tokens)
+    assert back.merges == extended.merges and back.encode_ordinary(text) == expected
+
+    conversion.to_tokenizer_json(extended, tmp_path / "tokenizer.json")
+    assert HFTokenizer.from_file(str(tmp_path / "tokenizer.json")).encode(text).ids == expected
+
+    try:
+        conversion.check_rank_representable(extended)
+    except conversion.RepresentabilityError as exc:  # a clear refusal naming the token
+        assert "rank-based BPE" in str(exc) or "distinct tokens" in str(exc)
+    else:
+        conversion.to_tiktoken(extended, tmp_path / "ext.tiktoken")
+        ranks = load_tiktoken_bpe(str(tmp_path / "ext.tiktoken"))
+        enc = tiktoken.Encoding("ext", pat_str=extended.pattern, mergeable_ranks=ranks, special_tokens={})
+        assert enc.encode_ordinary(text) == expected
+
+    conversion.to_minbpe(extended, tmp_path / "ext")
+    assert conversion.from_minbpe(tmp_path / "ext.model").encode_ordinary(text) == expected
+
+
 def test_running_out_of_pairs_warns(base):
     with pytest.warns(UserWarning, match="ran out of pairs"):
         extended = base.extend(["zq"], 50)
