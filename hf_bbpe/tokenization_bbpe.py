@@ -343,15 +343,15 @@ class BBPETokenizer(PreTrainedTokenizer):
         if not text:
             return []
         specials, others = self._added_token_matchers()
+        matchers = [m for m in (None if split_special_tokens else specials, others) if m and _may_occur(m, text)]
+        if not matchers:  # most texts: no added token in them
+            return self._engine.encode_ordinary(text)
         pieces: list[str | int] = [text]
-        for matcher in (None if split_special_tokens else specials, others):
-            if matcher is None:
-                continue
-            pattern, ids, contents = matcher
+        for matcher in matchers:
+            pattern, ids, _ = matcher
             split: list[str | int] = []
             for piece in pieces:
-                # a plain substring test per token (C speed) spares most texts the regex scan
-                if not isinstance(piece, str) or (contents and not any(c in piece for c in contents)):
+                if not isinstance(piece, str) or not _may_occur(matcher, piece):
                     split.append(piece)
                     continue
                 start = 0
@@ -398,7 +398,7 @@ class BBPETokenizer(PreTrainedTokenizer):
         if (type(text) is str and text and not args and _DIRECT_CALL.issuperset(kwargs)
                 and not getattr(self, "_in_target_context_manager", False)):
             split = kwargs.get("split_special_tokens", self.split_special_tokens)
-            encoding = self._plain_encoding(self._encode_text(text, split), kwargs)
+            encoding = self._plain_result(self._encode_text(text, split), kwargs)
             if encoding is not None:
                 return encoding
         return super().__call__(text, *args, **kwargs)
@@ -423,6 +423,11 @@ class BBPETokenizer(PreTrainedTokenizer):
             strategy = kwargs.get(key, plain)
             if getattr(strategy, "value", strategy) != plain:
                 return None
+        return self._plain_result(ids, kwargs)
+
+    def _plain_result(self, ids: list[int], kwargs: Mapping[str, Any]) -> BatchEncoding | None:
+        """The BatchEncoding of a plain request (see ``_plain_encoding``); None if the model
+        takes token type ids, which the general path makes."""
         if kwargs.get("return_token_type_ids") is None and "token_type_ids" in self.model_input_names:
             return None
         attention = kwargs.get("return_attention_mask")
@@ -634,6 +639,13 @@ class BBPETokenizer(PreTrainedTokenizer):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+
+
+def _may_occur(matcher: tuple, text: str) -> bool:
+    """Whether an added token of ``matcher`` can occur in ``text``: a substring test per token
+    (C speed) that spares most texts the regex scan; always True for long token lists."""
+    contents = matcher[2]
+    return not contents or any(content in text for content in contents)
 
 
 def _batch_encoding(data: dict[str, list[int]]) -> BatchEncoding:
