@@ -9,6 +9,9 @@
  * GPT-4: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+
  *        |\s++$|\s*[\r\n]|\s+(?!\S)|\s
  * GPT-2: '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s
+ * o200k: X?U*W+C?|X?U+W*C?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ where
+ *        X = [^\r\n\p{L}\p{N}], U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], W = [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+ *        and C = (?i:'s|'t|'re|'ve|'m|'ll|'d); backtracking as the regex module does it.
  * At each position the first alternative that matches wins (the regex module's alternation);
  * every character matches some alternative, so the chunks cover the text.
  */
@@ -19,9 +22,11 @@
 #define LETTER 1
 #define NUMBER 2
 #define SPACE 4
+#define UPPERISH 8  /* [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] of the o200k pattern */
+#define LOWERISH 16 /* [\p{Ll}\p{Lm}\p{Lo}\p{M}] */
 #define NCODEPOINTS 0x110000
 
-static uint8_t *classes = NULL; /* per code point: LETTER | NUMBER | SPACE bits */
+static uint8_t *classes = NULL; /* per code point: the bits above */
 
 typedef struct {
     int kind;
@@ -112,6 +117,74 @@ static Py_ssize_t chunk_gpt2(const Text *t, Py_ssize_t i) {
     return spaces(t, i, 0);
 }
 
+static inline int has(const Text *t, Py_ssize_t i, int bits) { return i < t->n && (cls(t, i) & bits); }
+
+/* o200k's (?i:'s|'t|'re|'ve|'m|'ll|'d): its length at i, or 0 */
+static Py_ssize_t o200k_contraction(const Text *t, Py_ssize_t i) {
+    if (i + 1 >= t->n || at(t, i) != '\'') return 0;
+    Py_UCS4 c = at(t, i + 1);
+    if (c < 128) c = (Py_UCS4)Py_TOLOWER(c);
+    if (c == 0x17F) c = 's';
+    if (c == 's' || c == 't' || c == 'm' || c == 'd') return 2;
+    if (i + 2 >= t->n) return 0;
+    Py_UCS4 d = at(t, i + 2);
+    if (d < 128) d = (Py_UCS4)Py_TOLOWER(d);
+    if ((c == 'r' && d == 'e') || (c == 'v' && d == 'e') || (c == 'l' && d == 'l')) return 3;
+    return 0;
+}
+
+/* The end of U*W+ from p (greedy U*, giving back characters until W+ can start), or -1. */
+static Py_ssize_t upper_then_lower(const Text *t, Py_ssize_t p) {
+    Py_ssize_t q = p;
+    while (has(t, q, UPPERISH)) q++;
+    for (Py_ssize_t r = q; r >= p; r--) {
+        if (has(t, r, LOWERISH)) {
+            Py_ssize_t s = r;
+            while (has(t, s, LOWERISH)) s++;
+            return s;
+        }
+    }
+    return -1;
+}
+
+static Py_ssize_t chunk_o200k(const Text *t, Py_ssize_t i) {
+    /* X is [^\r\n\p{L}\p{N}]: marks belong to it and to U and W alike */
+    int x_here = !has(t, i, LETTER | NUMBER) && !is_newline(t, i);
+    /* X?U*W+C?, trying X first */
+    for (int take_x = x_here; take_x >= 0; take_x--) {
+        Py_ssize_t end = upper_then_lower(t, i + take_x);
+        if (end >= 0) return end + o200k_contraction(t, end) - i;
+    }
+    /* X?U+W*C? */
+    for (int take_x = x_here; take_x >= 0; take_x--) {
+        Py_ssize_t q = i + take_x;
+        if (!has(t, q, UPPERISH)) continue;
+        while (has(t, q, UPPERISH)) q++;
+        while (has(t, q, LOWERISH)) q++;
+        return q + o200k_contraction(t, q) - i;
+    }
+    /* \p{N}{1,3} */
+    if (is_number(t, i)) {
+        Py_ssize_t j = i + 1;
+        while (j < i + 3 && is_number(t, j)) j++;
+        return j - i;
+    }
+    /* ' ?[^\s\p{L}\p{N}]+[\r\n/]*' */
+    Py_ssize_t j = (at(t, i) == ' ' && is_other(t, i + 1)) ? i + 1 : i;
+    if (is_other(t, j)) {
+        while (is_other(t, j)) j++;
+        while (j < t->n && (is_newline(t, j) || at(t, j) == '/')) j++;
+        return j - i;
+    }
+    /* \s*[\r\n]+ | \s+(?!\S) | \s+ */
+    j = i;
+    while (is_space(t, j)) j++;
+    for (Py_ssize_t k = j - 1; k >= i; k--)
+        if (is_newline(t, k)) return k + 1 - i;
+    if (j < t->n && j - i >= 2) return j - 1 - i;
+    return j - i;
+}
+
 static PyObject *split(PyObject *args, Py_ssize_t (*chunk)(const Text *, Py_ssize_t)) {
     PyObject *text;
     if (!PyArg_ParseTuple(args, "U", &text)) return NULL;
@@ -138,6 +211,7 @@ static PyObject *split(PyObject *args, Py_ssize_t (*chunk)(const Text *, Py_ssiz
 
 static PyObject *split_gpt4(PyObject *self, PyObject *args) { return split(args, chunk_gpt4); }
 static PyObject *split_gpt2(PyObject *self, PyObject *args) { return split(args, chunk_gpt2); }
+static PyObject *split_o200k(PyObject *self, PyObject *args) { return split(args, chunk_o200k); }
 
 static PyObject *set_classes(PyObject *self, PyObject *args) {
     Py_buffer table;
@@ -160,9 +234,10 @@ static PyObject *set_classes(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"set_classes", set_classes, METH_VARARGS, "Set the class of every code point (1 letter, 2 number, 4 space)."},
+    {"set_classes", set_classes, METH_VARARGS, "Set the class bits of every code point (see the top of _pretokenize.c)."},
     {"split_gpt4", split_gpt4, METH_VARARGS, "regex.findall(GPT4_SPLIT_PATTERN, text), in C."},
     {"split_gpt2", split_gpt2, METH_VARARGS, "regex.findall(GPT2_SPLIT_PATTERN, text), in C."},
+    {"split_o200k", split_o200k, METH_VARARGS, "regex.findall(O200K_SPLIT_PATTERN, text), in C."},
     {NULL, NULL, 0, NULL},
 };
 

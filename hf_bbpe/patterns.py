@@ -86,22 +86,25 @@ def compile_pattern(pattern: str) -> regex.Pattern:
 def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
     """``text -> chunks``, the same as ``compile_pattern(pattern).findall``.
 
-    The GPT-2 and GPT-4 patterns (the common ones for training and encoding) are split by a C
-    scanner (``_pretokenize.c``), several times faster than the regex module; tests check
-    that both give the same chunks. Every other pattern uses the regex module.
+    The GPT-2, GPT-4 and o200k patterns are split by a C scanner (``_pretokenize.c``), several
+    times faster than the regex module; tests check that both give the same chunks. Every other
+    pattern uses the regex module.
     """
-    if _native is not None and pattern in (GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN):
+    name = pattern_name(pattern)
+    if _native is not None and name is not None:
         _load_character_classes()
-        return _native.split_gpt4 if pattern == GPT4_SPLIT_PATTERN else _native.split_gpt2
+        return getattr(_native, f"split_{name}")
     return compile_pattern(pattern).findall
 
 
 @functools.cache
 def _load_character_classes() -> None:
-    """Give the C scanner the regex module's own \\p{L}, \\p{N} and \\s, for every code point."""
+    """Give the C scanner the regex module's own character classes, for every code point."""
     everything = "".join(map(chr, range(0x110000)))
     table = bytearray(0x110000)
-    for bit, char_class in ((1, r"\p{L}"), (2, r"\p{N}"), (4, r"\s")):
+    classes = ((1, r"\p{L}"), (2, r"\p{N}"), (4, r"\s"), (8, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"),
+               (16, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"))
+    for bit, char_class in classes:
         for char in regex.findall(char_class, everything):
             table[ord(char)] |= bit
     _native.set_classes(bytes(table))
