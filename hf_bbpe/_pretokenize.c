@@ -47,8 +47,10 @@ static inline int is_newline(const Text *t, Py_ssize_t i) {
     return c == '\r' || c == '\n';
 }
 
-/* Length of the contraction at i ("'s", "'ll"...), or 0. With ignore_case, (?i) as the regex
- * module applies it to these letters: ASCII case, and U+017F (long s) for s. */
+/* Length of the contraction at i ("'s", "'ll"...), or 0: '[sdmt]|'ll|'ve|'re, which is also
+ * o200k's 's|'t|'re|'ve|'m|'ll|'d (no contraction is a prefix of another, so order does not
+ * matter). With ignore_case, (?i) as the regex module applies it to these letters: ASCII case,
+ * and U+017F (long s) for s. */
 static Py_ssize_t contraction(const Text *t, Py_ssize_t i, int ignore_case) {
     if (i + 1 >= t->n || at(t, i) != '\'') return 0;
     Py_UCS4 c = at(t, i + 1);
@@ -119,20 +121,6 @@ static Py_ssize_t chunk_gpt2(const Text *t, Py_ssize_t i) {
 
 static inline int has(const Text *t, Py_ssize_t i, int bits) { return i < t->n && (cls(t, i) & bits); }
 
-/* o200k's (?i:'s|'t|'re|'ve|'m|'ll|'d): its length at i, or 0 */
-static Py_ssize_t o200k_contraction(const Text *t, Py_ssize_t i) {
-    if (i + 1 >= t->n || at(t, i) != '\'') return 0;
-    Py_UCS4 c = at(t, i + 1);
-    if (c < 128) c = (Py_UCS4)Py_TOLOWER(c);
-    if (c == 0x17F) c = 's';
-    if (c == 's' || c == 't' || c == 'm' || c == 'd') return 2;
-    if (i + 2 >= t->n) return 0;
-    Py_UCS4 d = at(t, i + 2);
-    if (d < 128) d = (Py_UCS4)Py_TOLOWER(d);
-    if ((c == 'r' && d == 'e') || (c == 'v' && d == 'e') || (c == 'l' && d == 'l')) return 3;
-    return 0;
-}
-
 /* The end of U*W+ from p (greedy U*, giving back characters until W+ can start), or -1. */
 static Py_ssize_t upper_then_lower(const Text *t, Py_ssize_t p) {
     Py_ssize_t q = p;
@@ -153,7 +141,7 @@ static Py_ssize_t chunk_o200k(const Text *t, Py_ssize_t i) {
     /* X?U*W+C?, trying X first */
     for (int take_x = x_here; take_x >= 0; take_x--) {
         Py_ssize_t end = upper_then_lower(t, i + take_x);
-        if (end >= 0) return end + o200k_contraction(t, end) - i;
+        if (end >= 0) return end + contraction(t, end, 1) - i;
     }
     /* X?U+W*C? */
     for (int take_x = x_here; take_x >= 0; take_x--) {
@@ -161,7 +149,7 @@ static Py_ssize_t chunk_o200k(const Text *t, Py_ssize_t i) {
         if (!has(t, q, UPPERISH)) continue;
         while (has(t, q, UPPERISH)) q++;
         while (has(t, q, LOWERISH)) q++;
-        return q + o200k_contraction(t, q) - i;
+        return q + contraction(t, q, 1) - i;
     }
     /* \p{N}{1,3} */
     if (is_number(t, i)) {
