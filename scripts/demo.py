@@ -29,7 +29,8 @@ def main() -> None:
 
     for text in ["Hello world! def tokenize(text): return text.split()", "Привет, мир! 你好，世界。<|endoftext|>"]:
         ids = tok.encode(text, allowed_special="all")
-        pieces = [tok.decode_single_token_bytes(i).decode("utf-8", "replace") for i in ids]
+        # a token may hold part of a character: show such bytes as \x escapes
+        pieces = [tok.decode_single_token_bytes(i).decode("utf-8", "backslashreplace") for i in ids]
         assert tok.decode(ids) == text
         print(f"\n{text!r}\n  {len(text.encode())} bytes -> {len(ids)} tokens: {ids}\n  {pieces}")
 
