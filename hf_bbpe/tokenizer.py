@@ -101,7 +101,8 @@ class Tokenizer:
         self.register_special_tokens(tokens)
 
     def register_special_tokens(self, special_tokens: Mapping[str, int]) -> None:
-        """Add special tokens ``{string: id}``; an id already used by another token raises."""
+        """Add special tokens ``{string: id}``; an id already used by another token raises, and
+        so does a new id for an existing special token (assign ``special_tokens`` to renumber)."""
         self._special_tokens = self._checked_specials(special_tokens)
         self._rebuild()
 
@@ -115,6 +116,8 @@ class Tokenizer:
             idx = int(idx)
             if idx in normal_ids:
                 raise ValueError(f"special token {token!r}: id {idx} is already a normal token")
+            if merged.get(token, idx) != idx:
+                raise ValueError(f"special token {token!r} already has id {merged[token]}, not {idx}")
             owner = next((t for t, i in merged.items() if i == idx and t != token), None)
             if owner is not None:
                 raise ValueError(f"special token {token!r}: id {idx} is already taken by {owner!r}")

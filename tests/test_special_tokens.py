@@ -117,6 +117,12 @@ def test_registering_taken_ids_is_an_error(tok):
     copy.register_special_tokens({"<|a|>": 700})
     with pytest.raises(ValueError, match=re.escape("'<|a|>'")):
         copy.register_special_tokens({"<|b|>": 700})
+    # registering a special token again under another id would leave a hole: refused
+    with pytest.raises(ValueError, match=re.escape("special token '<|a|>' already has id 700, not 701")):
+        copy.register_special_tokens({"<|a|>": 701})
+    copy.register_special_tokens({"<|a|>": 700})  # the same id again is fine
+    copy.special_tokens = {"<|a|>": 701}  # renumbering is explicit
+    assert copy.special_tokens == {"<|a|>": 701}
 
 
 # ------------------------------------------------------------------- lone surrogates
