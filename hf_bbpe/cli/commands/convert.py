@@ -1,0 +1,126 @@
+"""``hf-bbpe convert``: between GPT-2 files, tiktoken ranks, minbpe .model, tokenizer.json and
+save_pretrained folders (the conversion package does the work)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ...patterns import pattern_name, resolve_pattern
+from ...tokenizer import Tokenizer
+from ..arguments import parse_special_assignment
+from ..errors import CommandError
+from ..tokenizer_spec import conversion_function, load_tokenizer
+from .train import save_folder
+
+SOURCES = ("auto", "gpt2", "tiktoken", "minbpe", "hf", "preset")
+TARGETS = ("gpt2", "tiktoken", "minbpe", "hf")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "convert", help="convert between tokenizer formats",
+        description="Read a tokenizer in one format and write it in another. Sources: gpt2 (a folder, or "
+                    "encoder.json [vocab.bpe], or vocab.json merges.txt), tiktoken (a rank file; give --pattern and "
+                    "--special), minbpe (.model), hf (tokenizer.json or a folder with one), preset (NAME PATH, e.g. "
+                    "cl100k_base cl100k_base.tiktoken), auto (guess from the name, default). Targets: gpt2 (a "
+                    "folder with encoder.json + vocab.bpe), tiktoken (a rank file), minbpe (PREFIX.model + "
+                    "PREFIX.vocab), hf (a save_pretrained folder, or a single tokenizer.json when OUTPUT ends "
+                    "in .json). Nothing is written if the conversion fails.",
+    )
+    p.add_argument("inputs", metavar="INPUT", nargs="+", help="input file(s) or folder (see the sources above)")
+    p.add_argument("--from", dest="source", choices=SOURCES, default="auto", help="input format (default auto)")
+    p.add_argument("--to", dest="target", choices=TARGETS, required=True, help="output format")
+    p.add_argument("-o", "--output", required=True, help="output file, folder or prefix")
+    p.add_argument("--pattern", default=None,
+                   help="split pattern for formats that do not record one: tiktoken ranks (default gpt4) and GPT-2 "
+                        "files (default gpt2); gpt2, gpt4, o200k or a regex")
+    p.add_argument("--special", metavar="TOKEN=ID", action="append", default=[],
+                   help="add a special token with its id (repeatable)")
+    p.add_argument("--force", action="store_true",
+                   help="write tiktoken ranks even when rank-based BPE would encode differently (with a warning)")
+    p.set_defaults(run=run)
+
+
+def read_source(source: str, inputs: list[str], pattern: str | None) -> Tokenizer:
+    """The tokenizer the inputs describe, in format ``source``."""
+    def arity(low: int, high: int) -> None:
+        if not low <= len(inputs) <= high:
+            expected = str(low) if low == high else f"{low} or {high}"
+            raise CommandError(f"--from {source} takes {expected} INPUT(s), got {len(inputs)}")
+
+    for path in inputs[1:] if source == "preset" else inputs:
+        if not Path(path).exists():
+            if source == "auto" and ":" in path:
+                continue
+            raise CommandError(f"{path}: no such file or folder")
+    if source == "auto":
+        arity(1, 1)
+        return load_tokenizer(inputs[0], pattern=pattern).tokenizer
+    if source == "gpt2":
+        arity(1, 2)
+        first = Path(inputs[0])
+        gpt2_pattern = {"pattern": pattern or "gpt2"}  # the files do not record it
+        if len(inputs) == 2:
+            return conversion_function("from_gpt2_files")(first, inputs[1], **gpt2_pattern)
+        if first.name in ("vocab.json", "merges.txt"):
+            first = first.parent
+        if first.is_dir():
+            if (first / "encoder.json").exists():
+                return conversion_function("from_gpt2_files")(first / "encoder.json", first / "vocab.bpe",
+                                                              **gpt2_pattern)
+            return conversion_function("from_transformers_gpt2")(first, **gpt2_pattern)
+        if first.name not in ("encoder.json", "vocab.bpe"):
+            raise CommandError(f"{first}: give a GPT-2 folder, or encoder.json and vocab.bpe")
+        return conversion_function("from_gpt2_files")(first.with_name("encoder.json"), first.with_name("vocab.bpe"),
+                                                      **gpt2_pattern)
+    if source == "tiktoken":
+        arity(1, 1)
+        return conversion_function("from_tiktoken")(inputs[0], pattern=pattern or "gpt4")
+    if source == "minbpe":
+        arity(1, 1)
+        return conversion_function("from_minbpe")(inputs[0])
+    if source == "hf":
+        arity(1, 1)
+        path = Path(inputs[0])
+        return conversion_function("from_tokenizer_json")(path / "tokenizer.json" if path.is_dir() else path)
+    arity(2, 2)  # preset
+    return conversion_function("load_preset")(inputs[0], inputs[1])
+
+
+def write_target(tok: Tokenizer, target: str, output: str, *, force: bool) -> None:
+    """Write ``tok`` as ``target`` at ``output`` (the conversion package writes atomically)."""
+    if target == "hf" and not output.endswith(".json"):
+        save_folder(tok, output)
+        return
+    if target == "gpt2":
+        conversion_function("to_gpt2_files")(tok, output)
+    elif target == "tiktoken":
+        if force:
+            conversion_function("to_tiktoken")(tok, output, force=True)
+        else:
+            conversion_function("to_tiktoken")(tok, output)
+    elif target == "minbpe":
+        conversion_function("to_minbpe")(tok, output.removesuffix(".model"))
+    else:
+        conversion_function("to_tokenizer_json")(tok, output)
+
+
+def run(args: argparse.Namespace) -> int:
+    extra = dict(parse_special_assignment(s) for s in args.special)
+    tok = read_source(args.source, args.inputs, args.pattern)
+    if extra:
+        tok.register_special_tokens(extra)
+    write_target(tok, args.target, args.output, force=args.force)
+    notes = []
+    if args.target == "tiktoken" and (tok.special_tokens or tok.pattern):
+        notes.append("a .tiktoken file holds the ranks only: pass the pattern and special tokens "
+                     f"({len(tok.special_tokens)}) to tiktoken.Encoding yourself")
+    if args.target == "gpt2" and tok.pattern != resolve_pattern("gpt2"):
+        notes.append("GPT-2 files do not record the split pattern, and readers assume GPT-2's; this tokenizer's "
+                     f"is {pattern_name(tok.pattern) or repr(tok.pattern)} (pass --pattern when converting back)")
+    print(f"wrote {args.output} ({args.target}, n_vocab {tok.n_vocab})", file=sys.stderr)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0

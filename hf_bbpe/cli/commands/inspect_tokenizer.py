@@ -1,0 +1,162 @@
+"""``hf-bbpe inspect``: what is in a tokenizer, and where one token comes from."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ...chunk_encoder import ChunkEncoder
+from ...model_file import render_token
+from ...patterns import pattern_name
+from ...analysis.text_table import format_table
+from ...tokenizer import Tokenizer
+from ...analysis.audit import REASON_MERGE_ORDER, REASON_NOT_UTF8_TEXT, check_reachable, is_utf8, partial_utf8_tokens
+from ..arguments import add_tokenizer, load, positive_int, write_stdout
+from ..errors import CommandError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "inspect", help="vocab size, special tokens, longest tokens, a token's merge parents",
+        description="Summarise a tokenizer: vocabulary size, pattern, special tokens, longest tokens and the "
+                    "merged tokens that are not valid UTF-8 alone; with --token, show one token's bytes, merge "
+                    "rank and merge tree.",
+    )
+    add_tokenizer(p)
+    p.add_argument("--token", metavar="ID_OR_TEXT", default=None,
+                   help="a token id, or the text of a token (e.g. ' the'), to explain")
+    p.add_argument("--top", type=positive_int, default=10, help="how many longest / partial tokens to list")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=run)
+
+
+def _token_json(tok: Tokenizer, idx: int) -> dict:
+    data = tok.vocab[idx]
+    return {"id": idx, "text": render_token(data), "bytes": data.hex()}
+
+
+def summary(tok: Tokenizer, name: str, top: int) -> dict:
+    """The facts ``inspect`` prints, as JSON-ready data."""
+    specials = set(tok.special_tokens.values())
+    ordinary = [i for i in tok.vocab if i not in specials]
+    longest = sorted(ordinary, key=lambda i: (-len(tok.vocab[i]), i))[:top]
+    partial = partial_utf8_tokens(tok)
+    return {
+        "tokenizer": name,
+        "n_vocab": tok.n_vocab,
+        "tokens": len(tok.vocab),
+        "merges": len(tok.merges),
+        "byte_ids": "identity" if tok.byte_ids == list(range(256)) else "permuted",
+        "pattern": pattern_name(tok.pattern) or (tok.pattern if tok.pattern else None),
+        "special_tokens": [{"token": t, "id": i} for t, i in sorted(tok.special_tokens.items(), key=lambda x: x[1])],
+        "longest_tokens": [_token_json(tok, i) for i in longest],
+        "partial_utf8_tokens": len(partial),
+        "partial_utf8_examples": [_token_json(tok, i) for i in partial[:top]],
+    }
+
+
+def find_token(tok: Tokenizer, query: str) -> int:
+    """A token id from an id or from the token's text (special tokens included)."""
+    if query.isascii() and query.isdigit():
+        idx = int(query)
+        if idx not in tok.vocab:
+            raise CommandError(f"--token: unknown token id {idx} (n_vocab={tok.n_vocab})")
+        return idx
+    if query in tok.special_tokens:
+        return tok.special_tokens[query]
+    idx = tok.mergeable_ranks().get(query.encode("utf-8"))
+    if idx is None:
+        raise CommandError(f"--token: no token has the text {query!r} (give an id, or the exact token text)")
+    return idx
+
+
+def explain(tok: Tokenizer, idx: int) -> dict:
+    """One token: bytes, kind, merge rank, parents, full merge tree, and whether encode reaches it."""
+    parents = {new: pair for pair, new in tok.merges.items()}
+    rank = {new: i for i, new in enumerate(tok.merges.values())}
+
+    def tree(i: int) -> dict:
+        node = _token_json(tok, i)
+        if i in parents:
+            node["parents"] = [tree(p) for p in parents[i]]
+        return node
+
+    data = tok.vocab[idx]
+    if idx in tok.special_tokens.values():
+        kind = "special"
+    elif idx in parents:
+        kind = "merge"
+    else:
+        kind = "byte"
+    info = dict(_token_json(tok, idx), kind=kind, utf8=is_utf8(data))
+    if kind == "merge":
+        info["merge_rank"] = rank[idx]
+        info["tree"] = tree(idx)
+    if kind != "special":
+        found = check_reachable(ChunkEncoder(tok.merges, tok.byte_ids), idx, data)
+        info["own_bytes_encode_as"] = list(found.encodes_as)
+        info["reachable"] = not found.reasons
+        info["unreachable_reasons"] = list(found.reasons)
+    return info
+
+
+def _tree_lines(node: dict, depth: int = 0) -> list[str]:
+    lines = [f"{'  ' * depth}{node['id']:>7}  {node['text']!r}"]
+    for child in node.get("parents", []):
+        lines += _tree_lines(child, depth + 1)
+    return lines
+
+
+def _text(info: dict) -> str:
+    lines = [
+        f"tokenizer: {info['tokenizer']}",
+        f"n_vocab: {info['n_vocab']} ({info['tokens']} tokens: {info['merges']} merges, 256 bytes, "
+        f"{len(info['special_tokens'])} special)",
+        f"byte ids: {info['byte_ids']}",
+        f"pattern: {info['pattern'] if info['pattern'] is not None else '(none: no split)'}",
+        f"special tokens: {len(info['special_tokens'])}",
+    ]
+    lines += [f"  {s['id']:>7}  {s['token']!r}" for s in info["special_tokens"]]
+    lines.append("longest tokens:")
+    lines += ["  " + row for row in format_table(
+        ["id", "length", "token"],
+        [[t["id"], len(bytes.fromhex(t["bytes"])), repr(t["text"])] for t in info["longest_tokens"]],
+    ).splitlines()]
+    lines.append(f"merged tokens that are not valid UTF-8 alone: {info['partial_utf8_tokens']}")
+    lines += [f"  {t['id']:>7}  {t['bytes']}  {t['text']!r}" for t in info["partial_utf8_examples"]]
+    return "\n".join(lines) + "\n"
+
+
+def _token_text(info: dict) -> str:
+    lines = [f"token {info['id']}: {info['text']!r} ({info['kind']}), bytes {bytes.fromhex(info['bytes']).hex(' ') or '-'}"
+             f"{'' if info['utf8'] else ' (not valid UTF-8 alone)'}"]
+    if info["kind"] == "merge":
+        left, right = info["tree"]["parents"]
+        lines.append(f"merge rank: {info['merge_rank']} (0 = first merge)")
+        lines.append(f"parents: {left['id']} {left['text']!r} + {right['id']} {right['text']!r}")
+        lines.append("merge tree:")
+        lines += ["  " + line for line in _tree_lines(info["tree"])]
+    if "reachable" in info:
+        if info["reachable"]:
+            lines.append("reachable: yes (its bytes encode to this token)")
+        else:
+            why = []
+            if REASON_MERGE_ORDER in info["unreachable_reasons"]:
+                why.append(f"its bytes encode as {' '.join(map(str, info['own_bytes_encode_as']))}: "
+                           "an earlier merge takes part of them")
+            if REASON_NOT_UTF8_TEXT in info["unreachable_reasons"]:
+                why.append("its bytes never occur in UTF-8 text")
+            lines.append(f"reachable: no ({'; '.join(why)})")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = load(args, args.tokenizer)
+    tok = loaded.tokenizer
+    if args.token is not None:
+        info = explain(tok, find_token(tok, args.token))
+        write_stdout(json.dumps(info, ensure_ascii=False, indent=2) + "\n" if args.json else _token_text(info))
+        return 0
+    info = summary(tok, loaded.name, args.top)
+    write_stdout(json.dumps(info, ensure_ascii=False, indent=2) + "\n" if args.json else _text(info))
+    return 0

@@ -1,0 +1,210 @@
+"""Model surgery: add tokens, grow the embedding and LM head, train only the new rows, on loaded
+models and directly on safetensors checkpoints too big to load.
+
+    from hf_bbpe import surgery
+    new_ids = surgery.add_tokens_and_resize(model, tokenizer, ["<|im_start|>", "<|im_end|>"],
+                                            special=True, init="mean", roles={"eos": "<|im_end|>"})
+    handle = surgery.train_only_new_tokens(model, new_ids)   # everything else frozen
+    ...train...
+    handle.remove()
+    surgery.extend_checkpoint("ckpt_dir", "out_dir", tokenizer, ["<|im_start|>"], special=True)
+
+Guarantees: old rows are bit-identical (so logits of old tokens over the old vocabulary do not
+change), tied weights stay tied, ``len(tokenizer) <= rows`` (equal without padding), and
+``config.vocab_size`` follows. In-memory and checkpoint surgery with the same arguments give
+identical tensors. Needs the torch extra: ``pip install 'hf_bbpe[torch]'``.
+
+``init`` (for the embedding rows and, separately, the LM head rows and bias):
+
+* ``"mean"``: the mean of the old vocabulary's rows (not transformers' covariance sampling, which
+  costs seconds on a 32k x 2048 matrix and is noise around the same mean);
+* ``"subtoken_mean"``: per new token, the mean of the rows of the ids its text encodes to with the
+  old tokenizer (right for new words);
+* ``"normal"``: N(0, std of the old rows), drawn from ``seed``;
+* ``"zeros"``;
+* a mapping ``{token: [old ids]}``: the mean of those rows (tokens not in it get ``"mean"``).
+  ``"subtoken_mean"`` is the mapping :func:`subtoken_sources` builds. :func:`resize_embeddings`
+  takes the same by row id.
+
+After vocabulary extension (``Tokenizer.extend``), :func:`resize_for_extension` grows the model
+for the new merges, each initialised from its two parents' rows (or its old sub-tokens).
+
+Padding rows (``pad_to_multiple_of``) get ``init`` when it is "mean"/"normal"/"zeros", else the mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+try:
+    import torch
+except ImportError as exc:  # torch is an optional extra
+    raise ImportError("hf_bbpe.surgery needs PyTorch: pip install 'hf_bbpe[torch]'") from exc
+
+from .checkpoint import extend_checkpoint
+from .embedding_resize import embedding_modules, grow_model_rows, set_token_roles
+from .new_token_training import NewTokenTraining, train_only_new_tokens
+from .row_init import ROW_INIT_METHODS, RowPlan, plan_for_tokens
+from .token_adding import (
+    TOKEN_INIT_METHODS,
+    TOKEN_ROLES,
+    InitSpec,
+    NewTokens,
+    add_prepared_tokens,
+    check_pad_multiple,
+    prepare_tokens,
+    rows_needed,
+    subtoken_sources,
+)
+
+__all__ = [
+    "NewTokens",
+    "NewTokenTraining",
+    "ROW_INIT_METHODS",
+    "TOKEN_INIT_METHODS",
+    "TOKEN_ROLES",
+    "add_tokens_and_resize",
+    "extend_checkpoint",
+    "resize_embeddings",
+    "resize_for_extension",
+    "EXTENSION_INIT_METHODS",
+    "subtoken_sources",
+    "train_only_new_tokens",
+]
+
+
+def add_tokens_and_resize(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    tokens: Sequence[str],
+    *,
+    special: bool = False,
+    init: InitSpec = "mean",
+    pad_to_multiple_of: int | None = None,
+    roles: Mapping[str, str] | None = None,
+    seed: int = 0,
+) -> NewTokens:
+    """Add ``tokens`` to ``tokenizer`` and grow ``model``'s input embedding and LM head to match.
+
+    ``special=True`` adds them as special tokens (never split, skipped by ``decode(...,
+    skip_special_tokens=True)``). ``roles`` declares tokens as ``"pad"``, ``"bos"`` or ``"eos"``
+    (e.g. ``{"pad": "<|pad|>"}``): the tokenizer's ``pad_token`` and the config's and generation
+    config's ``pad_token_id`` are set; a role token not in ``tokens`` is added (as special) unless
+    it already exists. Tokens already in the vocabulary are skipped with a warning and listed in
+    ``.skipped`` of the result. Everything is checked before the tokenizer or the model changes.
+
+    Works on any model whose ``get_input_embeddings()`` / ``get_output_embeddings()`` hold
+    [vocab, hidden] weights: tied (GPT-2), untied (Llama with ``tie_word_embeddings=False``), heads
+    with a bias. Rows are never removed; rows of ids the old tokenizer could not produce (padding
+    rows beyond ``len(tokenizer)``) are reused for new ids and re-initialised.
+    """
+    emb, _ = embedding_modules(model)
+    rows = emb.weight.shape[0]
+    check_pad_multiple(pad_to_multiple_of)
+    prepared = prepare_tokens(tokenizer, tokens, special=special, init=init, roles=roles, num_rows=rows)
+    added = add_prepared_tokens(tokenizer, prepared)
+    new_rows = rows_needed(tokenizer, added.ids, rows, pad_to_multiple_of)
+    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, added.ids, added.sources_by_id)
+    grow_model_rows(model, plan, seed)
+    set_token_roles(model, added.role_ids)
+    return NewTokens(added, new_rows, tokenizer)
+
+
+def resize_embeddings(
+    model: torch.nn.Module,
+    num_rows: int,
+    *,
+    sources: Mapping[int, Sequence[int] | Mapping[int, float]] | None = None,
+    init: str = "mean",
+    reference_rows: int | None = None,
+    seed: int = 0,
+) -> None:
+    """Grow embedding and LM head to ``num_rows`` rows, for callers that changed the tokenizer
+    themselves (e.g. vocabulary extension with new merges).
+
+    ``sources`` maps a row id to the old ids whose mean it gets (an empty list means ``init``), or
+    to ``{old id: weight}`` for a weighted mean;
+    listed rows below the current size are re-initialised. Every other new row gets ``init``
+    ("mean", "normal", "zeros"), from the statistics of the first ``reference_rows`` rows (default:
+    all current rows; pass the old ``len(tokenizer)`` to ignore unused padding rows).
+    """
+    emb, _ = embedding_modules(model, need_head=False)
+    rows = emb.weight.shape[0]
+    plan = RowPlan(
+        old_rows=rows,
+        new_rows=int(num_rows),
+        reference_rows=rows if reference_rows is None else min(rows, int(reference_rows)),
+        method=init,
+        sources={int(r): _sources(srcs) for r, srcs in (sources or {}).items()},
+    )
+    grow_model_rows(model, plan, seed)
+
+
+#: Initialisations of :func:`resize_for_extension`: each new merge's two parents, or its sub-tokens.
+EXTENSION_INIT_METHODS = ("parents", "subtoken_mean", *ROW_INIT_METHODS)
+
+
+def resize_for_extension(
+    model: torch.nn.Module,
+    base: Any,
+    extended: Any,
+    *,
+    init: str = "parents",
+    seed: int = 0,
+) -> list[int]:
+    """Grow ``model`` for the tokens that vocabulary extension (``base.extend(...)``) added.
+
+    ``base`` is the tokenizer the model was trained with, ``extended`` the result of extending it
+    (engine tokenizers, or :class:`BBPETokenizer` wrapping them). Each new merged token's rows
+    (embedding, LM head, head bias) are initialised by ``init``:
+
+    * ``"parents"``: the mean of its two parents' rows; a parent that is itself new stands for its
+      own parents in turn, so the row is a weighted mean of old rows (halves, quarters, ...);
+    * ``"subtoken_mean"``: the mean of the rows of the old tokens ``base`` spells its bytes with;
+    * ``"mean"``, ``"normal"``, ``"zeros"``: as in :func:`add_tokens_and_resize`.
+
+    New special tokens get the plain mean. Returns the new ids, ascending; afterwards the model
+    has at least ``len(BBPETokenizer.from_engine(extended))`` rows. Raises ValueError if
+    ``extended`` does not keep every id and merge of ``base``.
+    """
+    if init not in EXTENSION_INIT_METHODS:
+        raise ValueError(f"unknown init {init!r}; expected one of {EXTENSION_INIT_METHODS}")
+    old, new = getattr(base, "engine", base), getattr(extended, "engine", extended)
+    old_vocab, new_vocab = old.vocab, new.vocab
+    changed = next((i for i, data in old_vocab.items() if new_vocab.get(i) != data), None)
+    if changed is not None:
+        raise ValueError(f"extended tokenizer changes id {changed} ({old_vocab[changed]!r}): not an extension of base")
+    if any(new.merges.get(pair) != idx for pair, idx in old.merges.items()):
+        raise ValueError("extended tokenizer drops or renumbers merges of base: not an extension of base")
+    new_ids = sorted(set(new_vocab) - set(old_vocab))
+    emb, _ = embedding_modules(model, need_head=False)
+    rows = emb.weight.shape[0]
+    reference_rows = min(rows, max(old_vocab) + 1)
+    sources: dict[int, Mapping[int, float] | tuple[int, ...]] = {}
+    if init == "parents":
+        weights: dict[int, dict[int, float]] = {}
+        for (a, b), idx in sorted(new.merges.items(), key=lambda item: item[1]):
+            if idx in old_vocab:
+                continue
+            mix: dict[int, float] = {}
+            for parent in (a, b):
+                for src, w in weights.get(parent, {parent: 1.0}).items():
+                    mix[src] = mix.get(src, 0.0) + w / 2
+            weights[idx] = mix
+        sources.update(weights)
+    elif init == "subtoken_mean":
+        merged = set(new.merges.values())
+        sources.update({idx: tuple(old.encode_single_piece(new_vocab[idx])) for idx in new_ids if idx in merged})
+    method = init if init in ROW_INIT_METHODS else "mean"
+    num_rows = max(rows, max(new_ids, default=-1) + 1)
+    plan = RowPlan(old_rows=rows, new_rows=num_rows, reference_rows=reference_rows, method=method,
+                   sources={i: sources.get(i, ()) for i in new_ids})
+    grow_model_rows(model, plan, seed)
+    return new_ids
+
+
+def _sources(srcs: Sequence[int] | Mapping[int, float]) -> tuple[int, ...] | dict[int, float]:
+    if isinstance(srcs, Mapping):
+        return {int(src): float(weight) for src, weight in srcs.items()}
+    return tuple(int(src) for src in srcs)

@@ -1,0 +1,198 @@
+"""The ``hf-bbpe`` command, driven as a real program in subprocesses: train, encode/decode through
+pipes, inspect, and bad input (one-line errors, non-zero exit, nothing half written)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from hf_bbpe import RegexTokenizer, Tokenizer
+from hf_bbpe.cli.main import build_parser
+from hf_bbpe.cli.commands import COMMANDS
+from hf_bbpe.cli.text_input import iter_documents
+from tests.support.cli import CLI, MIX, TAYLOR, assert_one_line_error, cli_env, run_cli
+
+SUBCOMMANDS = ["train", "encode", "decode", "convert", "inspect", "view", "compare", "audit", "extend",
+               "extend-model", "push"]
+
+
+def test_every_subcommand_is_registered_and_has_help(capsys):
+    """Each module in COMMANDS registers a subcommand; `hf-bbpe CMD --help` works for each."""
+    parser = build_parser()
+    assert len(COMMANDS) == len(SUBCOMMANDS)
+    for name in SUBCOMMANDS:
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args([name, "--help"])
+        assert exit_info.value.code == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"usage: hf-bbpe {name}"), out[:80]
+    top = run_cli("--help").stdout.decode()
+    for name in SUBCOMMANDS:
+        assert name in top
+
+
+def test_train_writes_the_same_tokenizer_as_the_library(mix_tok_dir):
+    """`train` on a file equals RegexTokenizer.train on the same documents; the special token gets
+    the first id after the vocabulary."""
+    tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
+    assert (mix_tok_dir / "tokenizer.vocab").is_file()
+    ref = RegexTokenizer("gpt4")
+    ref.train(iter_documents([str(MIX)], "paragraph"), 512, progress=False)
+    assert tok.merges == ref.merges
+    assert tok.pattern == ref.pattern
+    assert tok.special_tokens == {"<|endoftext|>": 512}
+
+
+def test_train_from_stdin_into_an_existing_folder(tmp_path):
+    """'-' reads stdin, with the same result as the library on the same documents; training into an
+    existing folder replaces its tokenizer files and keeps the others."""
+    ref = RegexTokenizer("gpt4")
+    ref.train(iter_documents([str(TAYLOR)], "paragraph"), 300, progress=False)
+    existing = tmp_path / "stdin"
+    existing.mkdir()
+    (existing / "keep.txt").write_text("mine")
+    (existing / "tokenizer.model").write_text("old")
+    run_cli("train", "-", "--vocab-size", 300, "--out", existing, input=TAYLOR.read_bytes())
+    assert Tokenizer.from_file(existing / "tokenizer.model").merges == ref.merges
+    assert len(ref.merges) == 44
+    assert (existing / "keep.txt").read_text() == "mine"
+
+
+def test_globs_expand_to_files(mix_tok_dir):
+    """A glob names the matching files, in sorted order (`compare` reads them like `train` does)."""
+    rows = json.loads(run_cli("compare", "-t", mix_tok_dir, str(TAYLOR.parent / "*.txt"), "--json").stdout)
+    assert [r["file"] for r in rows] == [str(MIX), str(TAYLOR), "(total)"]
+
+
+def test_train_output_loads_in_transformers(mix_tok_dir):
+    """The folder is a save_pretrained folder: BBPETokenizer and AutoTokenizer give the engine's ids."""
+    from transformers import AutoTokenizer
+
+    from hf_bbpe.tokenization_bbpe import BBPETokenizer
+
+    tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
+    text = MIX.read_text(encoding="utf-8")[:20000]
+    expected = tok.encode_ordinary(text)
+    assert BBPETokenizer.from_pretrained(str(mix_tok_dir))(text)["input_ids"] == expected
+    assert AutoTokenizer.from_pretrained(str(mix_tok_dir))(text)["input_ids"] == expected
+
+
+def test_encode_decode_round_trip_through_pipes(mix_tok_dir):
+    """`encode < file | decode` gives the file back byte for byte, and the ids are the library's."""
+    tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
+    encode = subprocess.Popen(CLI + ["encode", str(mix_tok_dir)], stdin=open(MIX, "rb"), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=cli_env())
+    decode = subprocess.run(CLI + ["decode", str(mix_tok_dir)], stdin=encode.stdout, capture_output=True,
+                            env=cli_env(), timeout=120)
+    encode.stdout.close()
+    assert encode.wait(timeout=120) == 0, encode.stderr.read()
+    assert decode.returncode == 0, decode.stderr
+    assert decode.stdout == MIX.read_bytes()
+
+    text = MIX.read_text(encoding="utf-8")
+    ids_text = run_cli("encode", mix_tok_dir, MIX).stdout.decode()
+    assert ids_text.endswith("\n") and "\n" not in ids_text[:-1]
+    assert [int(i) for i in ids_text.split()] == tok.encode_ordinary(text)
+    ids_json = json.loads(run_cli("encode", mix_tok_dir, "--json", input=text).stdout)
+    assert ids_json == tok.encode_ordinary(text)
+    assert run_cli("decode", mix_tok_dir, input=json.dumps(ids_json)).stdout == MIX.read_bytes()
+
+
+def test_encode_special_tokens_policy(mix_tok_dir):
+    """Default: text spelling a special token is an error naming it; allow -> its id; text -> ordinary."""
+    text = "one<|endoftext|>two"
+    tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
+    proc = run_cli("encode", mix_tok_dir, input=text, check=False)
+    assert_one_line_error(proc, "'<|endoftext|>'", "--specials allow")
+    assert proc.stdout == b""
+    allowed = [int(i) for i in run_cli("encode", mix_tok_dir, "--specials", "allow", input=text).stdout.split()]
+    assert allowed == tok.encode_ordinary("one") + [512] + tok.encode_ordinary("two")
+    plain = [int(i) for i in run_cli("encode", mix_tok_dir, "--specials", "text", input=text).stdout.split()]
+    assert plain == tok.encode_ordinary(text)
+
+
+def test_decode_partial_utf8(mix_tok_dir):
+    """Ids that stop inside a character: replaced by default, raw with --errors bytes, an error with strict."""
+    ids = run_cli("encode", mix_tok_dir, "--text", "é").stdout.decode().split()
+    assert len(ids) == 2  # no merge for é in this vocabulary: two byte tokens
+    assert run_cli("decode", mix_tok_dir, "--ids", ids[0]).stdout == "\ufffd".encode()
+    assert run_cli("decode", mix_tok_dir, "--ids", ids[0], "--errors", "bytes").stdout == b"\xc3"
+    assert_one_line_error(run_cli("decode", mix_tok_dir, "--ids", ids[0], "--errors", "strict", check=False),
+                          "not UTF-8")
+
+
+def test_inspect(mix_tok_dir):
+    """Summary facts and a merge's parents equal the tokenizer's own data."""
+    tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
+    info = json.loads(run_cli("inspect", mix_tok_dir, "--json", "--top", 3).stdout)
+    assert info["n_vocab"] == 513 and info["merges"] == 256 and info["pattern"] == "gpt4"
+    assert info["special_tokens"] == [{"token": "<|endoftext|>", "id": 512}]
+    longest = sorted((i for i in tok.vocab if i != 512), key=lambda i: (-len(tok.vocab[i]), i))[:3]
+    assert [t["id"] for t in info["longest_tokens"]] == longest
+    (pair, new), = [(p, n) for p, n in tok.merges.items() if n == 300]
+    token = json.loads(run_cli("inspect", mix_tok_dir, "--token", 300, "--json").stdout)
+    assert token["kind"] == "merge" and token["merge_rank"] == 300 - 256 and token["reachable"]
+    assert [p["id"] for p in token["tree"]["parents"]] == list(pair)
+    by_text = json.loads(run_cli("inspect", mix_tok_dir, "--token", tok.vocab[300].decode(), "--json").stdout)
+    assert by_text["id"] == 300
+    text = run_cli("inspect", mix_tok_dir).stdout.decode()
+    assert "n_vocab: 513" in text and "'<|endoftext|>'" in text
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def test_missing_files(tmp_path, mix_tok_dir):
+    assert_one_line_error(run_cli("train", tmp_path / "nope.txt", "--vocab-size", 300, "--out", tmp_path / "o",
+                                  check=False), "nope.txt", "no such file")
+    assert not (tmp_path / "o").exists()
+    assert_one_line_error(run_cli("train", str(tmp_path / "*.txt"), "--vocab-size", 300, "--out", tmp_path / "o",
+                                  check=False), "no file matches")
+    assert_one_line_error(run_cli("encode", tmp_path / "missing.model", input="x", check=False),
+                          "missing.model", "no such file")
+    assert_one_line_error(run_cli("encode", mix_tok_dir, tmp_path / "in.txt", check=False), "in.txt", "no such file")
+    assert_one_line_error(run_cli("inspect", tmp_path, check=False), "no tokenizer files")
+
+
+def test_bad_tokenizer_file_names_the_line(tmp_path):
+    bad = tmp_path / "bad.model"
+    bad.write_text("minbpe v1\n\n0\n97 98\n97 999\n")
+    assert_one_line_error(run_cli("encode", bad, input="ab", check=False), "bad.model:5", "999")
+    assert_one_line_error(run_cli("inspect", tmp_path / "strange.xyz", check=False), "no such file")
+    (tmp_path / "strange.xyz").write_text("?")
+    assert_one_line_error(run_cli("inspect", tmp_path / "strange.xyz", check=False), "cannot tell the tokenizer format")
+
+
+def test_bad_ids(mix_tok_dir):
+    assert_one_line_error(run_cli("decode", mix_tok_dir, input="1 2 x3 4", check=False), "item 3", "'x3'")
+    assert_one_line_error(run_cli("decode", mix_tok_dir, input="1 -2", check=False), "item 2")
+    assert_one_line_error(run_cli("decode", mix_tok_dir, input="1 99999", check=False), "99999")
+    assert_one_line_error(run_cli("decode", mix_tok_dir, input="[1, 2", check=False), "not a JSON list")
+    assert_one_line_error(run_cli("decode", mix_tok_dir, input='[1, "a"]', check=False), "item 2")
+    assert_one_line_error(run_cli("inspect", mix_tok_dir, "--token", "99999", check=False), "99999")
+
+
+def test_bad_text_input(tmp_path, mix_tok_dir):
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("ok\ncaf\xe9\n".encode("latin-1"))
+    assert_one_line_error(run_cli("encode", mix_tok_dir, bad, check=False), "latin1.txt", "not UTF-8", "byte 6")
+    assert_one_line_error(run_cli("train", bad, "--vocab-size", 300, "--out", tmp_path / "o", check=False),
+                          "latin1.txt", "byte 6")
+    assert not (tmp_path / "o").exists()
+    assert not list(tmp_path.glob(".o.*"))  # the staging folder is gone too
+
+
+def test_bad_arguments(tmp_path):
+    assert_one_line_error(run_cli("train", MIX, "--vocab-size", 100, "--out", tmp_path / "o", check=False),
+                          "at least 256")
+    assert_one_line_error(run_cli("train", MIX, "--vocab-size", 300, "--pattern", "(", "--out", tmp_path / "o",
+                                  check=False), "invalid split pattern")
+    for args in (["frobnicate"], ["train", MIX], ["encode"], ["decode", "x", "--errors", "maybe"],
+                 ["audit", "x", "y", "--rare", "-1"]):
+        proc = run_cli(*args, check=False)
+        assert proc.returncode == 2, args
+        err = proc.stderr.decode()
+        assert err.startswith("hf-bbpe") and "error:" in err and "--help" in err, err
+        assert len(err.strip().splitlines()) == 1, err

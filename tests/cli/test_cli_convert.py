@@ -1,0 +1,126 @@
+"""`hf-bbpe convert` and loading tokenizers named on the command line, as real programs: round trips are
+byte-identical, converted files give the engine's ids in tiktoken and tokenizers, bad files are
+one-line FormatErrors and leave nothing behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+from hf_bbpe import Tokenizer
+from tests.support.cli import GPT2_DIR, MIX, assert_one_line_error, run_cli
+
+
+
+def cl100k_path() -> Path:
+    import tiktoken_ext
+
+    return Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"
+
+
+def test_minbpe_to_gpt2_files_and_back_is_byte_identical(mix_tok_dir, tmp_path):
+    run_cli("convert", mix_tok_dir / "tokenizer.model", "--from", "minbpe", "--to", "gpt2", "-o", tmp_path / "g2")
+    assert {p.name for p in (tmp_path / "g2").iterdir()} == {"encoder.json", "vocab.bpe"}
+    run_cli("convert", tmp_path / "g2", "--from", "gpt2", "--pattern", "gpt4", "--to", "minbpe", "-o", tmp_path / "back")
+    assert (tmp_path / "back.model").read_bytes() == (mix_tok_dir / "tokenizer.model").read_bytes()
+
+
+def test_reference_files_round_trip_byte_identical(tmp_path):
+    """Presets read OpenAI's files and write them back unchanged (cl100k's permuted bytes, holes, specials)."""
+    run_cli("convert", "--from", "preset", "cl100k_base", cl100k_path(), "--to", "tiktoken", "-o", tmp_path / "cl.tiktoken")
+    assert (tmp_path / "cl.tiktoken").read_bytes() == cl100k_path().read_bytes()
+    run_cli("convert", f"gpt2:{GPT2_DIR}", "--to", "gpt2", "-o", tmp_path / "gpt2")
+    for name in ("encoder.json", "vocab.bpe"):
+        assert (tmp_path / "gpt2" / name).read_bytes() == (GPT2_DIR / name).read_bytes()
+
+
+def test_converted_files_encode_like_the_engine(mix_tok_dir, tmp_path):
+    """tiktoken built from the .tiktoken output, and tokenizers from the tokenizer.json output, give the
+    engine's ids on real multilingual text and code."""
+    import tiktoken
+    import tiktoken.load
+    import tokenizers
+
+    tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
+    text = MIX.read_text(encoding="utf-8")
+    expected = tok.encode_ordinary(text)
+    run_cli("convert", mix_tok_dir, "--to", "tiktoken", "-o", tmp_path / "t.tiktoken")
+    enc = tiktoken.Encoding("t", pat_str=tok.pattern, special_tokens=tok.special_tokens,
+                            mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(tmp_path / "t.tiktoken")))
+    assert enc.encode_ordinary(text) == expected
+    run_cli("convert", mix_tok_dir, "--to", "hf", "-o", tmp_path / "tokenizer.json")
+    fast = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert fast.encode(text, add_special_tokens=False).ids == expected
+    # and the tokenizer.json reads back, through the loader, into the same tokenizer
+    ids = run_cli("encode", tmp_path / "tokenizer.json", MIX).stdout.split()
+    assert [int(i) for i in ids] == expected
+
+
+def test_tokenizer_specs_load_the_reference_encodings(tmp_path):
+    """A preset-named .tiktoken file, a GPT-2 folder and encoder.json all give tiktoken's ids."""
+    import tiktoken
+    import tiktoken.load
+
+    from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN
+
+    text = "Hello world! 你好 <|endoftext|> naïve\n\tdef f(x): return x ** 2\n"
+    cl = tiktoken.Encoding("cl100k", pat_str=GPT4_SPLIT_PATTERN, special_tokens={"<|endoftext|>": 100257},
+                           mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(cl100k_path())))
+    gpt2 = tiktoken.Encoding("gpt2", pat_str=GPT2_SPLIT_PATTERN, special_tokens={"<|endoftext|>": 50256},
+                             mergeable_ranks=tiktoken.load.data_gym_to_mergeable_bpe_ranks(
+                                 str(GPT2_DIR / "vocab.bpe"), str(GPT2_DIR / "encoder.json")))
+    # (PRESET:PATH is used by the round-trip test above and by test_compare.py)
+    cases = [(cl100k_path(), cl), (GPT2_DIR, gpt2), (GPT2_DIR / "encoder.json", gpt2)]
+    for spec, ref in cases:
+        ids = run_cli("encode", spec, "--specials", "allow", "--text", text).stdout.split()
+        assert [int(i) for i in ids] == ref.encode(text, allowed_special="all"), spec
+
+
+def test_bad_files_are_format_errors_and_write_nothing(tmp_path):
+    bad = tmp_path / "bad.tiktoken"
+    bad.write_bytes(b"IQ== 0\nnot*base64 1\n")
+    out = tmp_path / "out.model"
+    line = assert_one_line_error(run_cli("convert", bad, "--from", "tiktoken", "--to", "minbpe", "-o", out,
+                                         check=False), "bad.tiktoken")
+    assert ":2" in line or "line 2" in line
+    assert not out.exists() and list(tmp_path.iterdir()) == [bad]
+    truncated = tmp_path / "tokenizer.json"
+    truncated.write_text('{"model": {"type": "BPE", "vocab": {')
+    assert_one_line_error(run_cli("convert", truncated, "--to", "tiktoken", "-o", tmp_path / "x.tiktoken",
+                                  check=False), "tokenizer.json")
+    assert not (tmp_path / "x.tiktoken").exists()
+    assert_one_line_error(run_cli("convert", f"o200k_base:{tmp_path / 'none.tiktoken'}", "--to", "minbpe", "-o",
+                                  tmp_path / "y", check=False), "none.tiktoken", "no such file")
+    assert_one_line_error(run_cli("convert", "--from", "preset", "nosuch", bad, "--to", "minbpe", "-o", tmp_path / "z",
+                                  check=False), "nosuch")
+
+
+def test_unrepresentable_merges_need_force_for_tiktoken(tmp_path):
+    """Merges bc, ab, (ab)c: rank-based BPE would encode 'abc' as one token, merges as a + bc."""
+    a, b, c = b"abc"
+    Tokenizer.from_merges({(b, c): 256, (a, b): 257, (257, c): 258}, pattern="gpt4").save(tmp_path / "odd")
+    out = tmp_path / "odd.tiktoken"
+    assert_one_line_error(run_cli("convert", tmp_path / "odd.model", "--to", "tiktoken", "-o", out, check=False),
+                          "258")
+    assert not out.exists()
+    proc = run_cli("convert", tmp_path / "odd.model", "--to", "tiktoken", "-o", out, "--force")
+    assert out.exists() and b"258" in proc.stderr  # the warning names the token
+
+
+def test_convert_to_a_save_pretrained_folder(mix_tok_dir, tmp_path):
+    """--to hf with a folder name writes the save_pretrained files; without tokenizer.model the loader
+    reads the folder through BBPETokenizer, with the same ids."""
+    from transformers import AutoTokenizer
+
+    out = tmp_path / "hf"
+    run_cli("convert", mix_tok_dir / "tokenizer.model", "--to", "hf", "-o", out)
+    names = {p.name for p in out.iterdir()}
+    assert {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "tokenizer.model"} <= names
+    tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
+    text = MIX.read_text(encoding="utf-8")[:20000]
+    assert AutoTokenizer.from_pretrained(str(out))(text)["input_ids"] == tok.encode_ordinary(text)
+    (out / "tokenizer.model").unlink()
+    from hf_bbpe.cli.tokenizer_spec import load_tokenizer
+
+    loaded = load_tokenizer(str(out)).tokenizer
+    assert loaded.merges == tok.merges and loaded.special_tokens == tok.special_tokens

@@ -1,0 +1,113 @@
+"""`hf-bbpe push` through the real huggingface_hub client, against a small local Hub server.
+
+The machines have no internet, so the test serves the three calls an upload makes (create repo,
+preupload, commit; plus the README lookup and model-card validation transformers does) on 127.0.0.1 and checks that the
+committed files are a save_pretrained folder that loads with the same ids.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from hf_bbpe import Tokenizer
+from tests.support.cli import CLI, MIX, cli_env, run_cli
+
+
+
+class FakeHub(BaseHTTPRequestHandler):
+    commits: list[dict] = []
+    created: list[dict] = []
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _json(self, status: int, body: dict, headers: dict | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length", 0)))
+
+    def do_HEAD(self) -> None:  # README.md lookups: the repo is new
+        self._json(404, {"error": "Entry not found"}, {"X-Error-Code": "EntryNotFound"})
+
+    do_GET = do_HEAD
+
+    def do_POST(self) -> None:
+        body = self._body()
+        if self.path == "/api/validate-yaml":  # the model card transformers writes
+            self._json(200, {})
+        elif self.path == "/api/repos/create":
+            request = json.loads(body)
+            FakeHub.created.append(request)
+            repo = f"{request.get('organization') or 'me'}/{request['name']}"
+            self._json(200, {"url": f"http://{self.headers['Host']}/{repo}"})
+        elif "/preupload/" in self.path:
+            files = json.loads(body)["files"]
+            self._json(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                                       for f in files]})
+        elif "/commit/" in self.path:
+            lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
+            files = {v["value"]["path"]: base64.b64decode(v["value"]["content"]) for v in lines if v["key"] == "file"}
+            header = next(v["value"] for v in lines if v["key"] == "header")
+            FakeHub.commits.append({"path": self.path, "files": files, "summary": header.get("summary")})
+            repo = self.path.split("/api/models/")[1].split("/commit/")[0]
+            self._json(200, {"commitUrl": f"http://{self.headers['Host']}/{repo}/commit/{'1' * 40}", "commitOid": "1" * 40,
+                             "pullRequestUrl": None})
+        else:
+            self._json(404, {"error": f"unexpected {self.path}"})
+
+
+@pytest.fixture()
+def hub():
+    FakeHub.commits, FakeHub.created = [], []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_push_commits_a_loadable_folder(hub, mix_tok_dir, tmp_path):
+    env = cli_env()
+    env.pop("HF_HUB_OFFLINE", None)
+    env.update({"HF_ENDPOINT": hub, "HF_TOKEN": "hf_test_token", "HF_HOME": str(tmp_path / "hf-home")})
+    proc = subprocess.run(CLI + ["push", str(mix_tok_dir), "me/mix512", "--message", "first tokenizer"],
+                          capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert FakeHub.created and FakeHub.created[0]["name"] == "mix512"
+    (commit,) = FakeHub.commits
+    assert commit["path"].startswith("/api/models/me/mix512/commit/main")
+    assert commit["summary"] == "first tokenizer"
+    files = commit["files"]
+    assert {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "tokenization_bbpe.py"} <= set(files)
+
+    # what was committed loads, with the engine's ids
+    folder = tmp_path / "pulled"
+    folder.mkdir()
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    from transformers import AutoTokenizer
+
+    text = MIX.read_text(encoding="utf-8")[:5000]
+    expected = Tokenizer.from_file(mix_tok_dir / "tokenizer.model").encode_ordinary(text)
+    assert AutoTokenizer.from_pretrained(str(folder))(text)["input_ids"] == expected
+
+
+def test_push_bad_tokenizer_is_a_one_line_error(tmp_path):
+    proc = run_cli("push", tmp_path / "nope", "me/x", check=False)
+    assert proc.returncode == 1 and b"Traceback" not in proc.stderr
+    assert b"no such file" in proc.stderr

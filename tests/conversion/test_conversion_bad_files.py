@@ -1,0 +1,249 @@
+"""Every kind of bad input raises conversion.FormatError naming the file and line or token, and a
+failed conversion writes nothing."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+import conversion
+from conversion import FormatError
+from hf_bbpe import Tokenizer
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+ENCODER = (DATA / "gpt2" / "encoder.json").read_text(encoding="utf-8")
+VOCAB_BPE = (DATA / "gpt2" / "vocab.bpe").read_text(encoding="utf-8")
+
+
+def _tiny_ranks() -> list[tuple[bytes, int]]:
+    return [(bytes([b]), b) for b in range(256)] + [(b"ab", 256), (b"abc", 257)]
+
+
+def _rank_file(path: Path, rows: list[tuple[bytes, int]]) -> Path:
+    path.write_bytes(b"".join(base64.b64encode(t) + b" " + str(r).encode() + b"\n" for t, r in rows))
+    return path
+
+
+def _gpt2_pair(tmp_path: Path, encoder: str = ENCODER, vocab_bpe: str = VOCAB_BPE) -> tuple[Path, Path]:
+    (tmp_path / "encoder.json").write_text(encoder, encoding="utf-8")
+    (tmp_path / "vocab.bpe").write_text(vocab_bpe, encoding="utf-8")
+    return tmp_path / "encoder.json", tmp_path / "vocab.bpe"
+
+
+# ------------------------------------------------------------------ GPT-2 files
+
+def test_truncated_json(tmp_path):
+    enc, bpe = _gpt2_pair(tmp_path, encoder=ENCODER[: len(ENCODER) // 2])
+    with pytest.raises(FormatError, match=r"encoder.json:1: invalid JSON \(truncated\?\)"):
+        conversion.from_gpt2_files(enc, bpe)
+
+
+def test_non_object_json(tmp_path):
+    enc, bpe = _gpt2_pair(tmp_path, encoder="[1, 2, 3]")
+    with pytest.raises(FormatError, match=r"encoder.json:1: expected an object of token -> id, got a JSON list"):
+        conversion.from_gpt2_files(enc, bpe)
+
+
+def test_duplicate_ids_in_encoder(tmp_path):
+    encoder = json.loads(ENCODER)
+    encoder["Ġthe"] = encoder["Ġa"]
+    enc, bpe = _gpt2_pair(tmp_path, encoder=json.dumps(encoder))
+    with pytest.raises(FormatError, match=r"encoder.json: tokens 'Ġa' and 'Ġthe' have the same id 257"):
+        conversion.from_gpt2_files(enc, bpe)
+
+
+def test_duplicate_key_in_encoder(tmp_path):
+    enc, bpe = _gpt2_pair(tmp_path, encoder=ENCODER[:-1] + ', "!": 0}')
+    with pytest.raises(FormatError, match=r"encoder.json: key '!' appears twice"):
+        conversion.from_gpt2_files(enc, bpe)
+
+
+def test_missing_version_header(tmp_path):
+    enc, bpe = _gpt2_pair(tmp_path, vocab_bpe=VOCAB_BPE.split("\n", 1)[1])
+    with pytest.raises(FormatError, match=r"vocab.bpe:1: expected the header line '#version: 0.2', got 'Ġ t'"):
+        conversion.from_gpt2_files(enc, bpe)
+
+
+def test_unknown_symbol_in_vocab_bpe(tmp_path):
+    lines = VOCAB_BPE.split("\n")
+    lines[5] = "h ☺"
+    enc, bpe = _gpt2_pair(tmp_path, vocab_bpe="\n".join(lines))
+    with pytest.raises(FormatError, match=r"vocab.bpe:6: '☺' \(U\+263A\) in 'h ☺' is not a byte-level symbol"):
+        conversion.from_gpt2_files(enc, bpe)
+
+
+@pytest.mark.parametrize("line", ["h e r", "he", "h  e"])
+def test_wrong_field_count_in_vocab_bpe(tmp_path, line):
+    lines = VOCAB_BPE.split("\n")
+    lines[7] = line
+    enc, bpe = _gpt2_pair(tmp_path, vocab_bpe="\n".join(lines))
+    with pytest.raises(FormatError, match=r"vocab.bpe, line 8: expected two tokens separated by one space"):
+        conversion.from_gpt2_files(enc, bpe)
+
+
+def test_merge_naming_a_missing_token(tmp_path):
+    encoder = json.loads(ENCODER)
+    del encoder["Ġthe"]  # built on some line, used by later ones
+    enc, bpe = _gpt2_pair(tmp_path, encoder=json.dumps(encoder))
+    with pytest.raises(FormatError, match=r"vocab.bpe, line \d+: the merged token 'Ġthe' is not in .*encoder.json"):
+        conversion.from_gpt2_files(enc, bpe)
+
+
+def test_merge_using_a_token_before_it_is_built(tmp_path):
+    lines = VOCAB_BPE.split("\n")
+    lines.insert(2, "Ġt he")  # after "Ġ t"; "he" is built on a later line
+    enc, bpe = _gpt2_pair(tmp_path, vocab_bpe="\n".join(lines))
+    with pytest.raises(FormatError, match=r"vocab.bpe, line 3: token 'he' is used before a merge makes it"):
+        conversion.from_gpt2_files(enc, bpe)
+
+
+def test_token_whose_merge_line_is_missing(tmp_path):
+    """A deleted vocab.bpe line leaves its token in encoder.json built by nothing: an error naming
+    it, not a silent special token (only <...>/[...] spellings or declared ones are special)."""
+    lines = VOCAB_BPE.rstrip("\n").split("\n")
+    last = lines.pop()
+    enc, bpe = _gpt2_pair(tmp_path, vocab_bpe="\n".join(lines) + "\n")
+    token = last.replace(" ", "")
+    with pytest.raises(FormatError, match=rf"encoder.json: token '{token}' \(id 50255\) is neither a byte nor built "
+                                          r"by a merge of vocab.bpe \(a missing merge line\?\)"):
+        conversion.from_gpt2_files(enc, bpe)
+    declared = conversion.from_gpt2_files(enc, bpe, special_tokens={token: 50255, "<|endoftext|>": 50256})
+    assert declared.special_tokens[token] == 50255
+
+
+def test_failed_gpt2_export_writes_nothing(tmp_path):
+    dup = Tokenizer.from_merges({(97, 98): 256, (98, 99): 257, (256, 99): 258, (97, 257): 259})
+    out = tmp_path / "out"
+    with pytest.raises(FormatError, match="tokens 258 and 259 are the same bytes b'abc'"):
+        conversion.to_gpt2_files(dup, out)
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------ tiktoken files
+
+def test_bad_base64(tmp_path):
+    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
+    lines = path.read_bytes().split(b"\n")
+    lines[10] = b"a$== 10"
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(FormatError, match=r"x.tiktoken:11: bad base64 b'a\$=='"):
+        conversion.from_tiktoken(path)
+
+
+def test_bad_base64_padding(tmp_path):
+    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = b"YWJ 3"
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(FormatError, match=r"x.tiktoken:4: bad base64 b'YWJ'"):
+        conversion.from_tiktoken(path)
+
+
+@pytest.mark.parametrize("line,message", [
+    (b"YQ== 97 extra", r"x.tiktoken:98: expected '<base64 token> <rank>', got 3 fields"),
+    (b"YQ==", r"x.tiktoken:98: expected '<base64 token> <rank>', got 1 fields"),
+    (b"YQ== -97", r"x.tiktoken:98: rank b'-97' is not a non-negative integer"),
+    (b"YQ== 9_7", r"x.tiktoken:98: rank b'9_7' is not a non-negative integer"),
+])
+def test_bad_rank_lines(tmp_path, line, message):
+    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
+    lines = path.read_bytes().split(b"\n")
+    lines[97] = line
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(FormatError, match=message):
+        conversion.from_tiktoken(path)
+
+
+def test_duplicate_rank(tmp_path):
+    rows = _tiny_ranks()
+    rows[-1] = (b"abc", 256)
+    path = _rank_file(tmp_path / "x.tiktoken", rows)
+    with pytest.raises(FormatError, match=r"x.tiktoken:258: rank 256 is already used on line 257"):
+        conversion.from_tiktoken(path)
+
+
+def test_duplicate_token(tmp_path):
+    rows = _tiny_ranks() + [(b"ab", 258)]
+    path = _rank_file(tmp_path / "x.tiktoken", rows)
+    with pytest.raises(FormatError, match=r"x.tiktoken: token b'ab' has two ranks, 256 and 258"):
+        conversion.from_tiktoken(path)
+
+
+def test_special_token_colliding_with_a_normal_id(tmp_path):
+    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
+    with pytest.raises(FormatError, match=r"x.tiktoken: special token '<\|eot\|>' has id 257, which is already a normal token"):
+        conversion.from_tiktoken(path, special_tokens={"<|eot|>": 257})
+    with pytest.raises(FormatError, match=r"special tokens '<\|a\|>' and '<\|b\|>' share the id 300"):
+        conversion.from_tiktoken(path, special_tokens={"<|a|>": 300, "<|b|>": 300})
+
+
+def test_unbuildable_token_in_rank_file(tmp_path):
+    rows = _tiny_ranks() + [(b"xyz", 258)]
+    path = _rank_file(tmp_path / "x.tiktoken", rows)
+    with pytest.raises(FormatError, match=r"x.tiktoken: token b'xyz' \(rank 258\) cannot be built"):
+        conversion.from_tiktoken(path)
+
+
+def test_missing_file():
+    with pytest.raises(FormatError, match=r"nope.tiktoken: cannot read"):
+        conversion.from_tiktoken("/nonexistent/nope.tiktoken")
+
+
+# ------------------------------------------------------------------ tokenizer.json and minbpe
+
+def _tokenizer_json(tmp_path: Path, edit=None) -> Path:
+    from hf_bbpe import RegexTokenizer
+    from hf_bbpe.tokenizer_json import tokenizer_json_dict
+
+    tok = RegexTokenizer("gpt4")
+    tok.train("hello world, hello there, hello again", 270, progress=False)
+    data = tokenizer_json_dict(tok)
+    if edit:
+        edit(data)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_tokenizer_json_truncated(tmp_path):
+    path = _tokenizer_json(tmp_path)
+    path.write_text(path.read_text()[:-40])
+    with pytest.raises(FormatError, match=r"tokenizer.json:1: invalid JSON"):
+        conversion.from_tokenizer_json(path)
+
+
+def test_tokenizer_json_merge_naming_a_missing_token(tmp_path):
+    def edit(data):
+        data["model"]["merges"].append(["Ġhello", "Ġnowhere"])
+
+    with pytest.raises(FormatError, match=r"model.merges\[\d+\] = 'Ġhello' 'Ġnowhere' names 'Ġnowhere', which is not in model.vocab"):
+        conversion.from_tokenizer_json(_tokenizer_json(tmp_path, edit))
+
+
+def test_tokenizer_json_bad_symbol(tmp_path):
+    def edit(data):
+        data["model"]["vocab"]["h☺"] = 999
+
+    with pytest.raises(FormatError, match=r"model.vocab token '☺' \(U\+263A\) in 'h☺' is not a byte-level symbol"):
+        conversion.from_tokenizer_json(_tokenizer_json(tmp_path, edit))
+
+
+def test_tokenizer_json_wrong_model(tmp_path):
+    def edit(data):
+        data["model"]["type"] = "WordPiece"
+
+    with pytest.raises(FormatError, match=r"tokenizer.json: model must be BPE, got 'WordPiece'"):
+        conversion.from_tokenizer_json(_tokenizer_json(tmp_path, edit))
+
+
+def test_bad_minbpe_model(tmp_path):
+    path = tmp_path / "x.model"
+    path.write_text("minbpe v1\n\n0\n97 98\n256 oops\n")
+    with pytest.raises(FormatError, match=r"x.model:5: expected a merge"):
+        conversion.from_minbpe(path)
+    path.write_text("minbpe v2\n")
+    with pytest.raises(FormatError, match=r"x.model:1: expected the header"):
+        conversion.from_minbpe(path)

@@ -1,0 +1,154 @@
+"""Chunk counting: parallel and streamed, yet exactly one sequential pass per document.
+
+A split pattern's matches depend on what follows (``\\s+(?!\\S)``, ``\\s*[\\r\\n]``, ``\\s++$``), so
+cutting a document anywhere, even at a blank line, changes the counts. The documents here are
+full of such places; the counts (and their order of first appearance, which minbpe's tie-break
+needs) must equal a plain loop over the documents, with worker processes and several batches.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from pathlib import Path
+
+import pytest
+import rustbpe
+from tests.support.reference_bpe import split_chunks
+
+from hf_bbpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, BasicTokenizer, RegexTokenizer
+from hf_bbpe import chunk_counting
+from hf_bbpe.chunk_counting import count_chunks
+
+TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
+PATTERNS = {"basic": None, "gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN}
+
+
+def sequential_counts(documents, pattern):
+    """One pass over each document, in order: {chunk: count} in order of first appearance."""
+    counts: dict[str, int] = {}
+    for doc in documents:
+        for chunk in split_chunks(doc, pattern):
+            counts[chunk] = counts.get(chunk, 0) + 1
+    return counts
+
+
+def tricky_documents(total_chars: int, seed: int = 0) -> list[str]:
+    """Words, digits, CJK and whitespace runs: blank lines, "\\r\\n", trailing spaces."""
+    rng = random.Random(seed)
+    words = ["the", "The", "don't", "WE'LL", "über", "日本語", "Привет", "123456", "🙂", "a", "x" * 40, "--"]
+    spaces = [" ", "  ", "\n", "\n\n", " \n\n ", "\r\n", "\t", "\n\n\n   ", "   \n"]
+    docs = []
+    size = 0
+    while size < total_chars:
+        n = rng.randint(1, 400)
+        # random short words over a few letters: many distinct chunks and many tied pair counts
+        doc = "".join(
+            (rng.choice(words) if rng.random() < 0.5 else "".join(rng.choices("abcdeé", k=rng.randint(1, 9))))
+            + rng.choice(spaces)
+            for _ in range(n)
+        )
+        if rng.random() < 0.2:
+            doc += "   "  # trailing whitespace: \s++$ and \s+(?!\S) at the end
+        docs.append(doc)
+        size += len(doc)
+    return docs
+
+
+@pytest.fixture(scope="module")
+def big_documents():
+    # several batches of the engine's size, so that the pool is used and batches are merged
+    return tricky_documents(int(2.5 * chunk_counting._BATCH_CHARS))
+
+
+@pytest.mark.parametrize("pattern_name", ["gpt4", "o200k", "basic"])
+def test_parallel_counts_equal_one_sequential_pass(big_documents, pattern_name):
+    pattern = PATTERNS[pattern_name]
+    expected = sequential_counts(big_documents, pattern)
+    counts = count_chunks(big_documents, pattern, num_workers=2, progress=False)
+    assert counts == expected
+    assert list(counts) == list(expected)  # order of first appearance
+
+
+def test_cutting_at_blank_lines_would_change_the_counts(big_documents):
+    """The test above can fail: splitting the documents further gives other counts."""
+    cut = [piece for doc in big_documents for piece in doc.split("\n\n")]
+    assert sequential_counts(cut, GPT4_SPLIT_PATTERN) != sequential_counts(big_documents, GPT4_SPLIT_PATTERN)
+
+
+@pytest.mark.parametrize("tie_break", ["smallest_pair", "first_occurrence"])
+def test_parallel_training_equals_sequential_training(big_documents, tie_break):
+    parallel = RegexTokenizer()
+    parallel.train(big_documents, 600, tie_break=tie_break, num_workers=2, progress=False)
+    sequential = RegexTokenizer()
+    sequential.train(big_documents, 600, tie_break=tie_break, num_workers=1, progress=False)
+    assert list(parallel.merges.items()) == list(sequential.merges.items())
+
+
+def test_a_string_with_blank_lines_is_one_document():
+    text = "first line  \n\n  second\r\n\r\n\n third   \n\n"
+    assert count_chunks(text, GPT4_SPLIT_PATTERN, num_workers=1) == sequential_counts([text], GPT4_SPLIT_PATTERN)
+    assert count_chunks(text, GPT4_SPLIT_PATTERN) != sequential_counts(text.split("\n\n"), GPT4_SPLIT_PATTERN)
+    assert count_chunks(text, None) == {text: 1}
+
+
+def test_a_long_string_is_one_document(big_documents):
+    """Even when it is larger than a batch: a str is never cut for the workers."""
+    text = "\n\n".join(big_documents)
+    assert len(text) > chunk_counting._BATCH_CHARS
+    assert count_chunks(text, GPT4_SPLIT_PATTERN, num_workers=2) == sequential_counts([text], GPT4_SPLIT_PATTERN)
+
+
+def test_file_object_counts_its_lines(tmp_path):
+    """A text file is an iterable of lines: each line is a document, as for rustbpe."""
+    docs = tricky_documents(200_000, seed=1)
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n\n".join(docs), encoding="utf-8")
+    with open(path, encoding="utf-8") as f:
+        lines = list(f)
+    with open(path, encoding="utf-8") as f:
+        assert count_chunks(f, GPT4_SPLIT_PATTERN, num_workers=2) == sequential_counts(lines, GPT4_SPLIT_PATTERN)
+    tok = RegexTokenizer()
+    with open(path, encoding="utf-8") as f:
+        tok.train(f, 700, progress=False)
+    ref = rustbpe.Tokenizer()
+    with open(path, encoding="utf-8") as f:
+        ref.train_from_iterator(f, 700, pattern=GPT4_SPLIT_PATTERN)
+    assert tok.mergeable_ranks() == dict(ref.get_mergeable_ranks())
+
+
+def test_basic_tokenizer_counts_whole_documents():
+    docs = ["ab ab", "", "ab ab", "cd\n\ncd"]
+    assert count_chunks(docs, None) == {"ab ab": 2, "cd\n\ncd": 1}
+    tok = BasicTokenizer()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tok.train(docs, 300, progress=False)
+    assert tok.encode("ab ab") == [tok.merges[(tok.merges[(97, 98)], tok.merges[(32, tok.merges[(97, 98)])])]]
+
+
+def test_empty_input():
+    assert count_chunks([], GPT4_SPLIT_PATTERN) == {}
+    assert count_chunks("", GPT4_SPLIT_PATTERN) == {}
+    assert count_chunks(iter([]), None) == {}
+
+
+def test_non_string_document_is_an_error():
+    with pytest.raises(TypeError, match="bytes"):
+        count_chunks(["fine", b"not a str"], GPT4_SPLIT_PATTERN)
+
+
+def _train_in_worker(docs):
+    tok = RegexTokenizer()
+    tok.train(docs, 300, progress=False)
+    return tok.merges
+
+
+def test_training_inside_a_pool_worker(big_documents):
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        merges = pool.apply(_train_in_worker, (big_documents,))
+    expected = RegexTokenizer()
+    expected.train(big_documents, 300, num_workers=1, progress=False)
+    assert merges == expected.merges

@@ -1,0 +1,73 @@
+"""The C pre-tokenizer splits exactly like the regex module does with the same pattern
+(GPT-2, GPT-4 and o200k)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hf_bbpe import patterns
+from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, chunk_splitter
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "text"
+NATIVE = [GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN]
+IDS = ["gpt2", "gpt4", "o200k"]
+
+# Characters at every decision of the patterns: contraction letters in both cases (and U+017F,
+# which (?i) folds to s), each kind of space and line break, digits of several scripts, letters
+# of each case class (Lu, Ll, Lt, Lm, Lo), marks, punctuation, "/", symbols, a lone surrogate.
+TRICKY = list("aZ'sSdDmMtTlLvVeErRkK\u017f\u212a \t\n\r\x0b\x0c\x1c\x85\u00a0\u2028\u3000"
+              "0123\u0663\u00bd\u2460.,!?-/_(\u00e9\u0301\u0903\u01c5\u02b0\u4f60\u597d"
+              "\U0001f642\U0001d400") + ["\ud800"]
+
+
+def findall(pattern: str, text: str) -> list[str]:
+    return regex.findall(pattern, text)
+
+
+@pytest.fixture(autouse=True)
+def needs_native():
+    if patterns._native is None:
+        pytest.skip("the C pre-tokenizer is not built (pip install -e .)")
+
+
+@pytest.mark.parametrize("pattern", NATIVE, ids=IDS)
+@pytest.mark.parametrize("name", ["mix-sample.txt", "taylorswift.txt"])
+def test_real_text_splits_alike(pattern, name):
+    text = (DATA / name).read_text(encoding="utf-8")
+    chunks = chunk_splitter(pattern)(text)
+    assert chunk_splitter(pattern) is not patterns.compile_pattern(pattern).findall
+    assert chunks == findall(pattern, text)
+
+
+@pytest.mark.parametrize("pattern", NATIVE, ids=IDS)
+@settings(max_examples=1500, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(TRICKY), max_size=40))
+def test_tricky_text_splits_alike(pattern, text):
+    assert chunk_splitter(pattern)(text) == findall(pattern, text)
+
+
+@pytest.mark.parametrize("pattern", NATIVE, ids=IDS)
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(max_size=60))
+def test_any_text_splits_alike(pattern, text):
+    assert chunk_splitter(pattern)(text) == findall(pattern, text)
+
+
+def test_every_code_point_alone_and_after_a_space():
+    """Each code point's class as the scanner sees it equals the regex module's."""
+    everything = "".join(map(chr, range(0x110000)))
+    for pattern in NATIVE:
+        split = chunk_splitter(pattern)
+        for start in range(0, 0x110000, 0x10000):
+            block = everything[start : start + 0x10000]
+            text = " ".join(block) + "\n" + "x".join(block)
+            assert split(text) == findall(pattern, text), hex(start)
+
+
+def test_other_patterns_use_the_regex_module():
+    assert chunk_splitter(r"\w+|\W") == patterns.compile_pattern(r"\w+|\W").findall

@@ -1,0 +1,179 @@
+"""Special tokens, lone surrogates, decoding and bad ids behave as in tiktoken itself.
+
+The reference is a ``tiktoken.Encoding`` built from the tokenizer's own ``mergeable_ranks()`` and
+special tokens, so any difference is the engine's special-token or surrogate handling. minbpe's
+``allowed_special`` values ("all", "none", "none_raise", a set) map onto tiktoken's arguments.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import tiktoken
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hf_bbpe import RegexTokenizer
+
+TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
+SPECIALS = {"<|endoftext|>": 512, "<|fim_prefix|>": 513, "<|im_start|>": 600}  # 514..599: a hole
+
+
+@pytest.fixture(scope="module")
+def tok():
+    tok = RegexTokenizer("gpt4")
+    tok.train((TEXT_DIR / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n"), 512, progress=False)
+    tok.register_special_tokens(SPECIALS)
+    return tok
+
+
+@pytest.fixture(scope="module")
+def enc(tok):
+    return tiktoken.Encoding(
+        "hf_bbpe-test",
+        pat_str=tok.pattern,
+        mergeable_ranks=tok.mergeable_ranks(),
+        special_tokens=dict(tok.special_tokens),
+    )
+
+
+# (our keyword arguments, tiktoken's keyword arguments for the same policy)
+POLICIES = [
+    ({}, {}),  # default: minbpe's "none_raise", tiktoken's allowed=set(), disallowed="all"
+    ({"allowed_special": "none_raise"}, {}),
+    ({"allowed_special": "all"}, {"allowed_special": "all"}),
+    ({"allowed_special": "none"}, {"disallowed_special": ()}),
+    ({"allowed_special": set()}, {"allowed_special": set()}),
+    ({"allowed_special": {"<|endoftext|>"}}, {"allowed_special": {"<|endoftext|>"}}),
+    ({"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()},
+     {"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()}),
+    ({"disallowed_special": ()}, {"disallowed_special": ()}),
+    ({"disallowed_special": {"<|im_start|>"}}, {"disallowed_special": {"<|im_start|>"}}),
+    ({"allowed_special": "all", "disallowed_special": ()}, {"allowed_special": "all", "disallowed_special": ()}),
+    ({"allowed_special": {"<|fim_prefix|>"}, "disallowed_special": {"<|im_start|>"}},
+     {"allowed_special": {"<|fim_prefix|>"}, "disallowed_special": {"<|im_start|>"}}),
+]
+
+
+def outcome(encode, text, **kwargs):
+    """("ids", ids) or ("raise", the special token the error names)."""
+    try:
+        return "ids", encode(text, **kwargs)
+    except ValueError as exc:
+        found = re.search(r"disallowed special token ('[^']*')", str(exc))
+        return "raise", found and found.group(1)
+
+
+FRAGMENTS = [*SPECIALS, "<|endof", "text|>", "<|", "|>", "hello", " world", "\n\n", "  ", "é", "日本", "🙂", "x"]
+special_texts = st.lists(st.sampled_from(FRAGMENTS), max_size=12).map("".join)
+
+
+@pytest.mark.parametrize("ours, theirs", POLICIES, ids=[repr(p[0]) for p in POLICIES])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=special_texts)
+def test_special_token_policies_equal_tiktoken(tok, enc, ours, theirs, text):
+    assert outcome(tok.encode, text, **ours) == outcome(enc.encode, text, **theirs)
+
+
+def test_default_raises_naming_the_token(tok):
+    with pytest.raises(ValueError, match=re.escape("'<|im_start|>'")):
+        tok.encode("hi <|im_start|> there <|endoftext|>", allowed_special={"<|endoftext|>"})
+
+
+def test_minbpe_values(tok):
+    text = "hello <|endoftext|> world"
+    ordinary = tok.encode_ordinary
+    assert tok.encode(text, allowed_special="all") == ordinary("hello ") + [512] + ordinary(" world")
+    assert tok.encode(text, allowed_special="none") == tok.encode_ordinary(text)
+    with pytest.raises(ValueError, match="endoftext"):
+        tok.encode(text, allowed_special="none_raise")
+    assert tok.encode(text, allowed_special={"<|endoftext|>"}) == tok.encode(text, allowed_special="all")
+
+
+def test_bad_policy_values_are_errors(tok):
+    with pytest.raises(ValueError, match="allowed_special"):
+        tok.encode("x", allowed_special="some")
+    with pytest.raises(ValueError, match=re.escape("'<|nope|>'")):
+        tok.encode("x", allowed_special={"<|nope|>"})
+    with pytest.raises(ValueError, match="disallowed_special"):
+        tok.encode("x", disallowed_special="none")
+
+
+def test_special_tokens_in_real_text_equal_tiktoken(tok, enc):
+    docs = (TEXT_DIR / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n")
+    text = "<|endoftext|>".join(docs[:300]) + "<|im_start|>"
+    ours = tok.encode(text, allowed_special="all")
+    assert ours == enc.encode(text, allowed_special="all")
+    assert ours.count(512) == 299 and ours[-1] == 600
+
+
+def test_registering_taken_ids_is_an_error(tok):
+    copy = RegexTokenizer("gpt4")
+    copy.merges = tok.merges
+    with pytest.raises(ValueError, match="already a normal token"):
+        copy.register_special_tokens({"<|x|>": 300})
+    copy.register_special_tokens({"<|a|>": 700})
+    with pytest.raises(ValueError, match=re.escape("'<|a|>'")):
+        copy.register_special_tokens({"<|b|>": 700})
+    # registering a special token again under another id would leave a hole: refused
+    with pytest.raises(ValueError, match=re.escape("special token '<|a|>' already has id 700, not 701")):
+        copy.register_special_tokens({"<|a|>": 701})
+    copy.register_special_tokens({"<|a|>": 700})  # the same id again is fine
+    copy.special_tokens = {"<|a|>": 701}  # renumbering is explicit
+    assert copy.special_tokens == {"<|a|>": 701}
+
+
+# ------------------------------------------------------------------- lone surrogates
+
+SURROGATE_TEXTS = [
+    "\ud800", "a\udfffb", "\ud83d\ude00", "x\ud83d", "\ude00\ud83d", "\ud83d<|endoftext|>\ude00", " \udc80\n",
+]
+
+
+@pytest.mark.parametrize("text", SURROGATE_TEXTS, ids=ascii)
+def test_lone_surrogates_as_tiktoken(tok, enc, text):
+    assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
+    assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
+    assert tok.encode(text, disallowed_special=()) == enc.encode(text, disallowed_special=())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(st.characters(whitelist_categories=("Cs", "Ll", "Zs", "Lo")), max_size=30)
+       | st.lists(st.sampled_from(FRAGMENTS + ["\ud83d", "\ude00", "\udfff"]), max_size=10).map("".join))
+def test_any_text_with_surrogates_as_tiktoken(tok, enc, text):
+    assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
+    assert outcome(tok.encode, text, allowed_special="all") == outcome(enc.encode, text, allowed_special="all")
+
+
+# -------------------------------------------------------------------------- decoding
+
+
+def test_unknown_ids_are_named(tok):
+    for bad in (tok.n_vocab, 10**6, 550, -1):  # past the end, far past, in the hole, negative
+        named = rf"(?<![\w-]){re.escape(str(bad))}(?!\d)"
+        for decode in (tok.decode, tok.decode_bytes):
+            with pytest.raises(ValueError, match=named):
+                decode([97, bad, 98])
+        with pytest.raises(ValueError, match=named):
+            tok.decode_single_token_bytes(bad)
+
+
+def test_non_int_id_is_named(tok):
+    with pytest.raises(ValueError, match="'a'"):
+        tok.decode([97, "a"])
+
+
+def test_decode_matches_tiktoken(tok, enc):
+    assert tok.n_vocab == enc.n_vocab == 601
+    for idx in [*range(512), *SPECIALS.values()]:
+        assert tok.decode_single_token_bytes(idx) == enc.decode_single_token_bytes(idx)
+    partial = [0xE6, 0x97]  # the first two bytes of a 3-byte character
+    assert tok.decode(partial) == enc.decode(partial) == "\ufffd"
+    assert tok.decode(partial + [0xA5]) == "日"
+    with pytest.raises(UnicodeDecodeError):
+        tok.decode(partial, errors="strict")
+    ids = enc.encode("hello <|endoftext|> 日本", allowed_special="all")
+    assert tok.decode(ids) == enc.decode(ids)
+    assert tok.decode_bytes(ids) == enc.decode_bytes(ids)

@@ -1,0 +1,52 @@
+"""Folders converted from cl100k_base and o200k_base load into BBPETokenizer (requirement 3e).
+
+The engine tokenizer comes from the conversion package (tiktoken rank file -> merges), the folder
+from ``BBPETokenizer.save_pretrained``; both load paths that need no code of ours beyond the
+folder (BBPETokenizer, the tokenizer.json twin) must give tiktoken's own ids. Runs on
+transformers 5.x and, through scripts/test.sh, on 4.57.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.support.hf import EOT, mix_docs
+from transformers import AutoTokenizer
+
+from hf_bbpe.byte_unicode import token_to_unicode
+from hf_bbpe.tokenization_bbpe import BBPETokenizer
+
+pytestmark = pytest.mark.transformers_compat
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_e_folders_converted_from_tiktoken(name, tmp_path):
+    import tiktoken
+    from conversion.tiktoken_ranks import from_tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    if name == "cl100k_base":
+        import tiktoken_ext
+
+        path = Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"
+        specials = {EOT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
+                    "<|endofprompt|>": 100276}
+    else:
+        path = REPO / "tests" / "data" / "tiktoken" / "o200k_base.tiktoken"
+        specials = {EOT: 199999, "<|endofprompt|>": 200018}
+    pattern = name.split("_")[0]
+    BBPETokenizer.from_engine(from_tiktoken(path, pattern=pattern, special_tokens=specials)).save_pretrained(tmp_path)
+    hf = BBPETokenizer.from_pretrained(tmp_path)
+    fast = AutoTokenizer.from_pretrained(tmp_path)
+    reference = tiktoken.Encoding(name, pat_str=hf.pattern, mergeable_ranks=load_tiktoken_bpe(str(path)),
+                                  special_tokens=specials)
+    docs = mix_docs()[::3] + [f"x{EOT}y<|endofprompt|>"]
+    expected = [reference.encode(doc, allowed_special="all") for doc in docs]
+    assert [hf(doc)["input_ids"] for doc in docs] == expected
+    assert [fast(doc)["input_ids"] for doc in docs] == expected
+    assert len(hf) == max(specials.values()) + 1
+    assert hf.convert_ids_to_tokens(expected[0][:5]) == [token_to_unicode(reference.decode_single_token_bytes(i))
+                                                         for i in expected[0][:5]]

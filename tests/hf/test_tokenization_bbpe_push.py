@@ -1,0 +1,184 @@
+"""``push_to_hub`` goes through transformers' PushToHubMixin and the real huggingface_hub client
+(requirement 6), against a small Hub served by the test on 127.0.0.1.
+
+The server answers what the client asks: create repo, validate the model card's YAML, preupload
+(every file "regular", so its bytes travel base64 in the commit), commit (NDJSON), then repo info
+and file downloads so the pushed repo can be loaded back. The client runs in subprocesses
+because huggingface_hub reads ``HF_ENDPOINT`` when it is imported. The committed files must be
+exactly what the load paths download, plus the model card push_to_hub writes. Runs on 5.x and
+4.57.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from tests.support.hf import EOT, load_elsewhere, mix_docs, run_python, trained_engine
+
+from hf_bbpe.tokenization_bbpe import BBPETokenizer
+
+pytestmark = pytest.mark.transformers_compat
+
+REPO_ID = "someone/bbpe-tok"
+COMMIT = "c0ffee" + "0" * 34
+
+
+class LocalHub:
+    """An in-memory model repository behind the endpoints huggingface_hub uses."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.commits = 0
+        self.downloaded: set[str] = set()
+        self.requests: list[str] = []
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                hub.requests.append(f"POST {self.path}")
+                hub.post(self, body)
+
+            def do_GET(self):
+                hub.requests.append(f"GET {self.path}")
+                hub.get(self, send_body=True)
+
+            def do_HEAD(self):
+                hub.requests.append(f"HEAD {self.path}")
+                hub.get(self, send_body=False)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> LocalHub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @staticmethod
+    def reply(handler, status: int, payload: bytes, headers: dict | None = None, send_body: bool = True) -> None:
+        handler.send_response(status)
+        for key, value in {"Content-Length": str(len(payload)), **(headers or {})}.items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        if send_body:
+            handler.wfile.write(payload)
+
+    def reply_json(self, handler, obj, status: int = 200, headers: dict | None = None, send_body: bool = True) -> None:
+        self.reply(handler, status, json.dumps(obj).encode(), {"Content-Type": "application/json", **(headers or {})},
+                   send_body)
+
+    def post(self, handler, body: bytes) -> None:
+        path = handler.path.split("?")[0]
+        if path == "/api/repos/create":
+            request = json.loads(body)
+            assert f"{request['organization']}/{request['name']}" == REPO_ID
+            self.reply_json(handler, {"url": f"{self.url}/{REPO_ID}", "name": REPO_ID})
+        elif path == "/api/validate-yaml":
+            self.reply_json(handler, {"errors": [], "warnings": []})
+        elif path == f"/api/models/{REPO_ID}/preupload/main":
+            files = json.loads(body)["files"]
+            self.reply_json(handler, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                                                for f in files]})
+        elif path == f"/api/models/{REPO_ID}/commit/main":
+            for line in body.decode().splitlines():
+                item = json.loads(line)
+                if item["key"] == "file":
+                    value = item["value"]
+                    assert value["encoding"] == "base64"
+                    self.files[value["path"]] = base64.b64decode(value["content"])
+                elif item["key"] != "header":
+                    raise AssertionError(f"unexpected commit operation {item['key']}")
+            self.commits += 1
+            self.reply_json(handler, {"commitUrl": f"{self.url}/{REPO_ID}/commit/{COMMIT}", "commitOid": COMMIT})
+        else:
+            self.reply_json(handler, {"error": f"no such endpoint {path}"}, status=404)
+
+    def get(self, handler, send_body: bool) -> None:
+        path = handler.path.split("?")[0]
+        if path in (f"/api/models/{REPO_ID}", f"/api/models/{REPO_ID}/revision/main"):
+            self.reply_json(handler, {"id": REPO_ID, "sha": COMMIT,
+                                      "siblings": [{"rfilename": name} for name in sorted(self.files)]},
+                            send_body=send_body)
+            return
+        prefix = f"/{REPO_ID}/resolve/"
+        if path.startswith(prefix):
+            name = path[len(prefix):].split("/", 1)[1]
+            if name in self.files:
+                data = self.files[name]
+                if send_body:
+                    self.downloaded.add(name)
+                self.reply(handler, 200, data, {"ETag": f'"{hashlib.sha1(data).hexdigest()}"',
+                                                "X-Repo-Commit": COMMIT}, send_body)
+                return
+        self.reply_json(handler, {"error": "Entry not found"}, status=404,
+                        headers={"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT}, send_body=send_body)
+
+
+def test_push_to_hub_commits_exactly_what_loading_needs(tmp_path):
+    docs = mix_docs()[:80] + [f"a{EOT}b <x>"]
+    text_file = tmp_path / "docs.json"
+    text_file.write_text(json.dumps(docs), encoding="utf-8")
+    hf = BBPETokenizer.from_engine(trained_engine(), eos_token=EOT, pad_token="<|pad|>")
+    hf.add_tokens(["<x>"])
+    expected = [hf(doc)["input_ids"] for doc in docs]
+    local = tmp_path / "local"
+    hf.save_pretrained(local)
+    with LocalHub() as hub:
+        env = {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub.url, "HF_TOKEN": "hf_local_test_token",
+               "HF_HUB_DOWNLOAD_TIMEOUT": "30", "HF_HUB_ETAG_TIMEOUT": "30"}
+        out = run_python(
+            f"""
+            import json
+            from hf_bbpe.tokenization_bbpe import BBPETokenizer
+            hf = BBPETokenizer.from_pretrained({str(local)!r})
+            print(json.dumps(str(hf.push_to_hub({REPO_ID!r}, commit_message="add tokenizer"))))
+            again = BBPETokenizer.from_pretrained({REPO_ID!r})
+            print(json.dumps([again(doc)["input_ids"] for doc in {docs!r}]))
+            """,
+            tmp_path, block_hf_bbpe=False, env=env)
+        commit_url, pulled_ids = (json.loads(line) for line in out.splitlines()[-2:])
+        assert hub.commits == 1 and commit_url.endswith(COMMIT)
+        assert pulled_ids == expected  # a: BBPETokenizer.from_pretrained from the Hub
+        elsewhere = load_elsewhere(REPO_ID, text_file, tmp_path, env=env)
+        assert elsewhere["plain"]["ids"] == expected  # c: the tokenizer.json twin, no hf_bbpe
+        assert elsewhere["remote"]["class"] == "BBPETokenizer" and elsewhere["remote"]["ids"] == expected  # d
+
+    saved = {path.name for path in local.iterdir()}
+    assert set(hub.files) == saved | {"README.md"}  # the model card is push_to_hub's own addition
+    for name in saved:
+        assert hub.files[name] == (local / name).read_bytes(), name
+    assert hub.downloaded == saved, "every pushed file is needed by a load path, and nothing else was fetched"
+    assert json.loads(hub.files["tokenizer_config.json"])["tokenizer_class"] == "PreTrainedTokenizerFast"
+
+
+def test_save_pretrained_with_push_to_hub_pushes_the_rewritten_config(tmp_path):
+    with LocalHub() as hub:
+        env = {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub.url, "HF_TOKEN": "hf_local_test_token",
+               "HF_HUB_DOWNLOAD_TIMEOUT": "30", "HF_HUB_ETAG_TIMEOUT": "30"}
+        run_python(
+            f"""
+            import sys
+            sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+            from tests.support.hf import trained_engine
+            from hf_bbpe.tokenization_bbpe import BBPETokenizer
+            BBPETokenizer.from_engine(trained_engine()).save_pretrained({str(tmp_path / 'bbpe-tok')!r},
+                                                                        push_to_hub=True, repo_id={REPO_ID!r})
+            """,
+            tmp_path, block_hf_bbpe=False, env=env)
+    config = json.loads(hub.files["tokenizer_config.json"])
+    assert config["tokenizer_class"] == "PreTrainedTokenizerFast" and "pattern" in config
+    assert hub.files["tokenizer_config.json"] == (tmp_path / "bbpe-tok" / "tokenizer_config.json").read_bytes()

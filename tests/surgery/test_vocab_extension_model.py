@@ -1,0 +1,124 @@
+"""The model side of vocabulary extension: surgery.resize_for_extension grows a model for the new
+merges, each row initialised from its parents (or its old sub-tokens), old rows untouched, and
+the model then agrees with the extended tokenizer wrapped for transformers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from transformers import GPT2Config, GPT2LMHeadModel, PhiConfig, PhiForCausalLM  # noqa: E402
+
+from hf_bbpe import RegexTokenizer, surgery  # noqa: E402
+from hf_bbpe.tokenization_bbpe import BBPETokenizer  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "text"
+ENGLISH = (DATA / "taylorswift.txt").read_text(encoding="utf-8")
+MIXED_DOCS = (DATA / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n")
+
+
+@pytest.fixture(scope="module")
+def base() -> RegexTokenizer:
+    tok = RegexTokenizer("gpt4")
+    tok.train(ENGLISH, 256 + 200)
+    tok.register_special_tokens({"<|endoftext|>": 456})
+    return tok
+
+
+@pytest.fixture(scope="module")
+def extended(base):
+    ext = base.extend(MIXED_DOCS, 150)
+    ext.register_special_tokens({"<|im_start|>": ext.n_vocab})
+    return ext
+
+
+def make_model(arch: str, rows: int):
+    torch.manual_seed(0)
+    if arch == "gpt2":  # tied head
+        return GPT2LMHeadModel(GPT2Config(n_embd=16, n_layer=1, n_head=2, n_positions=32, vocab_size=rows))
+    model = PhiForCausalLM(PhiConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                     num_attention_heads=2, vocab_size=rows))  # untied head with a bias
+    with torch.no_grad():
+        model.lm_head.bias.normal_(0, 0.5)
+    return model
+
+
+def grown(model) -> dict[str, torch.Tensor]:
+    head = model.get_output_embeddings()
+    out = {"embedding": model.get_input_embeddings().weight.detach().double()}
+    if head.weight is not model.get_input_embeddings().weight:
+        out["head"] = head.weight.detach().double()
+    if head.bias is not None:
+        out["bias"] = head.bias.detach().double()
+    return out
+
+
+def parents_mix(ext, base, idx: int) -> dict[int, float]:
+    """The old ids behind a new token and their weights, by walking its merge tree (halving per level)."""
+    parents = {new: pair for pair, new in ext.merges.items() if new not in base.vocab}
+    if idx not in parents:
+        return {idx: 1.0}
+    mix: dict[int, float] = {}
+    for parent in parents[idx]:
+        for src, w in parents_mix(ext, base, parent).items():
+            mix[src] = mix.get(src, 0.0) + w / 2
+    return mix
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "phi"])
+def test_parents_init_and_agreement_with_the_extended_tokenizer(base, extended, arch):
+    hf_old = BBPETokenizer.from_engine(base)
+    model = make_model(arch, len(hf_old))
+    before = {name: t.clone() for name, t in grown(model).items()}
+    new_ids = surgery.resize_for_extension(model, base, extended)
+
+    hf_new = BBPETokenizer.from_engine(extended)
+    assert new_ids == sorted(set(extended.vocab) - set(base.vocab))
+    assert len(hf_new) == model.get_input_embeddings().weight.shape[0] == model.config.vocab_size
+    after = grown(model)
+    old_rows = len(hf_old)
+    new_merged = [i for i in new_ids if i not in extended.special_tokens.values()]
+    deep = [i for i in new_merged if any(p in new_merged for pair, m in extended.merges.items() if m == i for p in pair)]
+    assert deep, "the corpus should give merges built on new merges"
+    for name, old in before.items():
+        assert torch.equal(after[name][:old_rows], old), name
+        for idx in new_merged:
+            mix = parents_mix(extended, base, idx)
+            expected = sum(old[src] * w for src, w in mix.items())
+            assert torch.allclose(after[name][idx], expected, atol=1e-6), (name, idx)
+        special = extended.special_tokens["<|im_start|>"]
+        assert torch.allclose(after[name][special], old[:old_rows].mean(0), atol=1e-6)
+    # the extended tokenizer's ids run through the grown model
+    ids = hf_new("some new text: def tokenize(self): return 1", return_tensors="pt")["input_ids"]
+    assert int(ids.max()) >= old_rows
+    with torch.no_grad():
+        assert model(ids).logits.shape[-1] == len(hf_new)
+
+
+def test_subtoken_mean_uses_the_old_segmentation(base, extended):
+    model = make_model("gpt2", len(BBPETokenizer.from_engine(base)))
+    old = model.get_input_embeddings().weight.detach().clone().double()
+    new_ids = surgery.resize_for_extension(model, base, extended, init="subtoken_mean")
+    weight = model.get_input_embeddings().weight.detach().double()
+    for idx in new_ids:
+        if idx in extended.special_tokens.values():
+            continue
+        pieces = base.encode_single_piece(extended.vocab[idx])
+        assert len(pieces) >= 2 and base.decode_bytes(pieces) == extended.vocab[idx]
+        assert torch.allclose(weight[idx], old[pieces].mean(0), atol=1e-6), idx
+
+
+def test_not_an_extension_is_refused(base):
+    other = RegexTokenizer("gpt4")
+    other.train(" ".join(MIXED_DOCS), 256 + 50)
+    model = make_model("gpt2", 500)
+    with pytest.raises(ValueError, match="not an extension of base"):
+        surgery.resize_for_extension(model, base, other)
+    with pytest.raises(ValueError, match="unknown init"):
+        surgery.resize_for_extension(model, base, base, init="parent")
+    assert model.get_input_embeddings().weight.shape[0] == 500
