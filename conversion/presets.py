@@ -17,6 +17,7 @@ from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
+from .reading import read_bytes
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,7 @@ def _resolve_files(preset: Preset, path: str | os.PathLike | tuple) -> list[Path
 
 def check_sha256(path: Path, expected: str) -> None:
     """Raise FormatError if ``path``'s sha256 is not ``expected``."""
-    try:
-        actual = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    actual = hashlib.sha256(read_bytes(path)).hexdigest()
     if actual != expected:
         raise FormatError(f"{path}: sha256 {actual} is not the known {expected}; this is not the reference file "
                           "(pass check_hash=False to load it anyway)")
