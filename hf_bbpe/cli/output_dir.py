@@ -1,4 +1,5 @@
-"""Writing an output folder so that a failure leaves nothing half written.
+"""Writing an output folder so that a failure leaves nothing half written, and the tokenizer
+folder that ``train``, ``extend`` and ``convert --to hf`` write.
 
 Everything is written into a temporary folder beside the target; only when all files are there
 are they moved in (the whole folder is renamed when the target does not exist yet, else file by
@@ -10,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..atomic_write import temp_dir_beside
+from ..tokenizer import Tokenizer
 from .errors import CommandError
+from .tokenizer_spec import MODEL_FILE_IN_FOLDER
 
 
 @contextlib.contextmanager
@@ -26,8 +29,7 @@ def staged_folder(target: str | os.PathLike) -> Iterator[Path]:
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
         raise CommandError(f"{parent}: no such folder (the parent of {target})")
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
-    os.chmod(stage, 0o777 & ~_umask())  # mkdtemp makes it private; the result should not be
+    stage = temp_dir_beside(target)
     try:
         yield stage
         if not target.exists():
@@ -44,7 +46,30 @@ def staged_folder(target: str | os.PathLike) -> Iterator[Path]:
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def save_folder(tok: Tokenizer, out: str, *, roles: dict[str, str] | None = None) -> list[str]:
+    """Write the save_pretrained files (when transformers is there), then ``tokenizer.model`` +
+    ``.vocab`` last, so the .model file is the newest (the folder loader relies on it)."""
+    prefix = MODEL_FILE_IN_FOLDER.removesuffix(".model")
+    with staged_folder(out) as stage:
+        hf_class = transformers_class()
+        if hf_class is not None:
+            kwargs = {f"{role}_token": token for role, token in (roles or {}).items()}
+            hf_class.from_engine(tok, **kwargs).save_pretrained(str(stage))
+        tok.save(stage / prefix)
+        names = sorted(p.name for p in stage.iterdir())
+    return names
+
+
+def describe_folder(out: str, names: list[str]) -> str:
+    """``out/ (N files: tokenizer.model + save_pretrained files)`` for the summary line."""
+    kinds = ["tokenizer.model"] + (["save_pretrained files"] if "tokenizer_config.json" in names else [])
+    return f"{out}/ ({len(names)} files: {' + '.join(kinds)})"
+
+
+def transformers_class():
+    """``BBPETokenizer`` if the transformers integration is importable, else None."""
+    try:
+        from ..tokenization_bbpe import BBPETokenizer
+    except ImportError:
+        return None
+    return BBPETokenizer

@@ -9,10 +9,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..arguments import add_tokenizer, load, positive_int
+from ..arguments import (
+    add_role_options,
+    add_tokenizer,
+    add_training_options,
+    load,
+    positive_int,
+    register_new_specials,
+    role_tokens,
+)
 from ..errors import CommandError
-from ..text_input import DOCUMENT_MODES, expand_inputs, iter_documents
-from .train import add_role_options, describe_folder, role_tokens, save_folder
+from ..output_dir import describe_folder, save_folder
+from ..text_input import expand_inputs, iter_documents
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,12 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="a new special token, given the next free id (repeatable)")
     add_role_options(p)
     p.add_argument("--out", metavar="DIR", required=True, help="output folder")
-    p.add_argument("--docs", choices=DOCUMENT_MODES, default="paragraph", help="how files are cut into documents")
-    p.add_argument("--min-frequency", type=positive_int, default=1, help="stop when no pair occurs this often")
-    p.add_argument("--tie-break", choices=("smallest_pair", "first_occurrence"), default="smallest_pair")
-    p.add_argument("--workers", type=positive_int, default=None, help="counting processes (default: all CPUs)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    add_training_options(p)
     p.set_defaults(run=run)
 
 
@@ -53,9 +56,7 @@ def run(args: argparse.Namespace) -> int:
                       min_frequency=args.min_frequency, num_workers=args.workers,
                       progress=False if args.no_progress else None)
     roles = role_tokens(args)
-    fresh = [t for t in dict.fromkeys([*args.special, *roles.values()]) if t not in tok.special_tokens]
-    next_id = tok.n_vocab
-    tok.register_special_tokens({token: next_id + i for i, token in enumerate(fresh)})
+    register_new_specials(tok, [*args.special, *roles.values()])
     written = save_folder(tok, args.out, roles=roles)
     if not args.quiet:
         print(f"added {len(tok.merges) - len(base.merges)} merges: n_vocab {base.n_vocab} -> {tok.n_vocab}; "
