@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_hash.h"
+
 typedef struct {
     int32_t *data;
     int64_t len, cap;
@@ -52,15 +54,6 @@ typedef struct {
     int64_t heap_len, heap_cap;
     int by_occurrence;
 } State;
-
-static inline uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 static int map_grow(State *s) {
     uint64_t cap = s->map_cap ? s->map_cap * 2 : 1 << 16;
