@@ -104,6 +104,7 @@ static int32_t pair_index(State *s, int32_t a, int32_t b) {
     return idx;
 }
 
+/* Grows by doubling, as the pair table and the heap do: C has no generic vector to share. */
 static int pos_push(PosList *l, int32_t v) {
     if (l->len == l->cap) {
         int64_t cap = l->cap ? l->cap * 2 : 4;

@@ -228,6 +228,7 @@ class Tokenizer:
         self._merges = self._learn(words, weights, vocab_size - 256, tie_break, min_frequency, verbose, progress)
         self._rebuild()
 
+    # The keywords repeat train's on purpose: extending is training that continues from these merges.
     def extend(
         self,
         text: str | Iterable[str],

@@ -64,7 +64,12 @@ def load(args: argparse.Namespace, spec: str) -> LoadedTokenizer:
 
 
 def add_training_options(parser: argparse.ArgumentParser) -> None:
-    """What ``train`` and ``extend`` share: how to cut documents, the merge rule, workers, output."""
+    """What ``train`` and ``extend`` share: special tokens and roles to add, the output folder, how
+    to cut documents, the merge rule, workers, messages."""
+    parser.add_argument("--special", metavar="TOKEN", action="append", default=[],
+                        help="a special token, given the next free id after training (repeatable)")
+    add_role_options(parser)
+    parser.add_argument("--out", metavar="DIR", required=True, help="output folder (created, or files replaced)")
     parser.add_argument("--docs", choices=DOCUMENT_MODES, default="paragraph",
                         help="how files are cut into documents for counting: at blank lines (paragraph, default), "
                              "per line, or whole files")

@@ -8,6 +8,7 @@ file with ``os.replace``, each atomic).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import shutil
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from ..atomic_write import temp_dir_beside
 from ..tokenizer import Tokenizer
+from .arguments import register_new_specials, role_tokens
 from .errors import CommandError
 from .tokenizer_spec import MODEL_FILE_IN_FOLDER
 
@@ -58,6 +60,14 @@ def save_folder(tok: Tokenizer, out: str, *, roles: dict[str, str] | None = None
         tok.save(stage / prefix)
         names = sorted(p.name for p in stage.iterdir())
     return names
+
+
+def save_trained_folder(tok: Tokenizer, args: argparse.Namespace) -> list[str]:
+    """What ``train`` and ``extend`` end with: register the ``--special`` and role tokens that are
+    not special yet (next free ids), then :func:`save_folder` to ``--out``."""
+    roles = role_tokens(args)
+    register_new_specials(tok, [*args.special, *roles.values()])
+    return save_folder(tok, args.out, roles=roles)
 
 
 def describe_folder(out: str, names: list[str]) -> str:

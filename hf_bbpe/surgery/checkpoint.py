@@ -299,6 +299,7 @@ def write_grown_checkpoint(
         write_text_atomic(tmp / INDEX_FILE, json.dumps(index, indent=2, sort_keys=True) + "\n")
 
 
+# The keywords repeat add_tokens_and_resize's: this is its on-disk twin, and both hand them to token_adding.
 def extend_checkpoint(
     ckpt_dir: str | os.PathLike,
     out_dir: str | os.PathLike,

@@ -124,21 +124,16 @@ def test_failed_gpt2_export_writes_nothing(tmp_path):
 
 # ------------------------------------------------------------------ tiktoken files
 
-def test_bad_base64(tmp_path):
+@pytest.mark.parametrize("index, line, message", [
+    (10, b"a$== 10", r"x.tiktoken:11: bad base64 b'a\$=='"),  # a character outside base64
+    (3, b"YWJ 3", r"x.tiktoken:4: bad base64 b'YWJ'"),  # bad padding
+], ids=["character", "padding"])
+def test_bad_base64(tmp_path, index, line, message):
     path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
     lines = path.read_bytes().split(b"\n")
-    lines[10] = b"a$== 10"
+    lines[index] = line
     path.write_bytes(b"\n".join(lines))
-    with pytest.raises(FormatError, match=r"x.tiktoken:11: bad base64 b'a\$=='"):
-        conversion.from_tiktoken(path)
-
-
-def test_bad_base64_padding(tmp_path):
-    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
-    lines = path.read_bytes().split(b"\n")
-    lines[3] = b"YWJ 3"
-    path.write_bytes(b"\n".join(lines))
-    with pytest.raises(FormatError, match=r"x.tiktoken:4: bad base64 b'YWJ'"):
+    with pytest.raises(FormatError, match=message):
         conversion.from_tiktoken(path)
 
 

@@ -9,17 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..arguments import (
-    add_role_options,
-    add_tokenizer,
-    add_training_options,
-    load,
-    positive_int,
-    register_new_specials,
-    role_tokens,
-)
+from ..arguments import add_tokenizer, add_training_options, load, positive_int
 from ..errors import CommandError
-from ..output_dir import describe_folder, save_folder
+from ..output_dir import describe_folder, save_trained_folder
 from ..text_input import expand_inputs, iter_documents
 
 
@@ -37,10 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     size.add_argument("--new-merges", type=positive_int, help="how many merges to add")
     size.add_argument("--vocab-size", type=positive_int,
                       help="target number of normal tokens (bytes + merges) after extension")
-    p.add_argument("--special", metavar="TOKEN", action="append", default=[],
-                   help="a new special token, given the next free id (repeatable)")
-    add_role_options(p)
-    p.add_argument("--out", metavar="DIR", required=True, help="output folder")
     add_training_options(p)
     p.set_defaults(run=run)
 
@@ -55,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
     tok = base.extend(iter_documents(paths, args.docs), new_merges, tie_break=args.tie_break,
                       min_frequency=args.min_frequency, num_workers=args.workers,
                       progress=False if args.no_progress else None)
-    roles = role_tokens(args)
-    register_new_specials(tok, [*args.special, *roles.values()])
-    written = save_folder(tok, args.out, roles=roles)
+    written = save_trained_folder(tok, args)
     if not args.quiet:
         print(f"added {len(tok.merges) - len(base.merges)} merges: n_vocab {base.n_vocab} -> {tok.n_vocab}; "
               f"wrote {describe_folder(args.out, written)}", file=sys.stderr)

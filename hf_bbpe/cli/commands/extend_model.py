@@ -12,6 +12,7 @@ from ..errors import CommandError
 from ..text_input import read_text
 from ..tokenizer_spec import saved_by_bbpe
 
+# surgery.TOKEN_INIT_METHODS, written out: importing surgery imports torch (a test keeps them equal)
 INITS = ("mean", "subtoken_mean", "normal", "zeros")
 
 

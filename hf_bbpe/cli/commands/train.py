@@ -11,9 +11,9 @@ import argparse
 import sys
 
 from ...tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
-from ..arguments import PATTERN_NAMES, add_role_options, add_training_options, register_new_specials, role_tokens
+from ..arguments import PATTERN_NAMES, add_training_options
 from ..errors import CommandError
-from ..output_dir import describe_folder, save_folder
+from ..output_dir import describe_folder, save_trained_folder
 from ..text_input import expand_inputs, iter_documents
 
 NO_SPLIT = "none"
@@ -30,10 +30,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="number of tokens before special tokens: 256 bytes + merges")
     p.add_argument("--pattern", default="gpt4",
                    help=f"split pattern: {PATTERN_NAMES}, a regex, or '{NO_SPLIT}' (no split) (default gpt4)")
-    p.add_argument("--special", metavar="TOKEN", action="append", default=[],
-                   help="a special token, given the next free id after training (repeatable)")
-    add_role_options(p)
-    p.add_argument("--out", metavar="DIR", required=True, help="output folder (created, or files replaced)")
     add_training_options(p)
     p.set_defaults(run=run)
 
@@ -58,9 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if not tok.merges and args.vocab_size > 256:
         raise CommandError(f"no merges learned from {', '.join(paths)}: the input has no two adjacent bytes "
                            "(is it empty?)")
-    roles = role_tokens(args)
-    register_new_specials(tok, [*args.special, *roles.values()])
-    written = save_folder(tok, args.out, roles=roles)
+    written = save_trained_folder(tok, args)
     if not args.quiet:
         print(f"trained {len(tok.merges)} merges on {len(paths)} file(s): n_vocab {tok.n_vocab}, "
               f"{len(tok.special_tokens)} special token(s); wrote {describe_folder(args.out, written)}", file=sys.stderr)
