@@ -9,6 +9,7 @@ from ...atomic_write import write_text_atomic
 from ...analysis.token_view import render_html, render_terminal, summary_line, tokenize_for_view
 from ..arguments import add_color, add_specials, add_tokenizers, encode_policy, load, use_color, write_stdout
 from ..errors import CommandError
+from ..output_dir import check_output
 from ..text_input import STDIN, text_argument
 
 
@@ -32,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.html:
+        check_output(args.html, folder=False)
     text, source = text_argument(args.file, args.text)
     policy = encode_policy(args.specials)
     views = []
