@@ -11,6 +11,7 @@ import sys
 
 from ..arguments import add_tokenizer, load, positive_int
 from ..errors import CommandError
+from ..output_dir import check_output
 from ..text_input import DOCUMENT_MODES, expand_inputs, iter_documents
 from .train import add_role_options, describe_folder, role_tokens, save_folder
 
@@ -43,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.out, folder=True)
     paths = expand_inputs(args.files)
     base = load(args, args.tokenizer).tokenizer
     normal = len(base.vocab) - len(base.special_tokens)

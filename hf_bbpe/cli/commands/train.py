@@ -13,7 +13,7 @@ import sys
 from ...tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 from ..arguments import positive_int
 from ..errors import CommandError
-from ..output_dir import staged_folder
+from ..output_dir import check_output, staged_folder
 from ..text_input import DOCUMENT_MODES, expand_inputs, iter_documents
 from ..tokenizer_spec import MODEL_FILE_IN_FOLDER
 
@@ -49,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.out, folder=True)
     if args.vocab_size < 256:
         raise CommandError(f"--vocab-size must be at least 256 (the byte tokens), got {args.vocab_size}")
     if len(set(args.special)) != len(args.special):
