@@ -75,12 +75,22 @@ def _resolve_files(preset: Preset, path: str | os.PathLike | tuple) -> list[Path
     return [path]
 
 
-def check_sha256(path: Path, expected: str) -> None:
-    """Raise FormatError if ``path``'s sha256 is not ``expected``."""
+def check_sha256(path: Path, expected: str, *, preset: str | None = None) -> None:
+    """Raise FormatError if ``path``'s sha256 is not ``expected``; when it is another preset's
+    known file, the message names that preset (``preset`` is the one asked for)."""
     actual = hashlib.sha256(read_bytes(path)).hexdigest()
-    if actual != expected:
-        raise FormatError(f"{path}: sha256 {actual} is not the known {expected}; this is not the reference file "
-                          "(pass check_hash=False to load it anyway)")
+    if actual == expected:
+        return
+    asked = next((f"{preset}'s {name}" for name, known in PRESETS[preset].sha256.items() if known == expected),
+                 f"{preset}'s file") if preset in PRESETS else "the expected file"
+    for other in PRESETS.values():
+        for file_name, known in other.sha256.items():
+            if known == actual and other.name != preset:
+                where = "its folder" if len(other.files) > 1 else "this file"
+                raise FormatError(f"{path}: this is {other.name}'s {file_name} (by its sha256), not {asked}; "
+                                  f"load it with load_preset({other.name!r}, {where})")
+    raise FormatError(f"{path}: sha256 {actual} is not the known {expected} ({asked}); this is not the "
+                      "reference file (pass check_hash=False to load it anyway)")
 
 
 def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool = True) -> Tokenizer:
@@ -101,7 +111,7 @@ def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool 
         if not file.is_file():
             raise FormatError(f"{file}: no such file (preset {name!r} reads local files only, never downloads)")
         if check_hash:
-            check_sha256(file, preset.sha256[file_name])
+            check_sha256(file, preset.sha256[file_name], preset=name)
     if name == "gpt2":
         return from_gpt2_files(files[0], files[1], pattern=preset.pattern, special_tokens=preset.special_tokens)
     return from_tiktoken(files[0], pattern=preset.pattern, special_tokens=preset.special_tokens)

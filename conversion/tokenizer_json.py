@@ -47,6 +47,7 @@ from hf_bbpe.tokenizer_json import tokenizer_json_dict, translate_pattern_for_on
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError
+from .file_kinds import TOKENIZER_JSON, json_kind, text_kind, wrong_kind_message
 from .merge_recovery import recover_merges
 from .reading import read_json_object
 
@@ -144,7 +145,16 @@ def _read_merges(raw: list, source: Path) -> list[tuple[str, str]]:
 def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Tokenizer:
     """A tokenizer from a byte-level BPE tokenizer.json, with the file's ids (see module doc)."""
     source = Path(path)
-    data = read_json_object(source, "a tokenizer.json object")
+    try:
+        data = read_json_object(source, "a tokenizer.json object")
+    except FormatError:
+        other = wrong_kind_message(source, text_kind(source), TOKENIZER_JSON)
+        if other:
+            raise FormatError(other) from None
+        raise
+    other = wrong_kind_message(source, json_kind(data), TOKENIZER_JSON)
+    if other:
+        raise FormatError(other)
     model = data.get("model")
     _check_model(model, source)
     normalizer = data.get("normalizer")

@@ -99,7 +99,11 @@ def compile_pattern(pattern: str) -> regex.Pattern:
 
 @functools.lru_cache(maxsize=32)
 def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
-    """``text -> chunks``, the same as ``compile_pattern(pattern).findall``.
+    """``text -> chunks``: the whole text of each match of ``pattern``, in order.
+
+    This is the one way text is cut into chunks, for training, counting and encoding. A chunk is
+    the whole match even when the pattern has capturing groups, as in tiktoken and `tokenizers`
+    (``regex.findall`` would return the groups and drop the rest of each match).
 
     The GPT-2, GPT-4 and o200k patterns are split by a C scanner (``_pretokenize.c``), several
     times faster than the regex module; tests check that both give the same chunks. Every other
@@ -109,7 +113,14 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
     if _native is not None and name is not None:
         _load_character_classes()
         return getattr(_native, f"split_{name}")
-    return compile_pattern(pattern).findall
+    compiled = compile_pattern(pattern)
+    if compiled.groups == 0:
+        return compiled.findall  # whole matches already, and faster than finditer
+    return functools.partial(_whole_matches, compiled)
+
+
+def _whole_matches(compiled: regex.Pattern, text: str) -> list[str]:
+    return [match.group() for match in compiled.finditer(text)]
 
 
 @functools.cache

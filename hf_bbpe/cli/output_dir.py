@@ -1,5 +1,9 @@
-"""Writing an output folder so that a failure leaves nothing half written, and the tokenizer
-folder that ``train``, ``extend`` and ``convert --to hf`` write.
+"""Output paths: checked before a command does any work, and folders written so that a failure
+leaves nothing half written; the tokenizer folder that ``train``, ``extend`` and ``convert --to
+hf`` write.
+
+Every command that writes files calls :func:`check_output` on each output path first, so a bad
+``--out`` fails at once instead of after training or converting.
 
 Everything is written into a temporary folder beside the target; only when all files are there
 are they moved in (the whole folder is renamed when the target does not exist yet, else file by
@@ -22,15 +26,33 @@ from .errors import CommandError
 from .tokenizer_spec import MODEL_FILE_IN_FOLDER
 
 
+def check_output(path: str | os.PathLike, *, folder: bool, make_parents: bool = False) -> Path:
+    """Raise a CommandError now if ``path`` cannot be written as a folder (``folder=True``) or a file.
+
+    A folder target may exist (its files are replaced) but not as a file; a file target may not be
+    a folder. Its parent must be a writable folder, or, with ``make_parents`` (writers that create
+    missing parents), the nearest existing ancestor must be.
+    """
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise CommandError(f"{path}: exists and is not a folder")
+    if not folder and path.is_dir():
+        raise CommandError(f"{path}: is a folder (give a file name)")
+    parent = path.parent
+    while make_parents and not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "no such folder"
+        raise CommandError(f"{parent}: {what} (the parent of {path})")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CommandError(f"{parent}: permission denied (cannot write {path})")
+    return path
+
+
 @contextlib.contextmanager
 def staged_folder(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary folder to fill; on success its files replace those in ``target``."""
-    target = Path(target)
-    if target.exists() and not target.is_dir():
-        raise CommandError(f"{target}: exists and is not a folder")
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir():
-        raise CommandError(f"{parent}: no such folder (the parent of {target})")
+    target = check_output(target, folder=True)
     stage = temp_dir_beside(target)
     try:
         yield stage

@@ -6,7 +6,7 @@ import argparse
 
 from ...analysis.compare import compare_tokenizers, rows_to_csv, rows_to_json, rows_to_table
 from ..arguments import add_tokenizers, load, write_stdout
-from ..text_input import display_name, expand_inputs, read_text
+from ..text_input import expand_inputs, read_texts
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,10 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    paths = expand_inputs(args.files)
+    texts = read_texts(expand_inputs(args.files), each=True)  # one row per file: none may be empty
     tokenizers = [load(args, spec) for spec in args.tokenizers]
     names = _unique([t.name for t in tokenizers])
-    texts = [(display_name(p), read_text(p)) for p in paths]
     rows = compare_tokenizers([(n, t.tokenizer) for n, t in zip(names, tokenizers)], texts, specials=args.allow_specials)
     if args.csv:
         write_stdout(rows_to_csv(rows))

@@ -11,7 +11,7 @@ import sys
 
 from ..arguments import add_tokenizer, add_training_options, load, positive_int
 from ..errors import CommandError
-from ..output_dir import describe_folder, save_trained_folder
+from ..output_dir import check_output, describe_folder, save_trained_folder
 from ..text_input import expand_inputs, iter_documents
 
 
@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.out, folder=True)
     paths = expand_inputs(args.files)
     base = load(args, args.tokenizer).tokenizer
     normal = len(base.vocab) - len(base.special_tokens)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..arguments import add_role_options, non_negative_int, positive_int, role_tokens
 from ..errors import CommandError
+from ..output_dir import check_output
 from ..text_input import read_text
 from ..tokenizer_spec import saved_by_bbpe
 
@@ -58,6 +59,9 @@ def load_hf_tokenizer(folder: Path):
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.out, folder=True, make_parents=True)  # extend_checkpoint creates missing parents
+    if Path(args.out).exists() and not args.overwrite:
+        raise CommandError(f"{args.out}: already exists (pass --overwrite to replace it)")
     tokens = list(args.add)
     if args.tokens_file:
         tokens += [line for line in read_text(args.tokens_file).splitlines() if line]
@@ -67,8 +71,6 @@ def run(args: argparse.Namespace) -> int:
     ckpt = Path(args.checkpoint)
     if not (ckpt / "config.json").is_file():
         raise CommandError(f"{ckpt}: not a checkpoint folder (no config.json)")
-    if Path(args.out).exists() and not args.overwrite:
-        raise CommandError(f"{args.out}: already exists (pass --overwrite to replace it)")
     try:
         from ... import surgery
     except ImportError as exc:

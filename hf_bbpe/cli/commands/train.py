@@ -13,7 +13,7 @@ import sys
 from ...tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 from ..arguments import PATTERN_NAMES, add_training_options
 from ..errors import CommandError
-from ..output_dir import describe_folder, save_trained_folder
+from ..output_dir import check_output, describe_folder, save_trained_folder
 from ..text_input import expand_inputs, iter_documents
 
 NO_SPLIT = "none"
@@ -35,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.out, folder=True)
     if args.vocab_size < 256:
         raise CommandError(f"--vocab-size must be at least 256 (the byte tokens), got {args.vocab_size}")
     if len(set(args.special)) != len(args.special):
