@@ -17,6 +17,7 @@ from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
+from .reading import read_bytes
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,7 @@ def _resolve_files(preset: Preset, path: str | os.PathLike | tuple) -> list[Path
 def check_sha256(path: Path, expected: str, *, preset: str | None = None) -> None:
     """Raise FormatError if ``path``'s sha256 is not ``expected``; when it is another preset's
     known file, the message names that preset (``preset`` is the one asked for)."""
-    try:
-        actual = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    actual = hashlib.sha256(read_bytes(path)).hexdigest()
     if actual == expected:
         return
     asked = next((f"{preset}'s {name}" for name, known in PRESETS[preset].sha256.items() if known == expected),

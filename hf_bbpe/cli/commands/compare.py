@@ -15,14 +15,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Encode each file with each tokenizer and print tokens, bytes per token and characters "
                     "per token (higher is more compact), and tokens relative to the first tokenizer; a total "
                     "per tokenizer when there are several files. Special-token strings count as plain text "
-                    "unless --specials.",
+                    "unless --allow-specials.",
     )
     add_tokenizers(p)
     p.add_argument("files", metavar="FILE", nargs="+", help="text files or globs; '-' reads stdin")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--csv", action="store_true", help="print CSV")
     fmt.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--specials", action="store_true", help="encode special-token strings as special tokens")
+    p.add_argument("--allow-specials", action="store_true", help="encode special-token strings as special tokens")
+    # the old spelling, hidden: elsewhere --specials takes a value (raise, allow, text)
+    p.add_argument("--specials", dest="allow_specials", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(run=run)
 
 
@@ -30,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     texts = read_texts(expand_inputs(args.files), each=True)  # one row per file: none may be empty
     tokenizers = [load(args, spec) for spec in args.tokenizers]
     names = _unique([t.name for t in tokenizers])
-    rows = compare_tokenizers([(n, t.tokenizer) for n, t in zip(names, tokenizers)], texts, specials=args.specials)
+    rows = compare_tokenizers([(n, t.tokenizer) for n, t in zip(names, tokenizers)], texts, specials=args.allow_specials)
     if args.csv:
         write_stdout(rows_to_csv(rows))
     elif args.json:

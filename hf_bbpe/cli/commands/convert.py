@@ -11,9 +11,8 @@ from ...patterns import pattern_name, resolve_pattern
 from ...tokenizer import Tokenizer
 from ..arguments import parse_special_assignment
 from ..errors import CommandError
-from ..output_dir import check_output
+from ..output_dir import check_output, save_folder
 from ..tokenizer_spec import conversion_function, load_tokenizer
-from .train import save_folder
 
 SOURCES = ("auto", "gpt2", "tiktoken", "minbpe", "hf", "preset")
 TARGETS = ("gpt2", "tiktoken", "minbpe", "hf")

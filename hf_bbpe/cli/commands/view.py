@@ -8,9 +8,17 @@ import warnings
 
 from ...atomic_write import write_text_atomic
 from ...analysis.token_view import render_html, render_terminal, summary_line, tokenize_for_view
-from ..arguments import (add_color, add_specials, add_tokenizers, encode_policy, load, non_negative_int, use_color,
-                         write_stdout)
-from ..errors import CommandError
+from ..arguments import (
+    add_color,
+    add_specials,
+    add_tokenizers,
+    encode_policy,
+    load,
+    non_negative_int,
+    special_token_in_text,
+    use_color,
+    write_stdout,
+)
 from ..output_dir import check_output
 from ..text_input import STDIN, text_argument
 
@@ -51,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
         if policy["disallowed_special"] == "all":
             found = [t for t in tok.special_tokens if t in text]
             if found:
-                raise CommandError(f"{source} contains the special token {found[0]!r} of {loaded.name}; pass "
-                                   "--specials allow or --specials text")
+                raise special_token_in_text(source, found[0], loaded.name)
         views.append(tokenize_for_view(tok, loaded.name, text, allowed_special=policy["allowed_special"]))
     if args.html:
         write_text_atomic(args.html, render_html(views, title=args.title, show_ids=args.ids, max_chars=args.max_chars))
