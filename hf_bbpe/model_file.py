@@ -67,9 +67,27 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
     write_text_atomic(path, "\n".join(lines) + "\n")
 
 
-def read_model_file(path: str | os.PathLike) -> ModelFileContents:
-    """Read a ``.model`` file written by minbpe or by hf_bbpe."""
+def model_file_path(path: str | os.PathLike) -> Path:
+    """The file that ``path`` names: ``path`` itself if it is a file, else ``<path>.model``.
+
+    So loading takes the prefix that saving took (``save("tok")`` writes ``tok.model``, and
+    ``load("tok")`` reads it), as well as the full file name. Neither existing raises
+    FileNotFoundError naming both paths.
+    """
     path = Path(path)
+    if path.is_file():
+        return path
+    if path.name:
+        with_suffix = path.with_name(path.name + ".model")
+        if with_suffix.is_file():
+            return with_suffix
+        raise FileNotFoundError(f"no tokenizer file at {path} or {with_suffix}")
+    raise FileNotFoundError(f"no tokenizer file at {path}")
+
+
+def read_model_file(path: str | os.PathLike) -> ModelFileContents:
+    """Read a ``.model`` file written by minbpe or by hf_bbpe (its path, or the prefix it was saved under)."""
+    path = model_file_path(path)
     if path.suffix != ".model":
         raise ModelFileError(f"{path}: expected a .model file")
     try:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .batch_encoding import encode_batch  # noqa: F401
     from .chunk_counting import count_chunks  # noqa: F401
     from .chunk_encoder import ChunkEncoder  # noqa: F401
+    from .merge_loop import train  # noqa: F401
     from .model_file import read_model_file  # noqa: F401
     from .progress import progress_bar  # noqa: F401
     from .special_tokens import special_token_regex  # noqa: F401

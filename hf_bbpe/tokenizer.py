@@ -15,7 +15,14 @@ from pathlib import Path
 
 from .chunk_counting import count_chunks
 from .chunk_encoder import ChunkEncoder
-from .model_file import ModelFileContents, ModelFileError, read_model_file, write_model_file, write_vocab_file
+from .model_file import (
+    ModelFileContents,
+    ModelFileError,
+    model_file_path,
+    read_model_file,
+    write_model_file,
+    write_vocab_file,
+)
 from .patterns import chunk_splitter, resolve_pattern
 from .progress import progress_bar
 from .special_tokens import (
@@ -443,7 +450,12 @@ class Tokenizer:
         write_vocab_file(prefix.with_name(prefix.name + ".vocab"), self.vocab, self._merges)
 
     def load(self, model_file: str | os.PathLike) -> None:
-        """Read a ``.model`` file written by minbpe or by :meth:`save` into this tokenizer."""
+        """Read a ``.model`` file written by minbpe or by :meth:`save` into this tokenizer.
+
+        ``model_file`` is the file, or the prefix given to :meth:`save` (``"tok"`` reads
+        ``tok.model`` if there is no file ``tok``).
+        """
+        model_file = model_file_path(model_file)
         contents = read_model_file(model_file)
         try:
             merges = _checked_merges(contents.merges, contents.byte_ids)
@@ -459,8 +471,8 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, model_file: str | os.PathLike) -> Tokenizer:
-        """A new tokenizer read from a ``.model`` file (for ``Tokenizer``: Regex or Basic, by its
-        pattern; called on a subclass, that class)."""
+        """A new tokenizer read from a ``.model`` file or save prefix (for ``Tokenizer``: Regex or
+        Basic, by its pattern; called on a subclass, that class)."""
         tok = cls._blank(read_model_file(model_file).pattern)
         tok.load(model_file)
         return tok

@@ -37,10 +37,12 @@ from .token_adding import (
     InitSpec,
     NewTokens,
     add_prepared_tokens,
+    added_owners,
     check_pad_multiple,
     prepare_tokens,
     rows_needed,
 )
+from .row_owners import checkpoint_row_owners, rows_to_keep
 from ..atomic_write import new_file_mode, temp_dir_beside, write_text_atomic
 
 SINGLE_FILE = "model.safetensors"
@@ -329,6 +331,10 @@ def extend_checkpoint(
     sibling folder renamed into place at the end; an existing ``out_dir`` is an error unless
     ``overwrite=True``. Other top-level files are copied; old tokenizer files, stray weight files
     and subfolders are not (a warning names the latter two).
+
+    Rows that already belong to a token by the tokenizer saved in ``ckpt_dir`` are never
+    re-initialised: a token that ``tokenizer`` lacks but the checkpoint's tokenizer has at the
+    same id keeps its row, trained or not; a row of another token raises ValueError.
     """
     from transformers import AutoConfig
 
@@ -354,8 +360,10 @@ def extend_checkpoint(
     new_tokenizer = copy.deepcopy(tokenizer)  # the caller's tokenizer is left as it was
     prepared = prepare_tokens(new_tokenizer, tokens, special=special, init=init, roles=roles, num_rows=rows)
     added = add_prepared_tokens(new_tokenizer, prepared)
+    keep = rows_to_keep(added_owners(added), rows, lambda: checkpoint_row_owners(ckpt))
     new_rows = rows_needed(new_tokenizer, added.ids, rows, pad_to_multiple_of)
-    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, added.ids, added.sources_by_id)
+    to_init = [i for i in added.ids if i not in keep]
+    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, to_init, added.sources_by_id)
 
     tmp = _temp_dir_beside(out)
     try:
