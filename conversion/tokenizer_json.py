@@ -1,6 +1,6 @@
 """``tokenizers``' tokenizer.json, both ways.
 
-Export: :func:`hf_bbpe.tokenizer_json.tokenizer_json_dict` builds the file (BPE model with our
+Export: :func:`hf_bbpe.tokenizer_json_writer.tokenizer_json_dict` builds the file (BPE model with our
 ids and merges, the split pattern translated for Oniguruma, ByteLevel, special tokens as added
 tokens); this module writes it atomically.
 
@@ -43,7 +43,7 @@ from hf_bbpe.byte_unicode import unicode_to_token
 from hf_bbpe.chunk_encoder import ChunkEncoder
 from hf_bbpe.patterns import SPLIT_PATTERNS
 from hf_bbpe.tokenizer import Tokenizer
-from hf_bbpe.tokenizer_json import tokenizer_json_dict, translate_pattern_for_onig, translate_pattern_from_onig
+from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict, translate_pattern_for_onig, translate_pattern_from_onig
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError

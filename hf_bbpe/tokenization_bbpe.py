@@ -14,7 +14,7 @@ that occur in the text as plain text (for untrusted input); new ids always go ab
 id in use, so holes in the id space are never reused.
 
 A saved folder holds ``vocab.json``, ``merges.txt``, ``tokenizer.json`` (the fast twin, built
-by :mod:`tokenizer_json`), ``tokenizer_config.json`` (split pattern, special tokens, added tokens,
+by :mod:`tokenizer_json_writer`), ``tokenizer_config.json`` (split pattern, special tokens, added tokens,
 chat template) and this module with the engine modules it imports, for
 ``trust_remote_code=True``. ``tokenizer_config.json`` names ``PreTrainedTokenizerFast`` as the
 class, which every transformers version resolves without this package, so
@@ -41,7 +41,7 @@ from .atomic_write import write_text_atomic
 from .byte_unicode import unicode_to_token
 from .patterns import resolve_pattern
 from .tokenizer import Tokenizer
-from .tokenizer_json import tokenizer_json_dict
+from .tokenizer_json_writer import tokenizer_json_dict
 from .vocab_merges_files import read_vocab_merges, spell_vocab, write_vocab_merges
 
 if TYPE_CHECKING:
