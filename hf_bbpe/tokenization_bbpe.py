@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .chunk_counting import count_chunks  # noqa: F401
     from .chunk_encoder import ChunkEncoder  # noqa: F401
     from .model_file import read_model_file  # noqa: F401
+    from .onig_regex import translate_pattern_for_onig  # noqa: F401
     from .progress import progress_bar  # noqa: F401
     from .special_tokens import special_token_regex  # noqa: F401
     from .trainer import train_merges  # noqa: F401

@@ -33,7 +33,8 @@ from conversion.presets import PRESETS  # noqa: E402
 from hf_bbpe import RegexTokenizer, Tokenizer  # noqa: E402
 from hf_bbpe.byte_unicode import token_to_unicode  # noqa: E402
 from hf_bbpe.patterns import SPLIT_PATTERNS  # noqa: E402
-from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict, translate_pattern_for_onig, translate_pattern_from_onig  # noqa: E402
+from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig  # noqa: E402
+from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DOCS = (DATA / "text" / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n")

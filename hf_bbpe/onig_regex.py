@@ -1,0 +1,321 @@
+"""Split patterns between Python's ``regex`` and Oniguruma (the engine of the Rust ``tokenizers``).
+
+A tokenizer.json stores its split pattern in Oniguruma's (Ruby) syntax; the engine splits with
+``regex``. :func:`translate_pattern_for_onig` writes a pattern for a tokenizer.json and
+:func:`translate_pattern_from_onig` reads one back; tests run both engines on the same text.
+
+This module is also copied into model folders as remote code (saving a folder writes its
+tokenizer.json): it may import only flat sibling modules, relatively, and third-party libraries.
+"""
+
+from __future__ import annotations
+
+class _Translator:
+    """One pass over a split pattern, writing the same pattern for the other regex engine.
+
+    ``source="python"`` reads Python's ``regex`` syntax and writes Oniguruma's (Ruby syntax, as
+    ``tokenizers`` compiles it); ``source="onig"`` goes the other way. The two engines agree on
+    classes, ``\\p{..}``, ``(?i:..)``, lookarounds, atomic groups and the possessive
+    ``?+ *+ ++``, but not on:
+
+    * ``X{n,m}+``: possessive in Python, "one or more of X{n,m}" in Oniguruma; Python's becomes
+      ``(?>X{n,m})``, Oniguruma's becomes ``(?:X{n,m})+``;
+    * ``X{n}?``: lazy (the same as ``X{n}``) in Python, "optional X{n}" in Oniguruma;
+    * anchors: Python's ``^`` (start), ``$`` (end, or before a final newline) and ``\\Z`` (end)
+      are Oniguruma's ``\\A``, ``\\Z`` and ``\\z``; Oniguruma's ``^``/``$`` are line anchors,
+      Python's ``(?m:^)``/``(?m:$)``;
+    * inside ``[...]``: ``[`` and ``&&`` are literal in Python (version 0) but nest and
+      intersect in Oniguruma (escaped one way, refused the other);
+    * escapes: ``\\x{..}`` exists only in Oniguruma, ``\\U........`` and ``\\N{..}`` only in
+      Python; ``(?P<name>`` is Python's spelling of ``(?<name>``; comments ``(?#..)`` are dropped.
+
+    Anything else whose meaning differs or is unverified raises ValueError: ``\\w``/``\\b``
+    (Oniguruma's word characters include all numbers, Python's only decimal digits), back
+    references, conditionals, inline flags other than ``i``, ``\\G``, ``\\K``, ``\\h``, verbose
+    mode.
+    """
+
+    def __init__(self, pattern: str, source: str) -> None:
+        self.src = pattern
+        self.pos = 0
+        self.from_python = source == "python"
+
+    def fail(self, message: str, at: int | None = None) -> ValueError:
+        at = self.pos if at is None else at
+        return ValueError(f"split pattern {self.src!r}, position {at}: {message}")
+
+    def peek(self, k: int = 0) -> str:
+        i = self.pos + k
+        return self.src[i] if i < len(self.src) else ""
+
+    def run(self) -> str:
+        out = self.alternation(top=True)
+        if self.pos != len(self.src):
+            raise self.fail("unbalanced ')'")
+        return out
+
+    def alternation(self, top: bool = False) -> str:
+        branches = [self.sequence()]
+        while self.peek() == "|":
+            self.pos += 1
+            branches.append(self.sequence())
+        if not top and self.peek() != ")":
+            raise self.fail("missing ')'")
+        return "|".join(branches)
+
+    def sequence(self) -> str:
+        atoms: list[str] = []
+        while self.pos < len(self.src) and self.peek() not in "|)":
+            start = self.pos
+            atom, quantifiable = self.atom()
+            if self.quantifier_ahead():
+                if not quantifiable:
+                    raise self.fail("quantifier after an anchor or an empty group")
+                atom = self.quantify(atom)
+                if self.quantifier_ahead():
+                    raise self.fail("a quantifier cannot follow a quantifier here", start)
+            atoms.append(atom)
+        return "".join(atoms)
+
+    def quantifier_ahead(self) -> bool:
+        ch = self.peek()
+        return ch in ("*", "+", "?") or (ch == "{" and self.interval_end() is not None)
+
+    def interval_end(self) -> int | None:
+        """Index after ``{n}``, ``{n,}``, ``{,m}``, ``{n,m}`` at pos, or None if it is a literal."""
+        j = self.src.find("}", self.pos)
+        if j < 0:
+            return None
+        lo, comma, hi = self.src[self.pos + 1 : j].partition(",")
+        if not (lo.isdigit() or (comma and lo == "")) or not (hi.isdigit() or hi == ""):
+            return None
+        if not lo and not hi:
+            return None
+        return j + 1
+
+    def quantify(self, atom: str) -> str:
+        ch = self.peek()
+        if ch != "{":
+            self.pos += 1
+            mode = self.peek()
+            if mode in ("?", "+"):
+                self.pos += 1
+                return atom + ch + mode
+            return atom + ch
+        end = self.interval_end()
+        assert end is not None
+        body = self.src[self.pos : end]
+        self.pos = end
+        exact = "," not in body
+        mode = self.peek()
+        if mode not in ("?", "+"):
+            return atom + body
+        self.pos += 1
+        if self.from_python:
+            if mode == "+":
+                return f"(?>{atom}{body})"
+            return atom + body if exact else atom + body + "?"
+        # Oniguruma: X{n}? is an optional X{n}; X{n,m}+ (and X{n}+) repeat the interval
+        if mode == "?" and not exact:
+            return atom + body + "?"
+        return f"(?:{atom}{body}){mode}"
+
+    def atom(self) -> tuple[str, bool]:
+        ch = self.peek()
+        if ch == "(":
+            return self.group()
+        if ch == "[":
+            return self.char_class(), True
+        if ch == "\\":
+            return self.escape(in_class=False)
+        if ch in "^$":
+            self.pos += 1
+            if self.from_python:
+                return (r"\A" if ch == "^" else r"\Z"), False
+            return f"(?m:{ch})", False
+        if ch in "*+?":
+            raise self.fail(f"nothing to repeat before {ch!r}")
+        self.pos += 1
+        if ch in "{}":
+            return "\\" + ch, True
+        return ch, True
+
+    def group(self) -> tuple[str, bool]:
+        start = self.pos
+        self.pos += 1
+        if self.peek() != "?":
+            header = "(?:"
+        else:
+            rest = self.src[self.pos :]
+            header = None
+            for prefix in ("?:", "?=", "?!", "?<=", "?<!", "?>"):
+                if rest.startswith(prefix):
+                    header = "(" + prefix
+                    self.pos += len(prefix)
+                    break
+            if header is None:
+                if rest.startswith("?#"):
+                    end = self.src.find(")", self.pos)
+                    if end < 0:
+                        raise self.fail("unterminated comment", start)
+                    self.pos = end + 1
+                    return "", False
+                if rest.startswith("?P<") or rest.startswith("?<"):
+                    self.pos += 3 if rest.startswith("?P<") else 2
+                    end = self.src.find(">", self.pos)
+                    name = self.src[self.pos : end] if end >= 0 else ""
+                    if not name.isidentifier():
+                        raise self.fail("bad group name", start)
+                    self.pos = end + 1
+                    header = f"(?<{name}>" if self.from_python else f"(?P<{name}>"
+                else:
+                    header = self.flag_group(start)
+                    if header.endswith(")"):
+                        return header, False
+        body = self.alternation()
+        self.pos += 1  # the ')'
+        return header + body + ")", True
+
+    def flag_group(self, start: int) -> str:
+        """``(?i:``, ``(?-i:`` or a leading ``(?i)``: the only inline flag with one meaning in both."""
+        j = self.pos + 1
+        while j < len(self.src) and (self.src[j].isalpha() or self.src[j] == "-"):
+            j += 1
+        flags = self.src[self.pos + 1 : j]
+        close = self.src[j : j + 1]
+        if not flags or close not in (":", ")") or set(flags) - {"i", "-"} or flags.count("-") > 1 or flags == "-":
+            raise self.fail(f"unsupported group '(?{flags}{close}': only (?:..), (?i:..), lookarounds, "
+                            "atomic and named groups mean the same in both engines", start)
+        self.pos = j + 1
+        if close == ")":
+            if start != 0:
+                raise self.fail("an inline flag group like (?i) is only supported at the start", start)
+            return f"(?{flags})"
+        return f"(?{flags}:"
+
+    def escape(self, in_class: bool) -> tuple[str, bool]:
+        start = self.pos
+        self.pos += 1
+        ch = self.peek()
+        if not ch:
+            raise self.fail("pattern ends with a backslash", start)
+        self.pos += 1
+        if ch in "pP":
+            if self.peek() == "{":
+                end = self.src.find("}", self.pos)
+                if end < 0:
+                    raise self.fail("unterminated \\p{", start)
+                name = self.src[self.pos + 1 : end]
+                self.pos = end + 1
+            else:
+                name = self.peek()  # \pL
+                self.pos += 1
+            if name.startswith("^"):  # Oniguruma's \p{^L} is \P{L}
+                name, ch = name[1:], "P" if ch == "p" else "p"
+            return f"\\{ch}{{{name}}}", True
+        if ch == "x":
+            if self.peek() == "{":
+                end = self.src.find("}", self.pos)
+                digits = self.src[self.pos + 1 : end] if end >= 0 else ""
+                self.pos = end + 1 if end >= 0 else len(self.src)
+            else:
+                digits = self.src[self.pos : self.pos + 2]
+                self.pos += 2
+            return self.codepoint(digits, start), True
+        if ch == "u" or (ch == "U" and self.from_python):
+            width = 4 if ch == "u" else 8
+            digits = self.src[self.pos : self.pos + width]
+            self.pos += width
+            return self.codepoint(digits, start), True
+        if ch == "N" and self.from_python and self.peek() == "{":
+            import unicodedata
+
+            end = self.src.find("}", self.pos)
+            name = self.src[self.pos + 1 : end]
+            self.pos = end + 1
+            try:
+                return self.codepoint(f"{ord(unicodedata.lookup(name)):X}", start), True
+            except KeyError:
+                raise self.fail(f"unknown character name {name!r}", start) from None
+        if ch in "sSdDnrtfv":
+            return "\\" + ch, True
+        if ch == "0" and not self.peek().isdigit():
+            return self.codepoint("0", start), True
+        if not in_class and ch in "AZz":
+            if ch == "Z":
+                return (r"\z" if self.from_python else "$"), False
+            if ch == "z":
+                if self.from_python:
+                    raise self.fail("\\z is not Python regex syntax", start)
+                return r"\Z", False
+            return "\\" + ch, False
+        if ch.isalnum():
+            raise self.fail(f"escape \\{ch} has no verified equivalent in the other engine", start)
+        return "\\" + ch, True
+
+    def codepoint(self, digits: str, start: int) -> str:
+        try:
+            value = int(digits, 16)
+        except ValueError:
+            raise self.fail(f"bad hex escape {digits!r}", start) from None
+        if self.from_python:
+            return f"\\x{{{value:X}}}"
+        if value <= 0xFF:
+            return f"\\x{value:02X}"
+        if value <= 0xFFFF:
+            return f"\\u{value:04X}"
+        return f"\\U{value:08X}"
+
+    def char_class(self) -> str:
+        start = self.pos
+        self.pos += 1
+        out = ["["]
+        if self.peek() == "^":
+            out.append("^")
+            self.pos += 1
+        first = True
+        while True:
+            ch = self.peek()
+            if not ch:
+                raise self.fail("unterminated character class", start)
+            if ch == "]" and not first:
+                self.pos += 1
+                break
+            first = False
+            if ch == "\\":
+                piece, _ = self.escape(in_class=True)
+                out.append(piece)
+            elif ch == "[" and self.peek(1) == ":":
+                end = self.src.find(":]", self.pos)
+                if end < 0:
+                    raise self.fail("unterminated POSIX class", self.pos)
+                out.append(self.src[self.pos : end + 2])
+                self.pos = end + 2
+            elif ch in "[&" and not self.from_python and (ch == "[" or self.peek(1) == "&"):
+                raise self.fail("nested classes and '&&' intersections are Oniguruma-only")
+            else:
+                out.append("\\" + ch if ch in "[]&" else ch)
+                self.pos += 1
+        out.append("]")
+        return "".join(out)
+
+
+def translate_pattern_for_onig(pattern: str) -> str:
+    r"""Rewrite a Python ``regex`` split pattern so that Oniguruma (``tokenizers``) splits the same.
+
+    The known OpenAI patterns need one change: ``\p{N}{1,3}+`` (possessive in Python, but "one
+    or more runs of 1-3 digits" in Oniguruma) becomes ``(?>\p{N}{1,3})``; ``$`` becomes ``\Z``
+    (same meaning, Oniguruma's spelling). See :class:`_Translator` for every rule. Raises
+    ValueError naming the position of a construct that has no known equivalent.
+    """
+    if not pattern:
+        return pattern
+    return _Translator(pattern, "python").run()
+
+
+def translate_pattern_from_onig(pattern: str) -> str:
+    """The inverse direction: an Oniguruma split pattern (from a tokenizer.json) for ``regex``."""
+    if not pattern:
+        return pattern
+    return _Translator(pattern, "onig").run()
+
