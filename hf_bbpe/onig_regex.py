@@ -10,6 +10,11 @@ tokenizer.json): it may import only flat sibling modules, relatively, and third-
 
 from __future__ import annotations
 
+import functools
+
+import regex
+
+
 class _Translator:
     """One pass over a split pattern, writing the same pattern for the other regex engine.
 
@@ -27,18 +32,25 @@ class _Translator:
     * inside ``[...]``: ``[`` and ``&&`` are literal in Python (version 0) but nest and
       intersect in Oniguruma (escaped one way, refused the other);
     * escapes: ``\\x{..}`` exists only in Oniguruma, ``\\U........`` and ``\\N{..}`` only in
-      Python; ``(?P<name>`` is Python's spelling of ``(?<name>``; comments ``(?#..)`` are dropped.
+      Python; ``(?P<name>`` is Python's spelling of ``(?<name>``; comments ``(?#..)`` are dropped;
+    * ``\\w``, ``\\d`` and ``\\b``: the engines' word and digit characters differ (see
+      :func:`shorthand_items`), so they are written out as classes, and ``\\b``/``\\B`` as
+      lookarounds on the word class; ``[\\b]`` is a backspace in both. ``\\s`` means the same in
+      both and is kept. Where a class holds ``\\W`` or ``\\D``, Oniguruma nests ``[^..]`` and
+      Python (which does not nest classes) gets an alternation or lookaheads. Oniguruma folds
+      ``ß`` to ``ss`` in a case-insensitive class, so a written-out class in ``(?i:..)`` is
+      wrapped in ``(?-i:..)`` (both engines' word and digit classes are closed under case).
 
-    Anything else whose meaning differs or is unverified raises ValueError: ``\\w``/``\\b``
-    (Oniguruma's word characters include all numbers, Python's only decimal digits), back
-    references, conditionals, inline flags other than ``i``, ``\\G``, ``\\K``, ``\\h``, verbose
-    mode.
+    Anything else whose meaning differs or is unverified raises ValueError: back references,
+    conditionals, inline flags other than ``i``, ``\\G``, ``\\K``, ``\\h``, verbose mode.
     """
 
     def __init__(self, pattern: str, source: str) -> None:
         self.src = pattern
         self.pos = 0
         self.from_python = source == "python"
+        self.ignore_case = False  # inside (?i) or (?i:..)
+        self.in_lookbehind = False
 
     def fail(self, message: str, at: int | None = None) -> ValueError:
         at = self.pos if at is None else at
@@ -171,8 +183,13 @@ class _Translator:
                 else:
                     header = self.flag_group(start)
                     if header.endswith(")"):
+                        self.ignore_case = _sets_ignore_case(header, self.ignore_case)
                         return header, False
+        outer, outer_lookbehind = self.ignore_case, self.in_lookbehind
+        self.ignore_case = _sets_ignore_case(header, outer)
+        self.in_lookbehind = outer_lookbehind or header in ("(?<=", "(?<!")
         body = self.alternation()
+        self.ignore_case, self.in_lookbehind = outer, outer_lookbehind
         self.pos += 1  # the ')'
         return header + body + ")", True
 
@@ -237,6 +254,20 @@ class _Translator:
                 return self.codepoint(f"{ord(unicodedata.lookup(name)):X}", start), True
             except KeyError:
                 raise self.fail(f"unknown character name {name!r}", start) from None
+        if ch in "wWdD" and not (ch in "dD" and not self.from_python):
+            items = shorthand_items(ch.lower(), self.from_python)
+            return self.written_class(items, negated=ch.isupper()), True
+        if ch in "bB":
+            if in_class:
+                if ch == "B":
+                    raise self.fail("\\B inside a character class", start)
+                return self.codepoint("8", start), True  # a backspace, in both engines
+            if self.in_lookbehind and self.from_python:
+                raise self.fail(f"\\{ch} inside a lookbehind: Oniguruma cannot look around there", start)
+            word = self.written_class(shorthand_items("w", self.from_python), negated=False)
+            if ch == "b":
+                return f"(?:(?<={word})(?!{word})|(?<!{word})(?={word}))", False
+            return f"(?:(?<={word})(?={word})|(?<!{word})(?!{word}))", False
         if ch in "sSdDnrtfv":
             return "\\" + ch, True
         if ch == "0" and not self.peek().isdigit():
@@ -266,12 +297,18 @@ class _Translator:
             return f"\\u{value:04X}"
         return f"\\U{value:08X}"
 
+    def written_class(self, items: str, negated: bool) -> str:
+        """``[items]`` or ``[^items]`` for a written-out shorthand, shielded from case folding."""
+        written = f"[{'^' if negated else ''}{items}]"
+        return f"(?-i:{written})" if self.ignore_case and self.from_python else written
+
     def char_class(self) -> str:
         start = self.pos
         self.pos += 1
-        out = ["["]
-        if self.peek() == "^":
-            out.append("^")
+        out = []
+        shorthands: list[tuple[str, bool]] = []  # written-out \w \W \d \D in this class
+        negated = self.peek() == "^"
+        if negated:
             self.pos += 1
         first = True
         while True:
@@ -282,7 +319,11 @@ class _Translator:
                 self.pos += 1
                 break
             first = False
-            if ch == "\\":
+            if ch == "\\" and self.peek(1) in "wWdD" and not (self.peek(1) in "dD" and not self.from_python):
+                letter = self.peek(1)
+                self.pos += 2
+                shorthands.append((shorthand_items(letter.lower(), self.from_python, in_class=True), letter.isupper()))
+            elif ch == "\\":
                 piece, _ = self.escape(in_class=True)
                 out.append(piece)
             elif ch == "[" and self.peek(1) == ":":
@@ -296,8 +337,72 @@ class _Translator:
             else:
                 out.append("\\" + ch if ch in "[]&" else ch)
                 self.pos += 1
-        out.append("]")
-        return "".join(out)
+        plain = "".join(out)
+        head = "[^" if negated else "["
+        if not shorthands:
+            return head + plain + "]"
+        if self.from_python and not self.ignore_case:  # Oniguruma nests classes: one class
+            nested = "".join(f"[^{items}]" if neg else items for items, neg in shorthands)
+            return head + plain + nested + "]"
+        # A union (or, for [^..], an intersection of complements) that both engines read
+        parts = [self.written_class(items, neg) for items, neg in shorthands]
+        if not negated:
+            return "(?:" + "|".join(([f"[{plain}]"] if plain else []) + parts) + ")"
+        excluded = ([f"[{plain}]"] if plain else []) + parts
+        return "(?:" + "".join(f"(?!{part})" for part in excluded) + r"[\s\S])"
+
+
+def _sets_ignore_case(header: str, outer: bool) -> bool:
+    """Whether the group that ``header`` opens (``(?i:``, ``(?-i)``, ``(?:``...) ignores case."""
+    if not header.startswith("(?") or header[2:3] not in ("i", "-"):
+        return outer
+    on, _, off = header[2:].rstrip(":)").partition("-")
+    return ("i" in on or outer) and "i" not in off
+
+
+# Oniguruma's \w (Ruby syntax over UTF-8), measured with ``tokenizers`` on every code point
+# that its Unicode tables assign: Alphabetic, marks, decimal digits and connector punctuation
+# (Python adds the two join controls, U+200C/D). Outside a class, Oniguruma also counts the
+# Latin-1 digits and fractions ² ³ ¹ ¼ ½ ¾ (its single-byte table); inside one it does not.
+_ONIG_WORD_IN_CLASS = r"\p{Alphabetic}\p{M}\p{Nd}\p{Pc}"
+_ONIG_WORD = _ONIG_WORD_IN_CLASS + r"\xB2\xB3\xB9\xBC-\xBE"
+
+
+def shorthand_items(letter: str, for_onig: bool, in_class: bool = False) -> str:
+    r"""The class items (no brackets) that mean ``\w`` (``letter="w"``) or ``\d`` of the source
+    engine in the other one (``in_class``: written inside ``[...]``, where Oniguruma's ``\w``
+    differs).
+
+    For Oniguruma, Python's ``\w``/``\d`` are written out as the code point ranges that the
+    installed ``regex`` module matches: Oniguruma's Unicode tables are older, so a property
+    name would differ on code points assigned since (tests check every code point). For
+    Python, Oniguruma's ``\w`` is a class of properties (its ``\d`` is Python's).
+    """
+    if for_onig:
+        return _python_ranges(letter)
+    if letter == "w":
+        return _ONIG_WORD_IN_CLASS if in_class else _ONIG_WORD
+    return r"\d"
+
+
+@functools.lru_cache(maxsize=None)
+def _python_ranges(letter: str) -> str:
+    r"""``\x{first}-\x{last}...`` for the code points that ``regex`` matches with ``\<letter>``."""
+    text, gap = _every_code_point()
+    items = []
+    for match in regex.finditer(rf"\{letter}+", text):
+        first, last = match.start(), match.end() - 1
+        spans = [(first, last)] if not (first < gap <= last) else [(first, gap - 1), (gap, last)]
+        for lo, hi in spans:
+            lo, hi = (cp if cp < gap else cp + 0x800 for cp in (lo, hi))  # back over the surrogates
+            items.append(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}")
+    return "".join(items)
+
+
+@functools.lru_cache(maxsize=1)
+def _every_code_point() -> tuple[str, int]:
+    """Every code point but the surrogates, in order, and the index where the surrogates were."""
+    return "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000))), 0xD800
 
 
 def translate_pattern_for_onig(pattern: str) -> str:
