@@ -26,6 +26,7 @@ from .special_tokens import (
     special_token_regex,
 )
 from .token_ids import single_token_id, token_id_list
+from .token_offsets import token_char_spans
 from .trainer import train_merges
 
 Merges = dict[tuple[int, int], int]
@@ -357,6 +358,22 @@ class Tokenizer:
         if start < len(text):
             ids += self.encode_ordinary(text[start:])
         return ids
+
+    def encode_with_offsets(
+        self,
+        text: str,
+        allowed_special: AllowedSpecial = "none_raise",
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """``encode(text, ...)`` and each token's ``(start, end)`` character offsets in ``text``.
+
+        A token holding part of a multi-byte character spans that whole character, as the
+        ``tokenizers`` library reports it (see token_offsets.py). ``allowed_special="none"``
+        gives ``encode_ordinary``'s ids.
+        """
+        ids = self.encode(text, allowed_special, disallowed_special)
+        vocab = self.vocab
+        return ids, token_char_spans(text, [len(vocab[idx]) for idx in ids])
 
     def _special_policy(
         self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
