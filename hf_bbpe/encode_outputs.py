@@ -59,8 +59,8 @@ def with_offset_mapping(
     if options.get("is_split_into_words"):
         raise NotImplementedError("BBPETokenizer returns offsets for text, not for words split beforehand "
                                   "(is_split_into_words=True)")
-    texts = _texts(request)
-    encoded = [tok.encode_text_with_offsets(text, split_special_tokens) for text in texts]
+    split_special_tokens = options.get("split_special_tokens", tok.split_special_tokens)
+    encoded = [tok._text_ids_and_offsets(text, split_special_tokens) for text in _texts(request)]
     spans: Offsets = [span for _, offsets in encoded for span in offsets]
     stand_ins, first = [], 0
     for ids, _ in encoded:

@@ -65,7 +65,7 @@ class TransformersHooks:
             return self._offset_mapping_output(lambda a, b, **o: base(text=a, text_pair=b, **o), (text, text_pair),
                                                options)
         text = self._request_input(text, options)
-        if text_pair is None and type(text) is list and text and type(text[0]) is int and is_plain_request(options):
+        if text_pair is None and _is_id_list(text) and is_plain_request(options):
             plain = self._plain_output(text, options)
             if plain is not None:
                 return plain
@@ -74,18 +74,19 @@ class TransformersHooks:
         return base(text=text, text_pair=text_pair, **options)
 
     def _batch_encode_plus(self, batch_text_or_text_pairs: Sequence[Any], **options: Any) -> BatchEncoding:
-        # transformers 4.57 only; its batch items are texts or (text, text_pair) pairs
+        # transformers 4.57 only; it reads a list or tuple item of a batch as (text, text_pair)
         base = super()._batch_encode_plus  # type: ignore[misc]
+
+        def encode(batch: Sequence[Any], _: Any = None, **more: Any) -> BatchEncoding:
+            return base([(item, None) if _is_id_list(item) else item for item in batch], **more)
+
         if options.pop("return_offsets_mapping", False):
-            return self._offset_mapping_output(lambda batch, _, **o: base(batch, **o),
-                                               (batch_text_or_text_pairs, None), options)
-        batch = []
-        for item in batch_text_or_text_pairs:
-            first, second = (item, None) if isinstance(item, str) else item
-            first, second = self._request_input(first, options), self._request_input(second, options)
-            # a list item is read as a pair: a lone text that stays a str ("") stays alone
-            batch.append(first if isinstance(first, str) and second is None else (first, second))
-        return base(batch, **options)
+            return self._offset_mapping_output(encode, (batch_text_or_text_pairs, None), options)
+        if options.get("is_split_into_words"):
+            return base(batch_text_or_text_pairs, **options)
+        return encode([self._request_input(item, options) if isinstance(item, str)
+                       else tuple(self._request_input(text, options) for text in item)
+                       for item in batch_text_or_text_pairs], **options)
 
     def _add_tokens(self, new_tokens: Sequence[str | AddedToken] | None,
                     special_tokens: bool = False) -> int:
@@ -105,6 +106,10 @@ class TransformersHooks:
         if legacy_format is False:
             raise ValueError("BBPETokenizer always saves vocab.json + merges.txt beside tokenizer.json")
         return tuple(file_names) + self.save_vocabulary(str(save_directory), filename_prefix=filename_prefix)
+
+
+def _is_id_list(item: Any) -> bool:
+    return type(item) is list and bool(item) and type(item[0]) is int
 
 
 def is_plain_request(options: Mapping[str, Any]) -> bool:
