@@ -2,8 +2,8 @@
 (1-d, or 0-d for one id), ``array.array``, or one int.
 
 Every id must be an integer in the sense of ``operator.index`` (Python and numpy ints, integer
-tensors): ``65.9``, ``65.0``, ``"65"`` and ``True`` raise :class:`TokenIdTypeError` naming the
-id and its position, instead of being truncated to a valid id. Arrays and tensors are read
+tensors): ``65.9``, ``65.0`` and ``"65"`` raise :class:`TokenIdTypeError` naming the id and its
+position, instead of being truncated to a valid id. Arrays and tensors are read
 through their ``tolist()``, so neither numpy nor torch is imported here.
 
 This module is also copied into model folders as remote code: it imports only the standard library.
@@ -46,10 +46,8 @@ def single_token_id(value: Any) -> int:
 def _index(value: Any, position: int | None) -> int:
     if type(value) is int:
         return value
-    where = "" if position is None else f" at position {position}"
-    if isinstance(value, bool):
-        raise TokenIdTypeError(f"token ids must be integers, got {value!r}{where}")
     try:
         return operator.index(value)
     except TypeError:
+        where = "" if position is None else f" at position {position}"
         raise TokenIdTypeError(f"token ids must be integers, got {value!r}{where}") from None
