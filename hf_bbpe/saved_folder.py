@@ -51,6 +51,7 @@ REMOTE_CODE_MODULES = (
     "model_file",
     "progress",
     "atomic_write",
+    "worker_pool",
 )
 """The modules (flat siblings, ``.py``) that a saved folder carries for ``trust_remote_code=True``:
 tokenization_bbpe.py and every module it needs, directly or not. transformers 4.57 copies only

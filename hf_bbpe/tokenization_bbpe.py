@@ -37,7 +37,7 @@ from transformers import AddedToken, BatchEncoding
 
 from .added_tokens import AddedTokenMatcher, ids_above, initial_added_tokens
 from .atomic_write import write_text_atomic
-from .byte_unicode import unicode_to_token
+from .byte_unicode import spell_vocab, unicode_to_token
 from .encode_outputs import Offsets, plain_output, with_offset_mapping
 from .patterns import resolve_pattern
 from .saved_folder import (
@@ -59,7 +59,7 @@ from .transformers_compat import (
     in_target_context,
     loading_saved_folder,
 )
-from .vocab_merges_files import read_vocab_merges, spell_vocab, write_vocab_merges
+from .vocab_merges_files import read_vocab_merges, write_vocab_merges
 
 if TYPE_CHECKING:
     # transformers 4.57 copies into its module cache only the modules that a local folder's
@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from .token_offsets import token_char_spans  # noqa: F401
     from .tokenizer_json_writer import tokenizer_json_dict  # noqa: F401
     from .trainer import train_merges  # noqa: F401
+    from .worker_pool import forked_pool  # noqa: F401
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
 # tokenizer(text) with only these options takes the direct path (see __call__)

@@ -87,12 +87,13 @@ _BLOCKER = textwrap.dedent(
 
 
 def _clean_env(cwd: Path, env: dict | None) -> dict:
-    # PYTHONPATH stays: it is how a checkout under test (a worktree) comes before an installed copy
     full_env = {key: value for key, value in os.environ.items()
-                if not key.startswith(("HF_", "HUGGINGFACE_", "PYTHON")) or key == "PYTHONPATH"}
+                if not key.startswith(("HF_", "HUGGINGFACE_", "PYTHON"))}
     full_env.update({"HF_HUB_OFFLINE": "1", "HF_HOME": str(cwd / "hf_home"), "HF_HUB_DISABLE_TELEMETRY": "1",
                      "HF_MODULES_CACHE": str(cwd / "hf_modules"), "PYTHONDONTWRITEBYTECODE": "1",
-                     "TOKENIZERS_PARALLELISM": "false"})
+                     "TOKENIZERS_PARALLELISM": "false",
+                     # the checkout under test, not whichever copy the venv has installed
+                     "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     full_env.update(env or {})
     return full_env
 
