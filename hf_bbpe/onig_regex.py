@@ -399,7 +399,6 @@ def _python_ranges(letter: str) -> str:
     return "".join(items)
 
 
-@functools.lru_cache(maxsize=1)
 def _every_code_point() -> tuple[str, int]:
     """Every code point but the surrogates, in order, and the index where the surrogates were."""
     return "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000))), 0xD800
