@@ -1,6 +1,6 @@
 """``tokenizers``' tokenizer.json, both ways.
 
-Export: :func:`hf_bbpe.tokenizer_json.tokenizer_json_dict` builds the file (BPE model with our
+Export: :func:`hf_bbpe.tokenizer_json_writer.tokenizer_json_dict` builds the file (BPE model with our
 ids and merges, the split pattern translated for Oniguruma, ByteLevel, special tokens as added
 tokens); this module writes it atomically.
 
@@ -41,9 +41,10 @@ from typing import Any
 from hf_bbpe.atomic_write import write_text_atomic
 from hf_bbpe.byte_unicode import unicode_to_token
 from hf_bbpe.chunk_encoder import ChunkEncoder
+from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig
 from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, NATIVE_PATTERNS
 from hf_bbpe.tokenizer import Tokenizer
-from hf_bbpe.tokenizer_json import tokenizer_json_dict, translate_pattern_for_onig, translate_pattern_from_onig
+from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError

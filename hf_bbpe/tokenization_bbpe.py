@@ -1,4 +1,4 @@
-"""``BBPETokenizer``: the engine as a transformers ``PreTrainedTokenizer`` (4.57 and 5.x).
+"""``BBPETokenizer``: the engine as a transformers slow tokenizer (4.57 and 5.x).
 
 Tokens are spelled in GPT-2's byte-to-unicode alphabet (``"Ġworld"`` is `` world``), so
 ``tokenize``, ``convert_tokens_to_ids``, ``convert_tokens_to_string`` and ``decode`` agree, and
@@ -6,20 +6,19 @@ Tokens are spelled in GPT-2's byte-to-unicode alphabet (``"Ġworld"`` is `` worl
 a whole stretch at a time between added tokens; transformers' per-token machinery only runs for
 ``tokenize``.
 
-Added tokens (the engine's special tokens, ``add_tokens``, ``add_special_tokens``) are matched
-the way the Rust ``tokenizers`` library matches them, so the ``tokenizer.json`` twin gives the
-same ids: special tokens first, then the others, leftmost and longest first, with ``lstrip``,
-``rstrip`` and ``single_word`` honoured. ``split_special_tokens=True`` encodes special tokens
-that occur in the text as plain text (for untrusted input); new ids always go above the largest
-id in use, so holes in the id space are never reused.
+The class keeps to transformers' public methods and the hooks it documents for a
+``tokenization_*.py``; the few private ones it needs are overridden or read in
+transformers_compat.py, and nowhere else. Its other jobs live in sibling modules:
+added_tokens.py (matching added tokens as the Rust ``tokenizers`` library does, numbering new
+ones), encode_outputs.py (the direct result of a plain request, offset mappings) and
+saved_folder.py (tokenizer.json, the portable tokenizer_config.json, the remote code).
 
-A saved folder holds ``vocab.json``, ``merges.txt``, ``tokenizer.json`` (the fast twin, built
-by :mod:`tokenizer_json`), ``tokenizer_config.json`` (split pattern, special tokens, added tokens,
-chat template) and this module with the engine modules it imports, for
-``trust_remote_code=True``. ``tokenizer_config.json`` names ``PreTrainedTokenizerFast`` as the
-class, which every transformers version resolves without this package, so
-``AutoTokenizer.from_pretrained`` loads the folder anywhere; ``auto_map`` points
-``trust_remote_code=True`` at ``BBPETokenizer``.
+A saved folder holds ``vocab.json``, ``merges.txt``, ``tokenizer.json`` (the fast twin),
+``tokenizer_config.json`` (split pattern, special tokens, added tokens, chat template) and the
+modules of ``saved_folder.REMOTE_CODE_MODULES``, for ``trust_remote_code=True``.
+``tokenizer_config.json`` names ``PreTrainedTokenizerFast`` as the class, which every
+transformers version resolves without this package, so ``AutoTokenizer.from_pretrained`` loads
+the folder anywhere; ``auto_map`` points ``trust_remote_code=True`` at ``BBPETokenizer``.
 
 This module is copied into saved folders as remote code: it imports flat sibling modules only,
 relatively, and third-party libraries that transformers already needs.
@@ -27,51 +26,64 @@ relatively, and third-party libraries that transformers already needs.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import regex
-from transformers import AddedToken, BatchEncoding, PreTrainedTokenizer
+from transformers import AddedToken, BatchEncoding
 
+from .added_tokens import AddedTokenMatcher, ids_above, initial_added_tokens
 from .atomic_write import write_text_atomic
 from .byte_unicode import spell_vocab, unicode_to_token
+from .encode_outputs import Offsets, plain_output, with_offset_mapping
 from .patterns import resolve_pattern
+from .saved_folder import (
+    PORTABLE_TOKENIZER_CLASS,
+    TOKENIZER_CONFIG,
+    TOKENIZER_JSON,
+    bos_eos_from_tokenizer_json,
+    copy_remote_code,
+    fast_twin_json,
+    write_portable_config,
+)
+from .token_ids import single_token_id, token_id_list
 from .tokenizer import Tokenizer
-from .tokenizer_json import tokenizer_json_dict
+from .transformers_compat import (
+    SlowTokenizerBase,
+    TransformersHooks,
+    added_token_ids,
+    added_tokens_by_id,
+    in_target_context,
+    loading_saved_folder,
+)
 from .vocab_merges_files import read_vocab_merges, write_vocab_merges
 
 if TYPE_CHECKING:
-    # transformers 4.57 copies into its module cache only the modules that a remote-code file
-    # imports directly (for a local folder), so every module of the engine that this one needs
-    # through others is named here too. tests/test_tokenization_bbpe_remote_code.py checks the list.
+    # transformers 4.57 copies into its module cache only the modules that a local folder's
+    # remote-code file imports directly, so every module of saved_folder.REMOTE_CODE_MODULES
+    # that this one needs through others is named here too (tests check both lists).
     from .batch_encoding import encode_batch  # noqa: F401
     from .chunk_counting import count_chunks  # noqa: F401
     from .chunk_encoder import ChunkEncoder  # noqa: F401
     from .merge_loop import train  # noqa: F401
     from .model_file import read_model_file  # noqa: F401
+    from .onig_regex import translate_pattern_for_onig  # noqa: F401
     from .progress import progress_bar  # noqa: F401
     from .special_tokens import special_token_regex  # noqa: F401
+    from .token_offsets import token_char_spans  # noqa: F401
+    from .tokenizer_json_writer import tokenizer_json_dict  # noqa: F401
     from .trainer import train_merges  # noqa: F401
     from .worker_pool import forked_pool  # noqa: F401
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
-TOKENIZER_JSON = "tokenizer.json"
-TOKENIZER_CONFIG = "tokenizer_config.json"
-PORTABLE_TOKENIZER_CLASS = "PreTrainedTokenizerFast"
-"""The class ``tokenizer_config.json`` names: resolvable by transformers 4.57 and 5.x alike."""
-
-_ADDED_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
+# tokenizer(text) with only these options takes the direct path (see __call__)
 _DIRECT_CALL = frozenset({"add_special_tokens", "return_attention_mask", "split_special_tokens", "verbose"})
-_PREFILTER_MAX = 32  # added tokens up to which a substring test runs before the regex
-_NOT_PLAIN = ("return_tensors", "return_overflowing_tokens", "return_special_tokens_mask", "return_offsets_mapping",
-              "return_length", "pad_to_multiple_of", "text_pair")
 
 
-class BBPETokenizer(PreTrainedTokenizer):
+class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
     """A byte-level BPE tokenizer (GPT-2 / GPT-4 / minbpe algorithm) backed by hf_bbpe's engine.
 
     Build one with :meth:`from_engine` from a trained engine tokenizer, or load one with
@@ -120,7 +132,7 @@ class BBPETokenizer(PreTrainedTokenizer):
                 "or an engine tokenizer: BBPETokenizer.from_engine(tok)"
             )
         if add_bos_token is None or add_eos_token is None:
-            saved_bos, saved_eos = _bos_eos_from_tokenizer_json(kwargs.get("tokenizer_file"))
+            saved_bos, saved_eos = bos_eos_from_tokenizer_json(kwargs.get("tokenizer_file"))
             add_bos_token = saved_bos if add_bos_token is None else add_bos_token
             add_eos_token = saved_eos if add_eos_token is None else add_eos_token
 
@@ -129,16 +141,16 @@ class BBPETokenizer(PreTrainedTokenizer):
         self._token_to_id = {text: idx for idx, text in self._spelled.items()}
         self._max_normal_id = max(self._spelled)
         self._planned_ids: dict[str, int] = {}
-        self._matchers: tuple | None = None
+        self._matcher: AddedTokenMatcher | None = None
         self.add_bos_token = bool(add_bos_token)
         self.add_eos_token = bool(add_eos_token)
 
-        kwargs["added_tokens_decoder"] = self._initial_added_tokens(
-            {**file_specials, **core.special_tokens}, kwargs.get("added_tokens_decoder") or {}
+        kwargs["added_tokens_decoder"] = initial_added_tokens(
+            {**file_specials, **core.special_tokens}, kwargs.get("added_tokens_decoder") or {}, self._spelled
         )
         super().__init__(clean_up_tokenization_spaces=clean_up_tokenization_spaces, **kwargs)
         self._register_engine_specials()
-        self._special_tokens_as_added_tokens()
+        self._hold_special_tokens_as_added_tokens()
         for flag, name in ((self.add_bos_token, "bos_token"), (self.add_eos_token, "eos_token")):
             if flag and getattr(self, name) is None:
                 raise ValueError(f"add_{name}=True needs a {name}")
@@ -147,18 +159,8 @@ class BBPETokenizer(PreTrainedTokenizer):
     def from_pretrained(cls, *args: Any, **kwargs: Any) -> BBPETokenizer:
         """transformers' ``from_pretrained``; the folder's ``PreTrainedTokenizerFast`` class name
         is expected, so 4.57's warning that it differs from this class is silenced."""
-        base_logger = logging.getLogger("transformers.tokenization_utils_base")
-        base_logger.addFilter(_expected_class_warning)
-        try:
+        with loading_saved_folder(PORTABLE_TOKENIZER_CLASS):
             return super().from_pretrained(*args, **kwargs)
-        except ImportError as exc:
-            # 4.57 evaluates `except import_protobuf_decode_error()` when __init__ raises, which
-            # without protobuf raises this ImportError and hides the real error: show that one.
-            if "protobuf" in str(exc) and isinstance(exc.__context__, (ValueError, KeyError, OSError)):
-                raise exc.__context__ from None
-            raise
-        finally:
-            base_logger.removeFilter(_expected_class_warning)
 
     @classmethod
     def from_engine(cls, tok: Tokenizer, **kwargs: Any) -> BBPETokenizer:
@@ -169,27 +171,6 @@ class BBPETokenizer(PreTrainedTokenizer):
         lacks are added as new special tokens above the largest id in use.
         """
         return cls(engine=tok, **kwargs)
-
-    def _initial_added_tokens(self, specials: Mapping[str, int], saved: Mapping[int, Any]) -> dict[int, AddedToken]:
-        """The engine's special tokens as AddedTokens, keeping the flags of a saved entry."""
-        decoder: dict[int, AddedToken] = {}
-        for idx, token in saved.items():
-            token = AddedToken(**token) if isinstance(token, dict) else token
-            content = str(token)
-            normal = self._spelled.get(int(idx))
-            if normal is not None and normal != content:
-                raise ValueError(f"added token {content!r} has id {idx}, which is the token {normal!r} in vocab.json")
-            decoder[int(idx)] = token
-        saved_ids = {str(token): idx for idx, token in decoder.items()}
-        for content, idx in specials.items():
-            if idx in decoder and str(decoder[idx]) != content:
-                raise ValueError(f"special token {content!r} has id {idx}, which the saved added tokens give to "
-                                 f"{str(decoder[idx])!r}")
-            if saved_ids.get(content, idx) != idx:
-                raise ValueError(f"special token {content!r} has id {idx}, but the saved added tokens give it "
-                                 f"id {saved_ids[content]}")
-            decoder.setdefault(idx, AddedToken(content, special=True, normalized=False))
-        return decoder
 
     # ------------------------------------------------------------------ vocabulary
 
@@ -214,7 +195,7 @@ class BBPETokenizer(PreTrainedTokenizer):
         Equal to ``len(get_vocab())`` unless the id space has holes (cl100k, o200k).
         """
         top = self._max_normal_id
-        added = self.__dict__.get("_added_tokens_decoder")
+        added = added_tokens_by_id(self)
         if added:
             top = max(top, max(added))
         if self._planned_ids:
@@ -223,65 +204,49 @@ class BBPETokenizer(PreTrainedTokenizer):
 
     def get_vocab(self) -> dict[str, int]:
         vocab = dict(self._token_to_id)
-        vocab.update(self.__dict__.get("_added_tokens_encoder") or {})
+        vocab.update(added_token_ids(self))
         vocab.update(self._planned_ids)
         return vocab
 
-    def _add_tokens(self, new_tokens: Sequence[str | AddedToken] | None, special_tokens: bool = False) -> int:
-        # transformers numbers new tokens from len(get_vocab()), which lands on ids in use when the
-        # id space has holes. Give each new string the next id above everything instead, through
-        # get_vocab(), and let transformers do the rest of its bookkeeping.
-        if not new_tokens:
-            return 0
-        known = self.get_vocab()
-        next_id = len(self)
-        planned: dict[str, int] = {}
-        for token in new_tokens:
-            content = str(token)
-            if content and content not in known and content not in planned:
-                planned[content] = next_id
-                next_id += 1
-        self._planned_ids = planned
+    @contextlib.contextmanager
+    def _planning_added_ids(self, new_tokens: Iterable[str | AddedToken]) -> Iterator[dict[str, int]]:
+        """While transformers adds ``new_tokens``, ``get_vocab()`` and ``len()`` count them under
+        the next ids above every id in use, and transformers takes those ids (see
+        transformers_compat.TransformersHooks._add_tokens)."""
+        self._planned_ids = ids_above(new_tokens, self.get_vocab(), len(self))
         try:
-            super()._add_tokens(new_tokens, special_tokens=special_tokens)
+            yield self._planned_ids
         finally:
             self._planned_ids = {}
-        if "_engine" in self.__dict__ and "_added_tokens_decoder" in self.__dict__:
+
+    def _added_tokens_changed(self) -> None:
+        self._matcher = None
+        if "_engine" in self.__dict__:  # not while transformers' __init__ adds the named specials
             self._register_engine_specials()
-        return sum(1 for content, idx in planned.items() if self._added_tokens_encoder.get(content) == idx)
-
-    def _special_tokens_as_added_tokens(self) -> None:
-        """Hold named special tokens as their AddedToken, as ``from_pretrained`` leaves them.
-
-        Otherwise a tokenizer built here and the same one loaded back would save different
-        special_tokens_map.json files on 4.57 (strings, then dicts).
-        """
-        by_content = {token.content: token for token in self._added_tokens_decoder.values()}
-        table = self._special_tokens_map
-        for key, value in list(table.items()):
-            if isinstance(value, str) and value in by_content:
-                table[key] = by_content[value]
-            elif isinstance(value, list):
-                table[key] = [by_content.get(item, item) if isinstance(item, str) else item for item in value]
-        extras = self.__dict__.get("_extra_special_tokens")
-        if extras:
-            self._extra_special_tokens = [by_content.get(item, item) if isinstance(item, str) else item
-                                          for item in extras]
 
     def _register_engine_specials(self) -> None:
         """Keep the engine's special tokens equal to the special added tokens (not normal ids)."""
         engine = self._engine
         new = {
             token.content: idx
-            for idx, token in self._added_tokens_decoder.items()
+            for idx, token in added_tokens_by_id(self).items()
             if token.special and idx not in self._spelled and engine.special_tokens.get(token.content) != idx
         }
         if new:
             engine.register_special_tokens(new)
 
-    def _update_trie(self, *args: Any, **kwargs: Any) -> None:
-        super()._update_trie(*args, **kwargs)
-        self._matchers = None
+    def _hold_special_tokens_as_added_tokens(self) -> None:
+        """Hold named special tokens as their AddedToken, as ``from_pretrained`` leaves them.
+
+        Otherwise a tokenizer built here and the same one loaded back would save different
+        special_tokens_map.json files on 4.57 (strings, then dicts).
+        """
+        by_content = {token.content: token for token in added_tokens_by_id(self).values()}
+        for name, value in self.special_tokens_map.items():
+            if isinstance(value, str) and value in by_content:
+                setattr(self, name, by_content[value])
+            elif isinstance(value, list):
+                setattr(self, name, [by_content.get(item, item) if isinstance(item, str) else item for item in value])
 
     def _convert_token_to_id(self, token: str) -> int | None:
         idx = self._token_to_id.get(token)
@@ -295,10 +260,17 @@ class BBPETokenizer(PreTrainedTokenizer):
             raise ValueError(f"unknown token id {index!r} (len(tokenizer)={len(self)})")
         return token
 
+    def convert_ids_to_tokens(self, ids: Any, skip_special_tokens: bool = False) -> str | list[str]:
+        """transformers' ``convert_ids_to_tokens``, after checking that every id is an integer
+        (transformers would truncate ``65.9`` to ``65``)."""
+        if isinstance(ids, (list, tuple)) or (hasattr(ids, "__iter__") and getattr(ids, "ndim", 1) != 0):
+            return super().convert_ids_to_tokens(token_id_list(ids), skip_special_tokens=skip_special_tokens)
+        return super().convert_ids_to_tokens(single_token_id(ids), skip_special_tokens=skip_special_tokens)
+
     def convert_tokens_to_string(self, tokens: Iterable[str]) -> str:
         """Join tokens back into text: normal tokens are GPT-2 spellings of bytes, added tokens literal."""
         data = bytearray()
-        added = self._added_tokens_encoder
+        added = self.get_added_vocab()
         for token in tokens:
             if token in self._token_to_id or token not in added:
                 data += unicode_to_token(token)
@@ -308,150 +280,89 @@ class BBPETokenizer(PreTrainedTokenizer):
 
     # ------------------------------------------------------------------ encoding
 
-    def _added_token_matchers(self) -> tuple:
-        """Regexes for the special added tokens, then the others: ``((regex, ids), ...)``.
-
-        Longest content first, so at a given position the longest token wins, as in ``tokenizers``.
-        """
-        key = len(self._added_tokens_decoder)
-        if self._matchers is not None and self._matchers[0] == key:
-            return self._matchers[1]
-        groups = []
-        for special in (True, False):
-            tokens = sorted(
-                ((idx, tok) for idx, tok in self._added_tokens_decoder.items() if bool(tok.special) == special),
-                key=lambda item: (-len(item[1].content), item[0]),
-            )
-            if not tokens:
-                groups.append(None)
-                continue
-            alternatives = []
-            for _, tok in tokens:
-                core = f"({regex.escape(tok.content)})"
-                if tok.single_word:
-                    core = rf"(?<!\w){core}(?!\w)"
-                if tok.lstrip:
-                    core = rf"\s*{core}"
-                if tok.rstrip:
-                    core = rf"{core}\s*"
-                alternatives.append(f"(?:{core})")
-            contents = tuple(tok.content for _, tok in tokens) if len(tokens) <= _PREFILTER_MAX else ()
-            groups.append((regex.compile("|".join(alternatives)), [idx for idx, _ in tokens], contents))
-        self._matchers = (key, tuple(groups))
-        return self._matchers[1]
-
-    def _encode_text(self, text: str, split_special_tokens: bool = False) -> list[int]:
-        """Ids of ``text``: added tokens by id, the stretches between them by the engine."""
-        if not text:
-            return []
-        specials, others = self._added_token_matchers()
-        matchers = [m for m in (None if split_special_tokens else specials, others) if m and _may_occur(m, text)]
-        if not matchers:  # most texts: no added token in them
-            return self._engine.encode_ordinary(text)
-        pieces: list[str | int] = [text]
-        for matcher in matchers:
-            pattern, ids, _ = matcher
-            split: list[str | int] = []
-            for piece in pieces:
-                if not isinstance(piece, str) or not _may_occur(matcher, piece):
-                    split.append(piece)
-                    continue
-                start = 0
-                for match in pattern.finditer(piece):
-                    if match.start() > start:
-                        split.append(piece[start : match.start()])
-                    split.append(ids[match.lastindex - 1])
-                    start = match.end()
-                if start < len(piece):
-                    split.append(piece[start:])
-            pieces = split
-        encode = self._engine.encode_ordinary
-        if len(pieces) == 1 and isinstance(pieces[0], str):
-            return encode(pieces[0])
-        out: list[int] = []
-        for piece in pieces:
-            if isinstance(piece, str):
-                out.extend(encode(piece))
-            else:
-                out.append(piece)
-        return out
+    def _added_matcher(self) -> AddedTokenMatcher:
+        added = added_tokens_by_id(self)
+        matcher = self._matcher
+        if matcher is None or matcher.size != len(added):  # the size catches the added_tokens_decoder setter
+            matcher = self._matcher = AddedTokenMatcher(added)
+        return matcher
 
     def tokenize(self, text: str, **kwargs: Any) -> list[str]:
-        """Split ``text`` into token strings (GPT-2 spellings; added tokens as written)."""
+        """Split ``text`` into token strings (GPT-2 spellings; added tokens as written).
+
+        transformers' own version matches added tokens with a trie that differs from the Rust
+        ``tokenizers`` library (see added_tokens.py); the text between them goes to :meth:`_tokenize`.
+        """
         split_special_tokens = kwargs.pop("split_special_tokens", self.split_special_tokens)
         text, kwargs = self.prepare_for_tokenization(text, **kwargs)
-        return self.convert_ids_to_tokens(self._encode_text(text, split_special_tokens))
+        added = added_tokens_by_id(self)
+        tokens: list[str] = []
+        for start, end, idx in self._added_matcher().spans(text, split_special_tokens):
+            if idx is None:
+                tokens += self._tokenize(text[start:end])
+            else:
+                tokens.append(added[idx].content)
+        return tokens
 
     def _tokenize(self, text: str, **kwargs: Any) -> list[str]:
+        """The tokens of text that holds no added token (transformers' hook for a subclass)."""
         spelled = self._spelled
         return [spelled[idx] for idx in self._engine.encode_ordinary(text)]
 
-    def _pre_encode(self, text: Any, kwargs: Mapping[str, Any]) -> Any:
-        """A non-empty str becomes its ids, so transformers skips its per-token path."""
-        if isinstance(text, str) and text and not kwargs.get("is_split_into_words") \
-                and not kwargs.get("sanitize_control_tokens"):
-            return self._encode_text(text, kwargs.get("split_special_tokens", self.split_special_tokens))
+    def _text_ids(self, text: str, split_special_tokens: bool = False) -> list[int]:
+        """Ids of ``text``: added tokens by id, the stretches between them by the engine."""
+        matcher = self._added_matcher()
+        encode = self._engine.encode_ordinary
+        if not matcher.may_occur(text, split_special_tokens):  # most texts: no added token in them
+            return encode(text)
+        ids: list[int] = []
+        for start, end, idx in matcher.spans(text, split_special_tokens):
+            if idx is None:
+                ids += encode(text[start:end])
+            else:
+                ids.append(idx)
+        return ids
+
+    def _text_ids_and_offsets(self, text: str, split_special_tokens: bool = False) -> tuple[list[int], Offsets]:
+        """Ids of ``text`` and each token's ``(start, end)`` character offsets in it (an added token
+        spans the whitespace it strips, as in ``tokenizers``)."""
+        ids: list[int] = []
+        offsets: Offsets = []
+        for start, end, idx in self._added_matcher().spans(text, split_special_tokens):
+            if idx is None:
+                piece_ids, piece_offsets = self._engine.encode_with_offsets(text[start:end], allowed_special="none")
+                ids += piece_ids
+                offsets += [(first + start, last + start) for first, last in piece_offsets]
+            else:
+                ids.append(idx)
+                offsets.append((start, end))
+        return ids, offsets
+
+    def _request_input(self, text: Any, options: dict[str, Any]) -> Any:
+        """An input of an encode request, with a non-empty str as its ids, so that transformers
+        skips its per-token path (``""`` stays: transformers refuses an empty id list)."""
+        if isinstance(text, str) and text and not options.get("is_split_into_words") \
+                and not options.get("sanitize_control_tokens"):
+            return self._text_ids(text, options.get("split_special_tokens", self.split_special_tokens))
         return text
+
+    def _plain_output(self, ids: list[int], options: Mapping[str, Any]) -> BatchEncoding | None:
+        return plain_output(self, ids, options)
+
+    def _offset_mapping_output(self, encode: Any, request: tuple[Any, Any], options: dict[str, Any]) -> BatchEncoding:
+        return with_offset_mapping(self, encode, request, options)
 
     def __call__(self, text: Any = None, *args: Any, **kwargs: Any) -> BatchEncoding:
         """transformers' ``__call__``; ``tokenizer(text)`` with one str and only the options in
         ``_DIRECT_CALL`` skips its generic argument handling, which costs more than encoding a
         short text (the result is the same; tests compare the two paths)."""
         if (type(text) is str and text and not args and _DIRECT_CALL.issuperset(kwargs)
-                and not getattr(self, "_in_target_context_manager", False)):
+                and not in_target_context(self)):
             split = kwargs.get("split_special_tokens", self.split_special_tokens)
-            encoding = self._plain_result(self._encode_text(text, split), kwargs)
+            encoding = plain_output(self, self._text_ids(text, split), kwargs)
             if encoding is not None:
                 return encoding
         return super().__call__(text, *args, **kwargs)
-
-    def _encode_plus(self, text: Any, text_pair: Any = None, **kwargs: Any):
-        # transformers 4.57 and 5.x both turn a str into ids with tokenize + convert_tokens_to_ids;
-        # handing them ids instead is the one hook the two versions share.
-        text = self._pre_encode(text, kwargs)
-        if text_pair is None and isinstance(text, list) and text and isinstance(text[0], int):
-            plain = self._plain_encoding(text, kwargs)
-            if plain is not None:
-                return plain
-        return super()._encode_plus(text=text, text_pair=self._pre_encode(text_pair, kwargs), **kwargs)
-
-    def _plain_encoding(self, ids: list[int], kwargs: Mapping[str, Any]) -> BatchEncoding | None:
-        """The result of ``prepare_for_model`` for a request with no padding, truncation, tensors
-        or extra outputs (``tokenizer(text)``, and each text of a 5.x batch), built directly: it
-        is most of the per-call cost for short texts. None for any other request."""
-        if any(map(kwargs.get, _NOT_PLAIN)) or kwargs.get("return_token_type_ids"):
-            return None
-        for key, plain in (("padding_strategy", "do_not_pad"), ("truncation_strategy", "do_not_truncate")):
-            strategy = kwargs.get(key, plain)
-            if getattr(strategy, "value", strategy) != plain:
-                return None
-        return self._plain_result(ids, kwargs)
-
-    def _plain_result(self, ids: list[int], kwargs: Mapping[str, Any]) -> BatchEncoding | None:
-        """The BatchEncoding of a plain request (see ``_plain_encoding``); None if the model
-        takes token type ids, which the general path makes."""
-        if kwargs.get("return_token_type_ids") is None and "token_type_ids" in self.model_input_names:
-            return None
-        attention = kwargs.get("return_attention_mask")
-        if attention is None:
-            attention = "attention_mask" in self.model_input_names
-        if kwargs.get("add_special_tokens", True) and (self.add_bos_token or self.add_eos_token):
-            ids = self.build_inputs_with_special_tokens(ids)  # else ids is already a fresh list
-        self._eventual_warn_about_too_long_sequence(ids, kwargs.get("max_length"), kwargs.get("verbose", True))
-        return _batch_encoding({"input_ids": ids, "attention_mask": [1] * len(ids)} if attention else {"input_ids": ids})
-
-    def _batch_encode_plus(self, batch_text_or_text_pairs: Sequence[Any], **kwargs: Any):
-        # transformers 4.57 only (5.x batches inside _encode_plus). A list item is read as a
-        # (text, text_pair) pair there, so a str becomes (ids, None); "" stays for tokenize.
-        if not kwargs.get("is_split_into_words"):
-            batch = []
-            for item in batch_text_or_text_pairs:
-                first, second = (item, None) if isinstance(item, str) else item
-                first = self._pre_encode(first, kwargs)
-                second = self._pre_encode(second, kwargs)
-                batch.append(first if isinstance(first, str) and second is None else (first, second))
-            batch_text_or_text_pairs = batch
-        return super()._batch_encode_plus(batch_text_or_text_pairs, **kwargs)
 
     def build_inputs_with_special_tokens(self, token_ids_0: list[int], token_ids_1: list[int] | None = None) -> list[int]:
         bos, eos = self._bos_eos_ids()
@@ -496,15 +407,16 @@ class BBPETokenizer(PreTrainedTokenizer):
     ) -> str:
         """Bytes of the ids, decoded as UTF-8 (invalid bytes become U+FFFD), as the engine does.
 
-        transformers 4.57's ``spaces_between_special_tokens`` is ignored: the text is exact.
+        A non-integer id raises :class:`~token_ids.TokenIdTypeError` naming it. transformers
+        4.57's ``spaces_between_special_tokens`` is ignored: the text is exact.
         """
-        ids = [token_ids] if isinstance(token_ids, int) else [int(i) for i in token_ids]
+        ids = token_id_list(token_ids)
+        added = added_tokens_by_id(self)
         if skip_special_tokens:
             # every added token marked special, as the Rust tokenizer skips them, not only the named ones
-            skip = set(self.all_special_ids) | {i for i, tok in self._added_tokens_decoder.items() if tok.special}
+            skip = set(self.all_special_ids) | {i for i, tok in added.items() if tok.special}
             ids = [i for i in ids if i not in skip]
         vocab = self._engine.vocab
-        added = self._added_tokens_decoder
         parts = []
         for idx in ids:
             data = vocab.get(idx)
@@ -529,45 +441,12 @@ class BBPETokenizer(PreTrainedTokenizer):
         merges_file = directory / (prefix + VOCAB_FILES_NAMES["merges_file"])
         json_file = directory / (prefix + TOKENIZER_JSON)
         write_vocab_merges(vocab_file, merges_file, self._spelled, self._engine.merges)
-        write_text_atomic(json_file, json.dumps(self.tokenizer_json(), indent=2, ensure_ascii=False) + "\n")
+        write_text_atomic(json_file, _json_text(self.tokenizer_json()))
         return (str(vocab_file), str(merges_file), str(json_file))
 
     def tokenizer_json(self) -> dict[str, Any]:
         """The ``tokenizer.json`` content for this tokenizer, added tokens and bos/eos included."""
-        engine_specials = set(self._engine.special_tokens.values())
-        extra = [
-            {"id": idx, "content": tok.content, **{flag: getattr(tok, flag) for flag in _ADDED_FLAGS}}
-            for idx, tok in sorted(self._added_tokens_decoder.items())
-            if idx not in engine_specials and idx not in self._spelled
-        ]
-        data = tokenizer_json_dict(self._engine, added_tokens_extra=extra)
-        for entry in data["added_tokens"]:
-            token = self._added_tokens_decoder.get(entry["id"])
-            if token is not None:
-                entry.update({flag: bool(getattr(token, flag)) for flag in _ADDED_FLAGS})
-        bos, eos = self._bos_eos_ids()
-        if bos or eos:
-            data["post_processor"] = {
-                "type": "Sequence",
-                "processors": [data["post_processor"], self._template_processing(bos, eos)],
-            }
-        return data
-
-    def _template_processing(self, bos: list[int], eos: list[int]) -> dict[str, Any]:
-        def side(type_id: int, sequence: str) -> list[dict[str, Any]]:
-            items = [{"SpecialToken": {"id": self.bos_token, "type_id": type_id}}] if bos else []
-            items.append({"Sequence": {"id": sequence, "type_id": type_id}})
-            if eos:
-                items.append({"SpecialToken": {"id": self.eos_token, "type_id": type_id}})
-            return items
-
-        named = [(self.bos_token, bos), (self.eos_token, eos)]
-        return {
-            "type": "TemplateProcessing",
-            "single": side(0, "A"),
-            "pair": side(0, "A") + side(1, "B"),
-            "special_tokens": {token: {"id": token, "ids": ids, "tokens": [token]} for token, ids in named if ids},
-        }
+        return fast_twin_json(self)
 
     def save_pretrained(
         self,
@@ -577,7 +456,8 @@ class BBPETokenizer(PreTrainedTokenizer):
         push_to_hub: bool = False,
         **kwargs: Any,
     ) -> tuple[str, ...]:
-        """transformers' save, then ``tokenizer_config.json`` rewritten to load on 4.57 and 5.x alike.
+        """transformers' save, then ``tokenizer_config.json`` rewritten to load on 4.57 and 5.x
+        alike and the remote code copied (see saved_folder.py).
 
         With ``push_to_hub=True`` the folder is saved first and then pushed with ``push_to_hub``
         (``repo_id`` defaults to the folder's name), so the Hub gets the rewritten config.
@@ -591,80 +471,20 @@ class BBPETokenizer(PreTrainedTokenizer):
         files = super().save_pretrained(save_directory, legacy_format=legacy_format, filename_prefix=filename_prefix,
                                         **kwargs)
         prefix = f"{filename_prefix}-" if filename_prefix else ""
-        self._write_portable_config(Path(save_directory) / (prefix + TOKENIZER_CONFIG))
+        write_portable_config(Path(save_directory) / (prefix + TOKENIZER_CONFIG), self)
+        copy_remote_code(save_directory)
         return files
-
-    def _write_portable_config(self, config_file: Path) -> None:
-        """Rewrite what transformers wrote into the form both majors read.
-
-        5.x writes extra special tokens as a list under ``extra_special_tokens`` (4.57 wants a
-        dict there; both read a list under ``additional_special_tokens``), names the class
-        ``BBPETokenizer`` (unknown without this package), drops ``add_bos_token``/``add_eos_token``
-        and adds a ``backend`` key 4.57 does not know.
-        """
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-        config["tokenizer_class"] = PORTABLE_TOKENIZER_CLASS
-        for key in ("backend", "is_local", "local_files_only", "tokenizer_file", "vocab_file", "merges_file"):
-            config.pop(key, None)
-        extras = config.pop("extra_special_tokens", None)
-        if isinstance(extras, list) and extras:
-            config["additional_special_tokens"] = extras
-        elif isinstance(extras, dict) and extras:
-            config["extra_special_tokens"] = extras
-        if not config.get("additional_special_tokens"):
-            config.pop("additional_special_tokens", None)
-        config["pattern"] = self.pattern
-        config["add_bos_token"] = self.add_bos_token
-        config["add_eos_token"] = self.add_eos_token
-        config["clean_up_tokenization_spaces"] = bool(self.clean_up_tokenization_spaces)
-        write_text_atomic(config_file, json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-
-    def _save_pretrained(
-        self,
-        save_directory: str | os.PathLike,
-        file_names: tuple[str, ...],
-        legacy_format: bool | None = None,
-        filename_prefix: str | None = None,
-    ) -> tuple[str, ...]:
-        # No added_tokens.json: tokenizer_config.json's added_tokens_decoder and tokenizer.json
-        # already hold the added tokens with their ids and flags.
-        if legacy_format is False:
-            raise ValueError("BBPETokenizer always saves vocab.json + merges.txt beside tokenizer.json")
-        return tuple(file_names) + self.save_vocabulary(str(save_directory), filename_prefix=filename_prefix)
 
     # ------------------------------------------------------------------ pickling
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_matchers"] = None
+        state["_matcher"] = None  # compiled regexes: rebuilt on first use
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
 
-
-def _may_occur(matcher: tuple, text: str) -> bool:
-    """Whether an added token of ``matcher`` can occur in ``text``: a substring test per token
-    (C speed) that spares most texts the regex scan; always True for long token lists."""
-    contents = matcher[2]
-    return not contents or any(content in text for content in contents)
-
-
-def _batch_encoding(data: dict[str, list[int]]) -> BatchEncoding:
-    """``BatchEncoding(data)`` without its generic constructor (a UserDict update through ABC
-    checks, a tensor conversion that does nothing): the same object, built in a fraction of
-    the time that ``tokenizer(short_text)`` would otherwise spend on it. A test compares both."""
-    encoding = BatchEncoding.__new__(BatchEncoding)
-    encoding.data = data
-    encoding._encodings = None
-    encoding._n_sequences = None
-    return encoding
-
-
-def _expected_class_warning(record: logging.LogRecord) -> bool:
-    """Logging filter: drop 4.57's class-mismatch warning for the class name our folders carry."""
-    message = record.getMessage()
-    return not ("is not the same type as the class" in message and f"'{PORTABLE_TOKENIZER_CLASS}'" in message)
+def _json_text(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def _pattern_or_gpt2(pattern: str | None) -> str | None:
@@ -680,24 +500,3 @@ def _copy_engine(engine: Tokenizer, pattern: str | None) -> Tokenizer:
     return Tokenizer.from_merges(
         engine.merges, pattern=engine.pattern or None, special_tokens=engine.special_tokens, byte_ids=engine.byte_ids
     )
-
-
-def _bos_eos_from_tokenizer_json(path: str | os.PathLike | None) -> tuple[bool, bool]:
-    """Whether the post-processor of a tokenizer.json adds a special token before / after ``$A``.
-
-    transformers 5.x drops ``add_bos_token``/``add_eos_token`` from the config it passes when a
-    tokenizer.json exists (that file is its source of truth); read them back from there.
-    """
-    if path is None or not os.path.isfile(path):
-        return False, False
-    with open(path, encoding="utf-8") as handle:
-        processor = json.load(handle).get("post_processor") or {}
-    processors = processor.get("processors", [processor]) if processor.get("type") == "Sequence" else [processor]
-    for item in processors:
-        if item.get("type") == "TemplateProcessing":
-            single = item.get("single") or []
-            return (bool(single) and "SpecialToken" in single[0], bool(single) and "SpecialToken" in single[-1])
-    return False, False
-
-
-BBPETokenizer.register_for_auto_class("AutoTokenizer")

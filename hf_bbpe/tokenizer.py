@@ -33,6 +33,8 @@ from .special_tokens import (
     resolve_special_policy,
     special_token_regex,
 )
+from .token_ids import single_token_id, token_id_list
+from .token_offsets import token_char_spans
 from .trainer import train_merges
 from .worker_pool import available_cpus
 
@@ -382,6 +384,22 @@ class Tokenizer:
             ids += self.encode_ordinary(text[start:])
         return ids
 
+    def encode_with_offsets(
+        self,
+        text: str,
+        allowed_special: AllowedSpecial = "none_raise",
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """``encode(text, ...)`` and each token's ``(start, end)`` character offsets in ``text``.
+
+        A token holding part of a multi-byte character spans that whole character, as the
+        ``tokenizers`` library reports it (see token_offsets.py). ``allowed_special="none"``
+        gives ``encode_ordinary``'s ids.
+        """
+        ids = self.encode(text, allowed_special, disallowed_special)
+        vocab = self.vocab
+        return ids, token_char_spans(text, [len(vocab[idx]) for idx in ids])
+
     def _special_policy(
         self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
     ) -> tuple[frozenset[str], frozenset[str]]:
@@ -419,25 +437,27 @@ class Tokenizer:
     # -------------------------------------------------------------- decoding
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The bytes of a sequence of ids; an unknown id raises ValueError naming it."""
+        """The bytes of a sequence of ids (a list, tuple, numpy array, torch tensor, ``array``...).
+
+        An unknown id raises ValueError naming it; a non-integer id (``65.9``) raises
+        :class:`~token_ids.TokenIdTypeError` (a TypeError and a ValueError) naming it.
+        """
         vocab = self.vocab
         try:
-            return b"".join([vocab[i] for i in ids])
+            return b"".join([vocab[i] for i in token_id_list(ids)])
         except KeyError as exc:
             raise ValueError(f"unknown token id {exc.args[0]!r} (n_vocab={self.n_vocab})") from None
-        except TypeError:
-            bad = next(i for i in ids if not isinstance(i, int))
-            raise ValueError(f"token ids must be int, got {bad!r}") from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """Decode ids to text; invalid UTF-8 is replaced by U+FFFD (``errors="strict"`` raises)."""
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
-        """The bytes of one token id."""
+        """The bytes of one token id (an int, or a 0-d array or tensor)."""
+        token = single_token_id(token)
         try:
             return self.vocab[token]
-        except (KeyError, TypeError):
+        except KeyError:
             raise ValueError(f"unknown token id {token!r} (n_vocab={self.n_vocab})") from None
 
     # ----------------------------------------------------------- persistence

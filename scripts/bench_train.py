@@ -113,10 +113,10 @@ def train_rustbpe(docs: list[str], vocab_size: int, pattern: str):
 def train_hf_tokenizers(docs: list[str], vocab_size: int, pattern: str):
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
-    from hf_bbpe.tokenizer_json import translate_pattern_for_onig
+    from hf_bbpe.onig_regex import translate_pattern_for_onig
 
     # the pattern the tokenizer.json export uses: Oniguruma reads some of Python regex's syntax
-    # differently ("{1,3}+", "$"), see hf_bbpe/tokenizer_json.py
+    # differently ("{1,3}+", "$"), see hf_bbpe/onig_regex.py
     hf_pattern = translate_pattern_for_onig(pattern)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(

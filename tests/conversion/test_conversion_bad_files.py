@@ -191,7 +191,7 @@ def test_missing_file():
 
 def _tokenizer_json(tmp_path: Path, edit=None) -> Path:
     from hf_bbpe import RegexTokenizer
-    from hf_bbpe.tokenizer_json import tokenizer_json_dict
+    from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict
 
     tok = RegexTokenizer("gpt4")
     tok.train("hello world, hello there, hello again", 270, progress=False)

@@ -26,7 +26,7 @@ from tokenizers import pre_tokenizers  # noqa: E402
 import conversion  # noqa: E402
 from conversion.presets import PRESETS  # noqa: E402
 from hf_bbpe import RegexTokenizer  # noqa: E402
-from hf_bbpe.tokenizer_json import tokenizer_json_dict  # noqa: E402
+from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MIX_DOCS = (DATA / "text" / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n")

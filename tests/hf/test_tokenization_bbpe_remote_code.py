@@ -1,8 +1,9 @@
 """The code a saved folder carries for ``trust_remote_code=True`` is complete and self-contained.
 
-transformers copies ``tokenization_bbpe.py`` and, following ``from .x import`` lines, the modules
-it needs. 4.57 copies only the modules a remote-code file imports *directly* (for a local folder),
-so tokenization_bbpe.py must name the whole closure itself. Runs on 5.x and 4.57.
+``saved_folder.REMOTE_CODE_MODULES`` lists it; saving copies exactly that list, which must be
+``tokenization_bbpe.py`` and its whole relative-import closure. When transformers loads the
+folder, 4.57 copies only the modules a local remote-code file imports *directly*, so
+tokenization_bbpe.py must name the whole closure itself. Runs on 5.x and 4.57.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from transformers.dynamic_module_utils import get_imports, get_relative_import_f
 
 import hf_bbpe.tokenization_bbpe as tokenization_bbpe
 from hf_bbpe import RegexTokenizer
+from hf_bbpe.saved_folder import REMOTE_CODE_MODULES
 from hf_bbpe.tokenization_bbpe import BBPETokenizer
 
 pytestmark = pytest.mark.transformers_compat
@@ -26,9 +28,32 @@ MODULE = Path(tokenization_bbpe.__file__)
 
 
 def test_every_module_of_the_closure_is_imported_directly():
-    closure = {Path(path).stem for path in get_relative_import_files(MODULE)}
+    # the closure holds tokenization_bbpe itself too (helpers name BBPETokenizer for type hints)
+    closure = {Path(path).stem for path in get_relative_import_files(MODULE)} - {MODULE.stem}
     direct = set(get_relative_imports(MODULE))
     assert closure == direct, f"add to tokenization_bbpe.py's import list: {sorted(closure - direct)}"
+
+
+def _import_closure(module: Path) -> set[str]:
+    """Flat sibling modules that ``module`` imports relatively, transitively (read with ast)."""
+    seen, todo = set(), [module.stem]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        tree = ast.parse((module.parent / f"{name}.py").read_text(encoding="utf-8"))
+        todo += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1]
+    return seen
+
+
+def test_the_remote_code_list_is_the_import_closure():
+    listed = set(REMOTE_CODE_MODULES)
+    assert len(listed) == len(REMOTE_CODE_MODULES)
+    closure = _import_closure(MODULE)
+    assert listed == closure, (f"saved_folder.REMOTE_CODE_MODULES lacks {sorted(closure - listed)} "
+                               f"and lists {sorted(listed - closure)} that tokenization_bbpe.py does not need")
+    assert closure == {MODULE.stem} | {Path(path).stem for path in get_relative_import_files(MODULE)}
 
 
 def test_the_closure_imports_only_siblings_stdlib_and_installed_packages():
@@ -51,7 +76,7 @@ def test_saved_folder_holds_the_closure_and_runs_it_alone(tmp_path):
     folder = tmp_path / "folder"
     hf.save_pretrained(folder)
     needed = {"tokenization_bbpe.py"} | {Path(path).name for path in get_relative_import_files(MODULE)}
-    assert needed == {path.name for path in folder.glob("*.py")}
+    assert needed == {path.name for path in folder.glob("*.py")} == {f"{name}.py" for name in REMOTE_CODE_MODULES}
     # the copied modules import as a package of their own, without hf_bbpe, and encode alike
     docs = mix_docs()[:50]
     out = run_python(
@@ -87,3 +112,30 @@ def test_saved_folder_trains_with_the_python_merge_loop(tmp_path):
     expected = RegexTokenizer("gpt4")
     expected.train(docs, 600, progress=False)
     assert merges == [[a, b, new] for (a, b), new in expected.merges.items()] and len(merges) == 600 - 256
+
+
+def test_a_folder_loaded_as_remote_code_saves_the_same_folder(tmp_path):
+    """Loaded with trust_remote_code where hf_bbpe cannot be imported, the class saves itself
+    again from transformers' module cache: the same files, and the copy loads and encodes alike."""
+    hf = BBPETokenizer.from_engine(trained_engine(), eos_token=EOT, pad_token="<|pad|>")
+    hf.add_tokens(["<x>"])
+    folder, again = tmp_path / "folder", tmp_path / "again"
+    hf.save_pretrained(folder)
+    docs = mix_docs()[:30] + [f"a{EOT}b <x>"]
+    out = run_python(
+        f"""
+        import json
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained({str(folder)!r}, trust_remote_code=True)
+        tok.save_pretrained({str(again)!r})
+        copy = AutoTokenizer.from_pretrained({str(again)!r}, trust_remote_code=True)
+        print(json.dumps([type(tok).__name__, type(copy).__name__, [copy(doc)["input_ids"] for doc in {docs!r}]]))
+        """,
+        tmp_path, block_hf_bbpe=True)
+    first, second, ids = json.loads(out.splitlines()[-1])
+    assert first == second == "BBPETokenizer"
+    assert ids == [hf(doc)["input_ids"] for doc in docs]
+    names = sorted(path.name for path in folder.iterdir())
+    assert names == sorted(path.name for path in again.iterdir())
+    for name in names:
+        assert (folder / name).read_bytes() == (again / name).read_bytes(), name

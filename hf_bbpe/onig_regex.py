@@ -1,31 +1,19 @@
-"""Build a ``tokenizers`` tokenizer.json (a byte-level BPE model) from a tokenizer of ours.
+"""Split patterns between Python's ``regex`` and Oniguruma (the engine of the Rust ``tokenizers``).
 
-The file runs in the Rust ``tokenizers`` library with the same ids as the engine:
+A tokenizer.json stores its split pattern in Oniguruma's (Ruby) syntax; the engine splits with
+``regex``. :func:`translate_pattern_for_onig` writes a pattern for a tokenizer.json and
+:func:`translate_pattern_from_onig` reads one back; tests run both engines on the same text.
 
-* model: ``BPE`` with the vocabulary spelled in GPT-2's byte-to-unicode alphabet under the
-  tokenizer's real ids (holes in the id space and permuted byte ids are kept) and the merges in
-  merge order, so the Rust BPE (lowest merge rank first) is the engine's algorithm;
-* pre-tokenizer: ``Split(Regex(pattern), "isolated")`` then ``ByteLevel(use_regex=False)``, where
-  the pattern is translated for Oniguruma (see :func:`translate_pattern_for_onig`);
-* decoder ``ByteLevel``; special tokens as ``added_tokens`` with their real ids (also listed in
-  the model vocabulary, which is what makes ``tokenizers`` keep ids above or between the ranks).
-
-This module is also copied into model folders as remote code next to ``tokenization_bbpe.py``:
-it may import only flat sibling modules, relatively, and third-party libraries.
+This module is also copied into model folders as remote code (saving a folder writes its
+tokenizer.json): it may import only flat sibling modules, relatively, and third-party libraries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+import functools
 
-from .byte_unicode import spell_vocab
+import regex
 
-if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
-
-
-# ------------------------------------------------------------------ pattern translation
 
 class _Translator:
     """One pass over a split pattern, writing the same pattern for the other regex engine.
@@ -44,18 +32,25 @@ class _Translator:
     * inside ``[...]``: ``[`` and ``&&`` are literal in Python (version 0) but nest and
       intersect in Oniguruma (escaped one way, refused the other);
     * escapes: ``\\x{..}`` exists only in Oniguruma, ``\\U........`` and ``\\N{..}`` only in
-      Python; ``(?P<name>`` is Python's spelling of ``(?<name>``; comments ``(?#..)`` are dropped.
+      Python; ``(?P<name>`` is Python's spelling of ``(?<name>``; comments ``(?#..)`` are dropped;
+    * ``\\w``, ``\\d`` and ``\\b``: the engines' word and digit characters differ (see
+      :func:`shorthand_items`), so they are written out as classes, and ``\\b``/``\\B`` as
+      lookarounds on the word class; ``[\\b]`` is a backspace in both. ``\\s`` means the same in
+      both and is kept. Where a class holds ``\\W`` or ``\\D``, Oniguruma nests ``[^..]`` and
+      Python (which does not nest classes) gets an alternation or lookaheads. Oniguruma folds
+      ``ß`` to ``ss`` in a case-insensitive class, so a written-out class in ``(?i:..)`` is
+      wrapped in ``(?-i:..)`` (both engines' word and digit classes are closed under case).
 
-    Anything else whose meaning differs or is unverified raises ValueError: ``\\w``/``\\b``
-    (Oniguruma's word characters include all numbers, Python's only decimal digits), back
-    references, conditionals, inline flags other than ``i``, ``\\G``, ``\\K``, ``\\h``, verbose
-    mode.
+    Anything else whose meaning differs or is unverified raises ValueError: back references,
+    conditionals, inline flags other than ``i``, ``\\G``, ``\\K``, ``\\h``, verbose mode.
     """
 
     def __init__(self, pattern: str, source: str) -> None:
         self.src = pattern
         self.pos = 0
         self.from_python = source == "python"
+        self.ignore_case = False  # inside (?i) or (?i:..)
+        self.in_lookbehind = False
 
     def fail(self, message: str, at: int | None = None) -> ValueError:
         at = self.pos if at is None else at
@@ -188,8 +183,13 @@ class _Translator:
                 else:
                     header = self.flag_group(start)
                     if header.endswith(")"):
+                        self.ignore_case = _sets_ignore_case(header, self.ignore_case)
                         return header, False
+        outer, outer_lookbehind = self.ignore_case, self.in_lookbehind
+        self.ignore_case = _sets_ignore_case(header, outer)
+        self.in_lookbehind = outer_lookbehind or header in ("(?<=", "(?<!")
         body = self.alternation()
+        self.ignore_case, self.in_lookbehind = outer, outer_lookbehind
         self.pos += 1  # the ')'
         return header + body + ")", True
 
@@ -254,6 +254,20 @@ class _Translator:
                 return self.codepoint(f"{ord(unicodedata.lookup(name)):X}", start), True
             except KeyError:
                 raise self.fail(f"unknown character name {name!r}", start) from None
+        if ch in "wWdD" and not (ch in "dD" and not self.from_python):
+            items = shorthand_items(ch.lower(), self.from_python)
+            return self.written_class(items, negated=ch.isupper()), True
+        if ch in "bB":
+            if in_class:
+                if ch == "B":
+                    raise self.fail("\\B inside a character class", start)
+                return self.codepoint("8", start), True  # a backspace, in both engines
+            if self.in_lookbehind and self.from_python:
+                raise self.fail(f"\\{ch} inside a lookbehind: Oniguruma cannot look around there", start)
+            word = self.written_class(shorthand_items("w", self.from_python), negated=False)
+            if ch == "b":
+                return f"(?:(?<={word})(?!{word})|(?<!{word})(?={word}))", False
+            return f"(?:(?<={word})(?={word})|(?<!{word})(?!{word}))", False
         if ch in "sSdDnrtfv":
             return "\\" + ch, True
         if ch == "0" and not self.peek().isdigit():
@@ -283,12 +297,18 @@ class _Translator:
             return f"\\u{value:04X}"
         return f"\\U{value:08X}"
 
+    def written_class(self, items: str, negated: bool) -> str:
+        """``[items]`` or ``[^items]`` for a written-out shorthand, shielded from case folding."""
+        written = f"[{'^' if negated else ''}{items}]"
+        return f"(?-i:{written})" if self.ignore_case and self.from_python else written
+
     def char_class(self) -> str:
         start = self.pos
         self.pos += 1
-        out = ["["]
-        if self.peek() == "^":
-            out.append("^")
+        out = []
+        shorthands: list[tuple[str, bool]] = []  # written-out \w \W \d \D in this class
+        negated = self.peek() == "^"
+        if negated:
             self.pos += 1
         first = True
         while True:
@@ -299,7 +319,11 @@ class _Translator:
                 self.pos += 1
                 break
             first = False
-            if ch == "\\":
+            if ch == "\\" and self.peek(1) in "wWdD" and not (self.peek(1) in "dD" and not self.from_python):
+                letter = self.peek(1)
+                self.pos += 2
+                shorthands.append((shorthand_items(letter.lower(), self.from_python, in_class=True), letter.isupper()))
+            elif ch == "\\":
                 piece, _ = self.escape(in_class=True)
                 out.append(piece)
             elif ch == "[" and self.peek(1) == ":":
@@ -313,8 +337,71 @@ class _Translator:
             else:
                 out.append("\\" + ch if ch in "[]&" else ch)
                 self.pos += 1
-        out.append("]")
-        return "".join(out)
+        plain = "".join(out)
+        head = "[^" if negated else "["
+        if not shorthands:
+            return head + plain + "]"
+        if self.from_python and not self.ignore_case:  # Oniguruma nests classes: one class
+            nested = "".join(f"[^{items}]" if neg else items for items, neg in shorthands)
+            return head + plain + nested + "]"
+        # A union (or, for [^..], an intersection of complements) that both engines read
+        parts = [self.written_class(items, neg) for items, neg in shorthands]
+        if not negated:
+            return "(?:" + "|".join(([f"[{plain}]"] if plain else []) + parts) + ")"
+        excluded = ([f"[{plain}]"] if plain else []) + parts
+        return "(?:" + "".join(f"(?!{part})" for part in excluded) + r"[\s\S])"
+
+
+def _sets_ignore_case(header: str, outer: bool) -> bool:
+    """Whether the group that ``header`` opens (``(?i:``, ``(?-i)``, ``(?:``...) ignores case."""
+    if not header.startswith("(?") or header[2:3] not in ("i", "-"):
+        return outer
+    on, _, off = header[2:].rstrip(":)").partition("-")
+    return ("i" in on or outer) and "i" not in off
+
+
+# Oniguruma's \w (Ruby syntax over UTF-8), measured with ``tokenizers`` on every code point
+# that its Unicode tables assign: Alphabetic, marks, decimal digits and connector punctuation
+# (Python adds the two join controls, U+200C/D). Outside a class, Oniguruma also counts the
+# Latin-1 digits and fractions ² ³ ¹ ¼ ½ ¾ (its single-byte table); inside one it does not.
+_ONIG_WORD_IN_CLASS = r"\p{Alphabetic}\p{M}\p{Nd}\p{Pc}"
+_ONIG_WORD = _ONIG_WORD_IN_CLASS + r"\xB2\xB3\xB9\xBC-\xBE"
+
+
+def shorthand_items(letter: str, for_onig: bool, in_class: bool = False) -> str:
+    r"""The class items (no brackets) that mean ``\w`` (``letter="w"``) or ``\d`` of the source
+    engine in the other one (``in_class``: written inside ``[...]``, where Oniguruma's ``\w``
+    differs).
+
+    For Oniguruma, Python's ``\w``/``\d`` are written out as the code point ranges that the
+    installed ``regex`` module matches: Oniguruma's Unicode tables are older, so a property
+    name would differ on code points assigned since (tests check every code point). For
+    Python, Oniguruma's ``\w`` is a class of properties (its ``\d`` is Python's).
+    """
+    if for_onig:
+        return _python_ranges(letter)
+    if letter == "w":
+        return _ONIG_WORD_IN_CLASS if in_class else _ONIG_WORD
+    return r"\d"
+
+
+@functools.lru_cache(maxsize=None)
+def _python_ranges(letter: str) -> str:
+    r"""``\x{first}-\x{last}...`` for the code points that ``regex`` matches with ``\<letter>``."""
+    text, gap = _every_code_point()
+    items = []
+    for match in regex.finditer(rf"\{letter}+", text):
+        first, last = match.start(), match.end() - 1
+        spans = [(first, last)] if not (first < gap <= last) else [(first, gap - 1), (gap, last)]
+        for lo, hi in spans:
+            lo, hi = (cp if cp < gap else cp + 0x800 for cp in (lo, hi))  # back over the surrogates
+            items.append(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}")
+    return "".join(items)
+
+
+def _every_code_point() -> tuple[str, int]:
+    """Every code point but the surrogates, in order, and the index where the surrogates were."""
+    return "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000))), 0xD800
 
 
 def translate_pattern_for_onig(pattern: str) -> str:
@@ -336,93 +423,3 @@ def translate_pattern_from_onig(pattern: str) -> str:
         return pattern
     return _Translator(pattern, "onig").run()
 
-
-# ------------------------------------------------------------------ tokenizer.json
-
-_ADDED_TOKEN_DEFAULTS = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
-
-
-def _added_token(content: str, idx: int, **fields: Any) -> dict[str, Any]:
-    entry = {"id": int(idx), "content": content}
-    for key, default in _ADDED_TOKEN_DEFAULTS.items():
-        entry[key] = bool(fields.get(key, default))
-    return entry
-
-
-def tokenizer_json_dict(
-    tok: Tokenizer,
-    *,
-    added_tokens_extra: Iterable[Mapping[str, Any]] | None = None,
-    trim_offsets: bool = False,
-) -> dict[str, Any]:
-    """The whole tokenizer.json for ``tok`` as a dict (``json.dumps`` it to write the file).
-
-    ``added_tokens_extra``: more ``added_tokens`` entries, as dicts with ``id`` and ``content``
-    and optionally ``single_word``, ``lstrip``, ``rstrip``, ``normalized``, ``special`` (default
-    False for these extras), e.g. tokens added through transformers' ``add_tokens``. An id or a
-    string used twice raises ValueError. ``trim_offsets`` goes to the ByteLevel post-processor
-    (True strips the leading space from each token's offsets, as GPT-2 fast tokenizers do).
-    """
-    specials = dict(tok.special_tokens)
-    special_ids = set(specials.values())
-    spelled = spell_vocab(tok.vocab, skip=special_ids)
-    vocab = {text: idx for idx, text in spelled.items()}
-    merges = [[spelled[a], spelled[b]] for a, b in tok.merges]
-
-    added = [_added_token(content, idx) for content, idx in specials.items()]
-    for extra in added_tokens_extra or ():
-        fields = {k: v for k, v in extra.items() if k in _ADDED_TOKEN_DEFAULTS}
-        fields.setdefault("special", False)
-        fields.setdefault("normalized", not fields["special"])
-        added.append(_added_token(str(extra["content"]), int(extra["id"]), **fields))
-    seen_ids: dict[int, str] = {}
-    seen_content: set[str] = set()
-    for entry in added:
-        idx, content = entry["id"], entry["content"]
-        if idx in seen_ids or content in seen_content:
-            raise ValueError(f"added token {content!r} (id {idx}) repeats an id or a string")
-        if idx in spelled:
-            raise ValueError(f"added token {content!r}: id {idx} is already the normal token {spelled[idx]!r}")
-        if content in vocab:
-            raise ValueError(f"added token {content!r} (id {idx}) spells the normal token {vocab[content]}")
-        seen_ids[idx] = content
-        seen_content.add(content)
-    added.sort(key=lambda entry: entry["id"])
-    # Listing added tokens in the model vocabulary too makes tokenizers keep their ids; without
-    # it, ids above a hole are renumbered to follow the vocabulary.
-    for entry in added:
-        vocab[entry["content"]] = entry["id"]
-
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": trim_offsets, "use_regex": False}
-    if tok.pattern:
-        split = {
-            "type": "Split",
-            "pattern": {"Regex": translate_pattern_for_onig(tok.pattern)},
-            "behavior": "Isolated",
-            "invert": False,
-        }
-        pre_tokenizer: dict[str, Any] = {"type": "Sequence", "pretokenizers": [split, dict(byte_level)]}
-    else:
-        pre_tokenizer = dict(byte_level)
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": added,
-        "normalizer": None,
-        "pre_tokenizer": pre_tokenizer,
-        "post_processor": dict(byte_level),
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": None,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": False,
-            "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": vocab,
-            "merges": merges,
-        },
-    }

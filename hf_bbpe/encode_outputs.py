@@ -1,0 +1,107 @@
+"""What :class:`BBPETokenizer` returns for an encode request, beyond turning text into ids:
+
+* the direct result of a plain request (one text, no padding, truncation, tensors or extra
+  outputs): built without transformers' ``prepare_for_model``, which is most of the per-call
+  cost for short texts (tests compare both paths);
+* offset mappings: each token's character span in its text, as fast tokenizers return them,
+  on transformers 4.57 (whose slow tokenizers refuse them) and 5.x (which drops them silently).
+
+This module is also copied into model folders as remote code: it imports only flat sibling
+modules, relatively, and third-party libraries that transformers already needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from transformers import BatchEncoding
+
+from .transformers_compat import batch_encoding_of, warn_if_too_long
+
+if TYPE_CHECKING:
+    from .tokenization_bbpe import BBPETokenizer
+
+Offsets = list[tuple[int, int]]
+
+
+def plain_output(tok: BBPETokenizer, ids: list[int], options: Mapping[str, Any]) -> BatchEncoding | None:
+    """``prepare_for_model``'s result for the ``ids`` of a plain request (one text; of the
+    ``options`` only ``add_special_tokens``, ``return_attention_mask``, ``return_token_type_ids``,
+    ``max_length`` and ``verbose`` matter), or None when the model takes token type ids (the
+    general path makes those). ``ids`` may be reused in the result."""
+    if options.get("return_token_type_ids") is None and "token_type_ids" in tok.model_input_names:
+        return None
+    attention = options.get("return_attention_mask")
+    if attention is None:
+        attention = "attention_mask" in tok.model_input_names
+    if options.get("add_special_tokens", True) and (tok.add_bos_token or tok.add_eos_token):
+        ids = tok.build_inputs_with_special_tokens(ids)
+    warn_if_too_long(tok, ids, options.get("max_length"), options.get("verbose", True))
+    return batch_encoding_of({"input_ids": ids, "attention_mask": [1] * len(ids)} if attention else {"input_ids": ids})
+
+
+def with_offset_mapping(
+    tok: BBPETokenizer,
+    encode: Callable[..., BatchEncoding],
+    request: tuple[Any, Any],
+    options: dict[str, Any],
+) -> BatchEncoding:
+    """Answer a request for ``return_offsets_mapping=True``.
+
+    ``encode(text, text_pair, **options)`` is transformers' own encode step, which also takes
+    ids. It runs twice: on the ids of the texts in ``request`` (``(text, text_pair)``, each a
+    str, a batch of str or of pairs), and on stand-in ids that number every token (-1, -2, ...),
+    whose positions in the result show where each token went through special tokens,
+    truncation and padding. Positions transformers added get ``(0, 0)``, as in fast tokenizers;
+    a pair's second text has offsets into that text.
+    """
+    if options.get("is_split_into_words"):
+        raise NotImplementedError("BBPETokenizer returns offsets for text, not for words split beforehand "
+                                  "(is_split_into_words=True)")
+    split_special_tokens = options.get("split_special_tokens", tok.split_special_tokens)
+    encoded = [tok._text_ids_and_offsets(text, split_special_tokens) for text in _texts(request)]
+    spans: Offsets = [span for _, offsets in encoded for span in offsets]
+    stand_ins, first = [], 0
+    for ids, _ in encoded:
+        stand_ins.append(list(range(-1 - first, -1 - first - len(ids), -1)) if ids else "")
+        first += len(ids)
+    # "" stays text: transformers tokenizes it to no ids (an empty id list would be an error)
+    result = encode(*_with_texts(request, iter([ids or "" for ids, _ in encoded])), **options)
+    positions = encode(*_with_texts(request, iter(stand_ins)), **options)["input_ids"]
+    positions = positions.tolist() if hasattr(positions, "tolist") else positions
+    mapping = _offsets_at(positions, spans)
+    tensors = options.get("return_tensors")
+    result["offset_mapping"] = BatchEncoding({"m": mapping}, tensor_type=tensors)["m"] if tensors else mapping
+    return result
+
+
+def _offsets_at(positions: Any, spans: Offsets) -> Any:
+    """``positions`` (stand-in ids, nested as the result's input_ids) with each stand-in replaced
+    by its token's span and every other id by ``(0, 0)``."""
+    if positions and isinstance(positions[0], list):
+        return [_offsets_at(row, spans) for row in positions]
+    return [spans[-1 - idx] if idx < 0 else (0, 0) for idx in positions]
+
+
+def _texts(request: Any) -> list[str]:
+    """Every str in an encode request, in order (a request nests str in lists, tuples and pairs)."""
+    if isinstance(request, str):
+        return [request]
+    if isinstance(request, (list, tuple)):
+        if request and all(isinstance(item, int) for item in request):
+            raise ValueError("return_offsets_mapping=True needs text: ids have no offsets")
+        return [text for item in request for text in _texts(item)]
+    if request is None:
+        return []
+    raise TypeError(f"cannot encode {type(request).__name__} with offsets; expected text")
+
+
+def _with_texts(request: Any, replacements: Iterator[Any]) -> Any:
+    """``request`` with each str replaced by the next of ``replacements`` (same nesting)."""
+    if isinstance(request, str):
+        return next(replacements)
+    if isinstance(request, (list, tuple)):
+        return type(request)(_with_texts(item, replacements) for item in request)
+    return request
+

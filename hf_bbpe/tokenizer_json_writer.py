@@ -1,0 +1,115 @@
+"""Engine -> tokenizer.json: the ``tokenizers`` file (a byte-level BPE model) for a tokenizer of ours.
+
+The file runs in the Rust ``tokenizers`` library with the same ids as the engine:
+
+* model: ``BPE`` with the vocabulary spelled in GPT-2's byte-to-unicode alphabet under the
+  tokenizer's real ids (holes in the id space and permuted byte ids are kept) and the merges in
+  merge order, so the Rust BPE (lowest merge rank first) is the engine's algorithm;
+* pre-tokenizer: ``Split(Regex(pattern), "isolated")`` then ``ByteLevel(use_regex=False)``, where
+  the pattern is translated for Oniguruma (see :mod:`onig_regex`);
+* decoder ``ByteLevel``; special tokens as ``added_tokens`` with their real ids (also listed in
+  the model vocabulary, which is what makes ``tokenizers`` keep ids above or between the ranks).
+
+This module is also copied into model folders as remote code next to ``tokenization_bbpe.py``:
+it may import only flat sibling modules, relatively, and third-party libraries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .byte_unicode import spell_vocab
+from .onig_regex import translate_pattern_for_onig
+
+if TYPE_CHECKING:
+    from .tokenizer import Tokenizer
+
+
+_ADDED_TOKEN_DEFAULTS = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+
+
+def _added_token(content: str, idx: int, **fields: Any) -> dict[str, Any]:
+    entry = {"id": int(idx), "content": content}
+    for key, default in _ADDED_TOKEN_DEFAULTS.items():
+        entry[key] = bool(fields.get(key, default))
+    return entry
+
+
+def tokenizer_json_dict(
+    tok: Tokenizer,
+    *,
+    added_tokens_extra: Iterable[Mapping[str, Any]] | None = None,
+    trim_offsets: bool = False,
+) -> dict[str, Any]:
+    """The whole tokenizer.json for ``tok`` as a dict (``json.dumps`` it to write the file).
+
+    ``added_tokens_extra``: more ``added_tokens`` entries, as dicts with ``id`` and ``content``
+    and optionally ``single_word``, ``lstrip``, ``rstrip``, ``normalized``, ``special`` (default
+    False for these extras), e.g. tokens added through transformers' ``add_tokens``. An id or a
+    string used twice raises ValueError. ``trim_offsets`` goes to the ByteLevel post-processor
+    (True strips the leading space from each token's offsets, as GPT-2 fast tokenizers do).
+    """
+    specials = dict(tok.special_tokens)
+    special_ids = set(specials.values())
+    spelled = spell_vocab(tok.vocab, skip=special_ids)
+    vocab = {text: idx for idx, text in spelled.items()}
+    merges = [[spelled[a], spelled[b]] for a, b in tok.merges]
+
+    added = [_added_token(content, idx) for content, idx in specials.items()]
+    for extra in added_tokens_extra or ():
+        fields = {k: v for k, v in extra.items() if k in _ADDED_TOKEN_DEFAULTS}
+        fields.setdefault("special", False)
+        fields.setdefault("normalized", not fields["special"])
+        added.append(_added_token(str(extra["content"]), int(extra["id"]), **fields))
+    seen_ids: dict[int, str] = {}
+    seen_content: set[str] = set()
+    for entry in added:
+        idx, content = entry["id"], entry["content"]
+        if idx in seen_ids or content in seen_content:
+            raise ValueError(f"added token {content!r} (id {idx}) repeats an id or a string")
+        if idx in spelled:
+            raise ValueError(f"added token {content!r}: id {idx} is already the normal token {spelled[idx]!r}")
+        if content in vocab:
+            raise ValueError(f"added token {content!r} (id {idx}) spells the normal token {vocab[content]}")
+        seen_ids[idx] = content
+        seen_content.add(content)
+    added.sort(key=lambda entry: entry["id"])
+    # Listing added tokens in the model vocabulary too makes tokenizers keep their ids; without
+    # it, ids above a hole are renumbered to follow the vocabulary.
+    for entry in added:
+        vocab[entry["content"]] = entry["id"]
+
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": trim_offsets, "use_regex": False}
+    if tok.pattern:
+        split = {
+            "type": "Split",
+            "pattern": {"Regex": translate_pattern_for_onig(tok.pattern)},
+            "behavior": "Isolated",
+            "invert": False,
+        }
+        pre_tokenizer: dict[str, Any] = {"type": "Sequence", "pretokenizers": [split, dict(byte_level)]}
+    else:
+        pre_tokenizer = dict(byte_level)
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": pre_tokenizer,
+        "post_processor": dict(byte_level),
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": vocab,
+            "merges": merges,
+        },
+    }
