@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from hf_bbpe.normalizers import Normalizer
 from hf_bbpe.patterns import resolve_pattern
+from hf_bbpe.pre_tokenizers import PreTokenizer
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
@@ -19,8 +21,11 @@ def assemble_tokenizer(
     special_tokens: Mapping[str, int] | None,
     source: object,
     recovered: bool = False,
+    pre_tokenizer: PreTokenizer | None = None,
+    normalizer: Normalizer | None = None,
 ) -> Tokenizer:
-    """A RegexTokenizer (BasicTokenizer if ``pattern`` is empty) with these merges and ids.
+    """A RegexTokenizer (BasicTokenizer if ``pattern`` is empty) with these merges and ids;
+    ``pre_tokenizer`` (a pipeline, instead of ``pattern``) and ``normalizer`` as the engine takes them.
 
     Special tokens are checked here: an id that is also a normal token, or two specials sharing
     an id, raise FormatError naming the token. The merges are checked by ``Tokenizer.from_merges``,
@@ -47,6 +52,6 @@ def assemble_tokenizer(
             owners[idx] = token
     try:
         return Tokenizer.from_merges(merges, pattern=pattern, special_tokens=specials, byte_ids=byte_ids,
-                                     check=not recovered)
+                                     check=not recovered, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None

@@ -19,7 +19,7 @@ import itertools
 import multiprocessing
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .patterns import chunk_splitter, compile_pattern
 
@@ -32,14 +32,15 @@ _long_text = ""  # the str being counted in segments, shared with forked workers
 
 def count_chunks(
     documents: Iterable[str],
-    pattern: str | None,
+    pattern: str | Callable[[str], list] | None,
     *,
     num_workers: int | None = None,
     progress: bool | None = None,
 ) -> dict[str, int]:
     """Count the chunks of every document, in order of first appearance.
 
-    ``pattern=None`` makes each document one chunk (minbpe's BasicTokenizer).
+    ``pattern=None`` makes each document one chunk (minbpe's BasicTokenizer); a callable
+    (picklable) cuts a document into chunks itself (a normalizer and pre-tokenizer pipeline).
     ``num_workers`` defaults to the CPUs available; 1 counts in this process.
     """
     from .progress import progress_bar
@@ -48,7 +49,7 @@ def count_chunks(
     if multiprocessing.current_process().daemon:  # a Pool or DataLoader worker may not fork
         workers = 1
     bar = progress_bar(desc="counting chunks", unit="MB", enabled=progress, scale=1 / 1e6)
-    if isinstance(documents, str) and pattern is not None and workers > 1 and len(documents) > 2 * _SEGMENT_CHARS:
+    if isinstance(documents, str) and isinstance(pattern, str) and workers > 1 and len(documents) > 2 * _SEGMENT_CHARS:
         counts = _count_long_text(documents, pattern, workers, bar)
         bar.close()
         return dict(counts)
@@ -97,6 +98,8 @@ def _count_long_text(text: str, pattern: str, workers: int, bar) -> Counter[str]
                 bar.update(end - start)
     finally:
         _long_text = ""
+    if sum(len(chunk) * n for chunk, n in counts.items()) != len(text):  # the pattern skips text: keep it
+        return Counter(chunk_splitter(pattern)(text))
     return counts
 
 
@@ -181,7 +184,7 @@ def _count_batch(job: tuple[list[str], str | None]) -> Counter[str]:
     docs, pattern = job
     if pattern is None:
         return Counter(doc for doc in docs if doc)
-    split = chunk_splitter(pattern)
+    split = chunk_splitter(pattern) if isinstance(pattern, str) else pattern
     counts: Counter[str] = Counter()
     for doc in docs:
         counts.update(split(doc))

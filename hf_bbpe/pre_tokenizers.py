@@ -233,7 +233,7 @@ class Split(PreTokenizer):
 
     def split_text(self, text: str) -> list[str]:
         if self.behavior == "isolated" and not self.invert and not self.literal:
-            return isolated_split(self.pattern, text)
+            return isolated_split(self._regex, text)
         return super().split_text(text)
 
     def to_json(self, translate: Callable[[str], str] | None = None) -> dict[str, Any]:
@@ -444,13 +444,12 @@ def _byte_symbols_with_positions(piece: str, positions: abc.Sequence[int]) -> Pi
     return "".join(symbols), out_positions
 
 
-def isolated_split(pattern: str, text: str) -> list[str]:
+def isolated_split(compiled: regex.Pattern, text: str) -> list[str]:
     """``Split(pattern, "isolated")`` of one text: the matches and the text between them.
 
     The split patterns in use match every character, so the matches alone tile the text; that is
     checked (a C-speed sum) before the exact, slower construction runs.
     """
-    compiled = compile_pattern(pattern)
     if not compiled.groups:
         chunks = compiled.findall(text)
         if sum(map(len, chunks)) == len(text) and "" not in chunks:
@@ -520,23 +519,23 @@ class ChunkSplitter:
     def __init__(self, normalizer: Normalizer | None, pre_tokenizer: PreTokenizer | None) -> None:
         self.normalizer = resolve_normalizer(normalizer)
         self.pre_tokenizer = pre_tokenizer
-        pipeline = None if pre_tokenizer is None else pre_tokenizer._as_sequence()
-        self._pipeline = pipeline
-        self.plain_pattern = "" if pipeline is None else pipeline.plain_pattern
-        self.emits_bytes = pipeline is not None and pipeline.emits_bytes
-        self._split = self._splitter()
-
-    def _splitter(self) -> Callable[[str], list]:
+        self._pipeline = None if pre_tokenizer is None else pre_tokenizer._as_sequence()
+        self.plain_pattern = "" if self._pipeline is None else self._pipeline.plain_pattern
+        self.emits_bytes = self._pipeline is not None and self._pipeline.emits_bytes
         if self.plain_pattern == "":
-            return lambda text: [text] if text else []
-        if self.plain_pattern is not None:
-            return chunk_splitter(self.plain_pattern)
-        return self._pipeline.pre_tokenize
+            self.fast_split = None
+        elif self.plain_pattern is not None:
+            self.fast_split = chunk_splitter(self.plain_pattern)
+        else:
+            self.fast_split = self._pipeline.pre_tokenize
+        """The pre-tokenizer alone as a function (None: no split), for the engine's hot path."""
 
     def __call__(self, text: str) -> list[str] | list[bytes]:
         if self.normalizer is not None:
             text = self.normalizer.normalize(text)
-        return self._split(text)
+        if self.fast_split is None:
+            return [text] if text else []
+        return self.fast_split(text)
 
     def with_spans(self, text: str) -> list[tuple[str | bytes, list[Span]]]:
         """Each chunk of ``text`` with, per character (per byte for bytes chunks), the span of

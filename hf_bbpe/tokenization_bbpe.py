@@ -39,7 +39,9 @@ from transformers import AddedToken, BatchEncoding, PreTrainedTokenizer
 
 from .atomic_write import write_text_atomic
 from .byte_unicode import unicode_to_token
+from .normalizers import resolve_normalizer
 from .patterns import resolve_pattern
+from .pre_tokenizers import resolve_pre_tokenizer
 from .tokenizer import Tokenizer
 from .tokenizer_json import tokenizer_json_dict
 from .vocab_merges_files import read_vocab_merges, spell_vocab, write_vocab_merges
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from .progress import progress_bar  # noqa: F401
     from .special_tokens import special_token_regex  # noqa: F401
     from .trainer import train_merges  # noqa: F401
+    from .unicode_tables import code_points  # noqa: F401
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
 TOKENIZER_JSON = "tokenizer.json"
@@ -80,6 +83,10 @@ class BBPETokenizer(PreTrainedTokenizer):
         vocab_file, merges_file: the GPT-2-style file pair (``from_pretrained`` passes them).
         pattern: split pattern, a registered name ("gpt2", "gpt4", "o200k") or a regex; ``""``
             means no split (minbpe's BasicTokenizer).
+        pre_tokenizer: a pre-tokenizer pipeline instead of ``pattern`` (pre_tokenizers.py; its
+            JSON form in ``tokenizer_config.json``).
+        normalizer: ``"NFC"``, ``"NFKC"``, ``"NFD"``, ``"NFKD"``, a sequence, or a JSON form
+            (normalizers.py): applied to text before it is split, as in ``tokenizers``.
         add_bos_token, add_eos_token: put ``bos_token`` / ``eos_token`` around each sequence when
             ``add_special_tokens=True`` (the default of ``tokenizer(...)``).
         engine: an engine :class:`Tokenizer` to wrap instead of files (use :meth:`from_engine`).
@@ -99,6 +106,8 @@ class BBPETokenizer(PreTrainedTokenizer):
         clean_up_tokenization_spaces: bool = False,
         *,
         engine: Tokenizer | None = None,
+        pre_tokenizer: Mapping[str, Any] | None = None,
+        normalizer: str | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         if add_prefix_space:
@@ -106,11 +115,12 @@ class BBPETokenizer(PreTrainedTokenizer):
         if engine is not None:
             if vocab_file is not None or merges_file is not None:
                 raise ValueError("pass either engine or vocab_file + merges_file, not both")
-            core = _copy_engine(engine, pattern)
+            core = _copy_engine(engine, pattern, pre_tokenizer, normalizer)
             file_specials: dict[str, int] = {}
         elif vocab_file is not None and merges_file is not None:
             files = read_vocab_merges(vocab_file, merges_file)
-            core = Tokenizer.from_merges(files.merges, pattern=_pattern_or_gpt2(pattern), byte_ids=files.byte_ids)
+            split = {"pre_tokenizer": pre_tokenizer} if pre_tokenizer is not None else {"pattern": _pattern_or_gpt2(pattern)}
+            core = Tokenizer.from_merges(files.merges, byte_ids=files.byte_ids, normalizer=normalizer, **split)
             file_specials = files.extra_tokens
         else:
             raise ValueError(
@@ -198,7 +208,8 @@ class BBPETokenizer(PreTrainedTokenizer):
 
     @property
     def pattern(self) -> str:
-        """The split regex ("" for none)."""
+        """The split regex ("" for none); raises ValueError if the engine splits with a pipeline
+        that no single pattern expresses (see ``engine.pre_tokenizer``)."""
         return self._engine.pattern
 
     @property
@@ -611,7 +622,13 @@ class BBPETokenizer(PreTrainedTokenizer):
             config["extra_special_tokens"] = extras
         if not config.get("additional_special_tokens"):
             config.pop("additional_special_tokens", None)
-        config["pattern"] = self.pattern
+        engine = self._engine
+        config["pattern"] = engine.pattern if engine.pre_tokenizer is None or engine.pre_tokenizer.plain_pattern is not None \
+            else None
+        if config["pattern"] is None:
+            config["pre_tokenizer"] = engine.pre_tokenizer.to_json()
+        if engine.normalizer is not None:
+            config["normalizer"] = engine.normalizer.to_json()
         config["add_bos_token"] = self.add_bos_token
         config["add_eos_token"] = self.add_eos_token
         config["clean_up_tokenization_spaces"] = bool(self.clean_up_tokenization_spaces)
@@ -672,12 +689,16 @@ def _pattern_or_gpt2(pattern: str | None) -> str | None:
     return resolve_pattern(pattern) if pattern else None
 
 
-def _copy_engine(engine: Tokenizer, pattern: str | None) -> Tokenizer:
+def _copy_engine(engine: Tokenizer, pattern: str | None, pre_tokenizer: Any, normalizer: Any) -> Tokenizer:
     if pattern is not None and resolve_pattern(pattern or None) != (engine.pattern or None):
         raise ValueError(f"pattern {pattern!r} differs from the engine's split pattern {engine.pattern!r}")
-    return Tokenizer.from_merges(
-        engine.merges, pattern=engine.pattern or None, special_tokens=engine.special_tokens, byte_ids=engine.byte_ids
-    )
+    copy = Tokenizer.from_merges(engine.merges, special_tokens=engine.special_tokens, byte_ids=engine.byte_ids,
+                                 pre_tokenizer=engine.pre_tokenizer, normalizer=engine.normalizer)
+    for name, given, resolve in (("pre_tokenizer", pre_tokenizer, resolve_pre_tokenizer),
+                                 ("normalizer", normalizer, resolve_normalizer)):
+        if given is not None and resolve(given) != getattr(copy, name):
+            raise ValueError(f"{name} {given!r} differs from the engine's {getattr(copy, name)!r}")
+    return copy
 
 
 def _bos_eos_from_tokenizer_json(path: str | os.PathLike | None) -> tuple[bool, bool]:

@@ -1,6 +1,7 @@
 """minbpe's tokenizer classes, with tiktoken's encode API on top.
 
-A tokenizer is fully described by three things: the split ``pattern``, the ordered ``merges``
+A tokenizer is fully described by: how text is cut into chunks (an optional ``normalizer``, then
+the split ``pattern`` or a ``pre_tokenizer`` pipeline), the ordered ``merges``
 ``{(left_id, right_id): new_id}``, and the ids of the 256 single bytes (``byte_ids``, the
 identity unless imported from GPT-2 or cl100k), plus ``special_tokens``. Everything else
 (``vocab``, the chunk encoder, the special-token regex) is derived and rebuilt when those change.
@@ -16,7 +17,9 @@ from pathlib import Path
 from .chunk_counting import available_cpus, count_chunks
 from .chunk_encoder import ChunkEncoder
 from .model_file import ModelFileContents, ModelFileError, read_model_file, write_model_file, write_vocab_file
-from .patterns import chunk_splitter, resolve_pattern
+from .normalizers import Normalizer, resolve_normalizer
+from .patterns import resolve_pattern
+from .pre_tokenizers import ChunkSplitter, PreTokenizer, Split, resolve_pre_tokenizer
 from .progress import progress_bar
 from .special_tokens import (
     AllowedSpecial,
@@ -34,11 +37,23 @@ class Tokenizer:
     """Byte-level BPE: train, encode, decode, save and load.
 
     ``pattern`` is a registered name ("gpt2", "gpt4", "o200k") or a regex; ``""`` or ``None``
-    means no split (the whole text is one sequence, minbpe's BasicTokenizer).
+    means no split (the whole text is one sequence, minbpe's BasicTokenizer). The pieces are the
+    matches and any text between them (as ``tokenizers``' ``Split(pattern, "isolated")``; the
+    registered patterns match every character, so this is also tiktoken's ``findall``).
+    ``pre_tokenizer`` instead of ``pattern``: a pipeline of steps (pre_tokenizers.py; an object
+    or its JSON form). ``normalizer``: ``"NFC"``, ``"NFKC"``, ``"NFD"``, ``"NFKD"``, several joined
+    by ``+``, or a normalizers.py object; text is normalized before it is split, as in
+    ``tokenizers`` (each stretch between special tokens on its own).
     """
 
-    def __init__(self, pattern: str | None = None) -> None:
-        self.pattern: str = resolve_pattern(pattern) or ""
+    def __init__(
+        self,
+        pattern: str | None = None,
+        *,
+        pre_tokenizer: PreTokenizer | Mapping | None = None,
+        normalizer: Normalizer | str | Mapping | None = None,
+    ) -> None:
+        self._set_chunking(pattern, pre_tokenizer, normalizer)
         self._merges: Merges = {}
         self._byte_ids: list[int] = list(range(256))
         self._special_tokens: dict[str, int] = {}
@@ -55,6 +70,8 @@ class Tokenizer:
         special_tokens: Mapping[str, int] | None = None,
         byte_ids: Sequence[int] | None = None,
         check: bool = True,
+        pre_tokenizer: PreTokenizer | Mapping | None = None,
+        normalizer: Normalizer | str | Mapping | None = None,
     ) -> Tokenizer:
         """Build a tokenizer from merges in order (for importers and converters).
 
@@ -62,9 +79,12 @@ class Tokenizer:
         names an id that is neither a byte nor an earlier merge, or if ids collide.
         ``check=False`` skips those merge checks, for merges valid by construction (recovered
         from ranks: each names two lower ranks); the merges must then be a dict of int pairs to
-        ints in increasing order.
+        ints in increasing order. ``pre_tokenizer`` and ``normalizer`` as in the constructor.
         """
-        tok = RegexTokenizer(pattern) if pattern else BasicTokenizer()
+        if pattern or pre_tokenizer is not None:
+            tok = RegexTokenizer(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
+        else:
+            tok = BasicTokenizer(normalizer=normalizer)
         byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
         if len(byte_ids) != 256 or len(set(byte_ids)) != 256:
             raise ValueError("byte_ids must give 256 distinct ids, one per byte value")
@@ -73,6 +93,81 @@ class Tokenizer:
         tok._special_tokens = tok._checked_specials(special_tokens or {})
         tok._rebuild()  # once: tables for 100k+ merges take a while to build
         return tok
+
+    # --------------------------------------------------------- chunking text
+
+    def _set_chunking(self, pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
+                      normalizer: Normalizer | str | Mapping | None) -> None:
+        if pattern and pre_tokenizer is not None:
+            raise ValueError("pass a split pattern or a pre_tokenizer pipeline, not both")
+        if pre_tokenizer is not None:
+            pre = resolve_pre_tokenizer(pre_tokenizer)
+        else:
+            pattern = resolve_pattern(pattern or None)
+            pre = Split(pattern) if pattern else None
+        self._chunker = ChunkSplitter(resolve_normalizer(normalizer), pre)
+        # the hot path: with no normalizer, the pre-tokenizer's own splitter (None: no split)
+        self._split = self._chunker.fast_split if self._chunker.normalizer is None else self._chunker
+        self._bytes_chunks = self._chunker.emits_bytes
+
+    @property
+    def pattern(self) -> str:
+        """The split regex (``""`` for none). A ``pre_tokenizer`` that is not one plain split has
+        none: reading it then raises ValueError (use :attr:`pre_tokenizer`). Assigning a pattern
+        replaces the pre-tokenizer."""
+        plain = self._chunker.plain_pattern
+        if plain is None:
+            raise ValueError(f"this tokenizer pre-tokenizes with a pipeline, {self._chunker.pre_tokenizer!r}, which "
+                             "no single split pattern expresses; use .pre_tokenizer")
+        return plain
+
+    @pattern.setter
+    def pattern(self, pattern: str | None) -> None:
+        self._set_chunking(pattern, None, self._chunker.normalizer)
+
+    @property
+    def pre_tokenizer(self) -> PreTokenizer | None:
+        """The pre-tokenizer pipeline (a ``Split`` for a plain pattern; None: no split)."""
+        return self._chunker.pre_tokenizer
+
+    @pre_tokenizer.setter
+    def pre_tokenizer(self, pre_tokenizer: PreTokenizer | Mapping | str | None) -> None:
+        if isinstance(pre_tokenizer, str):
+            self._set_chunking(pre_tokenizer, None, self._chunker.normalizer)
+        else:
+            self._set_chunking(None, pre_tokenizer, self._chunker.normalizer)
+
+    @property
+    def normalizer(self) -> Normalizer | None:
+        """The normalizer applied before splitting (None: text is encoded as given)."""
+        return self._chunker.normalizer
+
+    @normalizer.setter
+    def normalizer(self, normalizer: Normalizer | str | Mapping | None) -> None:
+        self._set_chunking(None, self._chunker.pre_tokenizer, normalizer)
+
+    @property
+    def is_plain(self) -> bool:
+        """True if text is cut by one split pattern (or not at all) with no normalizer: what
+        tiktoken and minbpe's formats can hold."""
+        return self._chunker.normalizer is None and self._chunker.plain_pattern is not None
+
+    def chunks(self, text: str) -> list[str] | list[bytes]:
+        """The chunks that ordinary ``text`` is encoded in (normalized, then pre-tokenized);
+        bytes chunks when the pipeline splits after its ``ByteLevel`` step."""
+        return self._chunker(text)
+
+    def chunks_with_spans(self, text: str) -> list[tuple[str | bytes, list[tuple[int, int]]]]:
+        """:meth:`chunks` with, per chunk character (per byte for bytes chunks), the span of
+        ``text`` it comes from, aligned as ``tokenizers`` aligns offsets (for offset mapping)."""
+        return self._chunker.with_spans(text)
+
+    def _chunking_spec(self) -> str | None | ChunkSplitter:
+        """What :func:`count_chunks` needs: the plain pattern (or None) when there is one, else
+        the whole normalize-and-split callable."""
+        if self.is_plain:
+            return self._chunker.plain_pattern or None
+        return self._chunker
 
     @property
     def merges(self) -> Merges:
@@ -173,7 +268,7 @@ class Tokenizer:
         parallel processes; see :func:`train_from_counts` for the rest.
         """
         _check_vocab_size(vocab_size)
-        counts = count_chunks(text, self.pattern or None, num_workers=num_workers, progress=progress)
+        counts = count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
         self.train_from_counts(
             counts, vocab_size, verbose, tie_break=tie_break, min_frequency=min_frequency, progress=progress
         )
@@ -233,7 +328,7 @@ class Tokenizer:
         token repeats the bytes of an existing one. Because new merge ids are all higher than the
         old ones, text in which no new merge applies encodes exactly as before.
         """
-        counts = count_chunks(text, self.pattern or None, num_workers=num_workers, progress=progress)
+        counts = count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
         words: list[list[int]] = []
         weights: list[int] = []
         for chunk, count in counts.items():
@@ -242,7 +337,8 @@ class Tokenizer:
                 words.append(ids)
                 weights.append(count)
         extended = Tokenizer.from_merges(
-            self._merges, pattern=self.pattern, special_tokens=self._special_tokens, byte_ids=self._byte_ids
+            self._merges, special_tokens=self._special_tokens, byte_ids=self._byte_ids,
+            pre_tokenizer=self.pre_tokenizer, normalizer=self.normalizer
         )
         extended._merges = extended._learn(
             words, weights, num_new_merges, tie_break, min_frequency, verbose, progress, unique_bytes=True
@@ -323,9 +419,13 @@ class Tokenizer:
         return self._encoder.encode_bytes(data)
 
     def _encode_ordinary(self, text: str) -> list[int]:
-        if not self.pattern:
+        split = self._split
+        if split is None:
             return self._encoder.encode_bytes(text.encode("utf-8"))
-        return self._encoder.encode_chunks(chunk_splitter(self.pattern)(text))
+        if self._bytes_chunks:
+            encode_bytes = self._encoder.encode_bytes
+            return [idx for chunk in split(text) for idx in encode_bytes(chunk)]
+        return self._encoder.encode_chunks(split(text))
 
     def encode(
         self,
@@ -420,14 +520,24 @@ class Tokenizer:
     def save(self, file_prefix: str | os.PathLike) -> None:
         """Write ``<prefix>.model`` (minbpe v1, loadable by minbpe) and ``<prefix>.vocab``."""
         prefix = Path(file_prefix)
-        contents = ModelFileContents(self.pattern, dict(self._special_tokens), dict(self._merges), list(self._byte_ids))
+        contents = ModelFileContents(self._chunker.plain_pattern or "", dict(self._special_tokens), dict(self._merges),
+                                     list(self._byte_ids))
+        if not self.is_plain:
+            contents.normalizer = None if self.normalizer is None else self.normalizer.to_json()
+            contents.pre_tokenizer = None if self.pre_tokenizer is None else self.pre_tokenizer.to_json()
         write_model_file(prefix.with_name(prefix.name + ".model"), contents)
         write_vocab_file(prefix.with_name(prefix.name + ".vocab"), self.vocab, self._merges)
 
     def load(self, model_file: str | os.PathLike) -> None:
         """Read a ``.model`` file written by minbpe or by :meth:`save` into this tokenizer."""
         contents = read_model_file(model_file)
-        self.pattern = contents.pattern
+        try:
+            if contents.pre_tokenizer is not None:
+                self._set_chunking(None, contents.pre_tokenizer, contents.normalizer)
+            else:
+                self._set_chunking(contents.pattern, None, contents.normalizer)
+        except ValueError as exc:
+            raise ModelFileError(f"{model_file}: {exc}") from None
         self._byte_ids = contents.byte_ids
         try:
             self._merges = _checked_merges(contents.merges, contents.byte_ids)
@@ -440,8 +550,8 @@ class Tokenizer:
     @classmethod
     def from_file(cls, model_file: str | os.PathLike) -> Tokenizer:
         """A new tokenizer read from a ``.model`` file (Regex or Basic, by its pattern)."""
-        pattern = read_model_file(model_file).pattern
-        tok = RegexTokenizer(pattern) if pattern else BasicTokenizer()
+        contents = read_model_file(model_file)
+        tok = RegexTokenizer(contents.pattern) if contents.pattern or contents.pre_tokenizer else BasicTokenizer()
         tok.load(model_file)
         return tok
 
@@ -455,15 +565,24 @@ class Tokenizer:
 class BasicTokenizer(Tokenizer):
     """Byte-level BPE on the raw byte sequence, with no split pattern (minbpe's BasicTokenizer)."""
 
-    def __init__(self) -> None:
-        super().__init__(None)
+    def __init__(self, *, normalizer: Normalizer | str | Mapping | None = None) -> None:
+        super().__init__(None, normalizer=normalizer)
 
 
 class RegexTokenizer(Tokenizer):
-    """Byte-level BPE within the chunks of a split pattern; GPT-4's by default, as in minbpe."""
+    """Byte-level BPE within the chunks of a split pattern (GPT-4's by default, as in minbpe) or
+    of a ``pre_tokenizer`` pipeline."""
 
-    def __init__(self, pattern: str | None = None) -> None:
-        super().__init__(pattern or "gpt4")
+    def __init__(
+        self,
+        pattern: str | None = None,
+        *,
+        pre_tokenizer: PreTokenizer | Mapping | None = None,
+        normalizer: Normalizer | str | Mapping | None = None,
+    ) -> None:
+        if pre_tokenizer is None:
+            pattern = pattern or "gpt4"
+        super().__init__(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
 
 
 def _checked_merges(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int]) -> Merges:
