@@ -147,6 +147,11 @@ class Tokenizer:
         self._set_chunking(None, self._chunker.pre_tokenizer, normalizer)
 
     @property
+    def plain_pattern(self) -> str | None:
+        """:attr:`pattern`, or None instead of an error when the pre-tokenizer is a pipeline."""
+        return self._chunker.plain_pattern
+
+    @property
     def is_plain(self) -> bool:
         """True if text is cut by one split pattern (or not at all) with no normalizer: what
         tiktoken and minbpe's formats can hold."""
