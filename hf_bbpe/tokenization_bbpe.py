@@ -110,8 +110,6 @@ class BBPETokenizer(PreTrainedTokenizer):
         normalizer: str | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        if add_prefix_space:
-            raise ValueError("BBPETokenizer does not support add_prefix_space=True: text is encoded as given")
         if engine is not None:
             if vocab_file is not None or merges_file is not None:
                 raise ValueError("pass either engine or vocab_file + merges_file, not both")
@@ -127,6 +125,9 @@ class BBPETokenizer(PreTrainedTokenizer):
                 "BBPETokenizer needs vocab_file and merges_file (from_pretrained passes them), "
                 "or an engine tokenizer: BBPETokenizer.from_engine(tok)"
             )
+        if add_prefix_space and not _adds_prefix_space(core):
+            raise ValueError("BBPETokenizer does not support add_prefix_space=True unless its pre_tokenizer is "
+                             "ByteLevel(add_prefix_space=True): text is encoded as given")
         if add_bos_token is None or add_eos_token is None:
             saved_bos, saved_eos = _bos_eos_from_tokenizer_json(kwargs.get("tokenizer_file"))
             add_bos_token = saved_bos if add_bos_token is None else add_bos_token
@@ -242,6 +243,10 @@ class BBPETokenizer(PreTrainedTokenizer):
         # get_vocab(), and let transformers do the rest of its bookkeeping.
         if not new_tokens:
             return 0
+        if "_engine" in self.__dict__ and self._engine.normalizer is not None:
+            # added tokens are found in the text as given, never in the normalized text: say so,
+            # so that the tokenizer.json twin (and tokenizer_config.json) do the same
+            new_tokens = [_not_normalized(token, special_tokens) for token in new_tokens]
         known = self.get_vocab()
         next_id = len(self)
         planned: dict[str, int] = {}
@@ -629,6 +634,10 @@ class BBPETokenizer(PreTrainedTokenizer):
             config["pre_tokenizer"] = engine.pre_tokenizer.to_json()
         if engine.normalizer is not None:
             config["normalizer"] = engine.normalizer.to_json()
+        if _adds_prefix_space(engine):
+            # transformers 4.57's fast class resets a ByteLevel pre-tokenizer's add_prefix_space to
+            # this key (False when absent)
+            config["add_prefix_space"] = True
         config["add_bos_token"] = self.add_bos_token
         config["add_eos_token"] = self.add_eos_token
         config["clean_up_tokenization_spaces"] = bool(self.clean_up_tokenization_spaces)
@@ -656,6 +665,20 @@ class BBPETokenizer(PreTrainedTokenizer):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+
+
+def _adds_prefix_space(engine: Tokenizer) -> bool:
+    """Whether the engine's pre-tokenizer is one ByteLevel step that adds a prefix space."""
+    pre = engine.pre_tokenizer
+    return pre is not None and pre.to_json()["type"] == "ByteLevel" and bool(pre.add_prefix_space)
+
+
+def _not_normalized(token: str | AddedToken, special: bool) -> AddedToken:
+    """``token`` as an AddedToken with ``normalized=False`` (its other flags kept)."""
+    if isinstance(token, str):
+        return AddedToken(token, special=special, normalized=False)
+    return AddedToken(token.content, single_word=token.single_word, lstrip=token.lstrip, rstrip=token.rstrip,
+                      special=token.special, normalized=False)
 
 
 def _may_occur(matcher: tuple, text: str) -> bool:

@@ -126,6 +126,7 @@ def _differing(expected: list[list[int]], texts: list[str], encode) -> list[str]
     return [text for text, ids in zip(texts, expected) if encode(text) != ids]
 
 
+@pytest.mark.transformers_compat
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_family_imports_with_identical_ids_on_every_path(name, files, tmp_path):
     path = _trained_file(name, files)
@@ -211,3 +212,17 @@ def test_exported_pipeline_keeps_its_steps(files, tmp_path):
     assert isinstance(qwen.pre_tokenizer.steps()[-1], ByteLevel)
     conversion.to_tokenizer_json(qwen, tmp_path / "qwen.json")
     assert json.loads((tmp_path / "qwen.json").read_text(encoding="utf-8"))["normalizer"] == {"type": "NFC"}
+
+
+@pytest.mark.transformers_compat
+def test_added_tokens_under_a_normalizer_match_alike_in_both_classes(files, tmp_path):
+    """transformers marks non-special added tokens "normalized"; BBPETokenizer looks for added
+    tokens in the text as given, and the twin it saves does the same."""
+    tok = conversion.from_tokenizer_json(_trained_file("nfkc_gpt2", files))
+    bbpe = BBPETokenizer.from_engine(tok)
+    bbpe.add_tokens(["ﬁx", "Ｆｕｌｌ"])
+    bbpe.save_pretrained(tmp_path)
+    fast = AutoTokenizer.from_pretrained(tmp_path)
+    texts = ["ﬁx fix Ｆｕｌｌ Full", "prefix ﬁxture", *DOCS[:50]]
+    assert [fast(t)["input_ids"] for t in texts] == [bbpe(t)["input_ids"] for t in texts]
+    assert bbpe("ﬁx fix")["input_ids"][0] == bbpe.convert_tokens_to_ids("ﬁx") != bbpe("fix")["input_ids"][0]
