@@ -106,9 +106,21 @@ class Tokenizer:
             pattern = resolve_pattern(pattern or None)
             pre = Split(pattern) if pattern else None
         self._chunker = ChunkSplitter(resolve_normalizer(normalizer), pre)
-        # the hot path: with no normalizer, the pre-tokenizer's own splitter (None: no split)
+        self._set_hot_path()
+
+    def _set_hot_path(self) -> None:
+        # with no normalizer, the pre-tokenizer's own splitter (None: no split), e.g. the C scanner
         self._split = self._chunker.fast_split if self._chunker.normalizer is None else self._chunker
         self._bytes_chunks = self._chunker.emits_bytes
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_split"]  # rebuilt from the chunker, which prepares the C scanner in this process
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._set_hot_path()
 
     @property
     def pattern(self) -> str:
