@@ -98,8 +98,6 @@ def _count_long_text(text: str, pattern: str, workers: int, bar) -> Counter[str]
                 bar.update(end - start)
     finally:
         _long_text = ""
-    if sum(len(chunk) * n for chunk, n in counts.items()) != len(text):  # the pattern skips text: keep it
-        return Counter(chunk_splitter(pattern)(text))
     return counts
 
 

@@ -84,22 +84,17 @@ def compile_pattern(pattern: str) -> regex.Pattern:
 
 @functools.lru_cache(maxsize=32)
 def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
-    """``text -> chunks``: the matches of ``pattern`` and any text between them, as
-    ``tokenizers``' ``Split(pattern, "isolated")`` cuts it. The patterns in use match every
-    character, so this is also ``compile_pattern(pattern).findall`` (tiktoken's and minbpe's
-    reading) for them; a pattern that skips text keeps that text as chunks instead of losing it.
+    """``text -> chunks``, the same as ``compile_pattern(pattern).findall``.
 
     The GPT-2, GPT-4 and o200k patterns are split by a C scanner (``_pretokenize.c``), several
     times faster than the regex module; tests check that both give the same chunks. Every other
-    pattern uses the regex module (pre_tokenizers.isolated_split).
+    pattern uses the regex module.
     """
     name = pattern_name(pattern)
     if _native is not None and name is not None:
         _load_character_classes()
         return getattr(_native, f"split_{name}")
-    from .pre_tokenizers import isolated_split
-
-    return functools.partial(isolated_split, compile_pattern(pattern))
+    return compile_pattern(pattern).findall
 
 
 @functools.cache

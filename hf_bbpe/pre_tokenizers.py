@@ -26,10 +26,15 @@ follow Oniguruma's rules for empty matches; the character classes of ``Digits`` 
 ``tokenizers``' (``{"type": "Sequence", "pretokenizers": [...]}``) with patterns in Python's
 ``regex`` syntax; tokenizer.json stores them translated for Oniguruma.
 
-A plain split pattern stays the fast path: a pipeline that is one ``Split(pattern)`` with
-``isolated`` (or GPT-2's ``ByteLevel(use_regex=True)``) reports that pattern as
-:attr:`PreTokenizer.plain_pattern`, and the engine splits with :func:`patterns.chunk_splitter`
-(the C scanner for the GPT-2/GPT-4/o200k patterns).
+The engine's own ``pattern`` (tiktoken's and minbpe's reading: the chunks are the matches, and
+text the pattern skips is dropped) is ``Split(pattern, "removed", invert=True)`` in these terms,
+and ``Split(pattern, "isolated")`` for the GPT-2/GPT-4/o200k patterns, which match every
+character (the same chunks; the form tokenizer.json files use). Such a pipeline reports the
+pattern as :attr:`PreTokenizer.plain_pattern` and the engine splits it with
+:func:`patterns.chunk_splitter`, the C scanner for those three: a plain pattern stays the fast
+path. ``Split(pattern, "isolated")`` with another pattern (Llama 3, Qwen2) keeps the text the
+pattern skips; it is split by :func:`isolated_split`, as fast as the matches alone when the
+pattern matches every character.
 
 This module is copied into saved model folders as remote code: it imports flat sibling modules
 only, relatively, and third-party libraries.
@@ -46,7 +51,7 @@ import regex
 
 from .byte_unicode import bytes_to_unicode, unicode_to_token
 from .normalizers import Normalizer, resolve_normalizer
-from .patterns import SPLIT_PATTERNS, chunk_splitter, compile_pattern, resolve_pattern
+from .patterns import SPLIT_PATTERNS, chunk_splitter, compile_pattern, pattern_name, resolve_pattern
 from .unicode_tables import regex_class
 
 BEHAVIORS = {
@@ -175,9 +180,16 @@ class PreTokenizer:
 
     @property
     def plain_pattern(self) -> str | None:
-        """The one regex this pipeline splits like (pieces = its matches, ``""`` for no split),
-        or None if it is not a plain split."""
+        """The pattern whose matches are exactly this pipeline's pieces (``""``: no split), or
+        None. Such a pipeline is what tiktoken, minbpe and the engine's ``pattern`` express."""
         return self._as_sequence().plain_pattern
+
+    @property
+    def split_pattern(self) -> str | None:
+        """The regex of a pipeline that is one regex ``Split`` (``""``: no split), or None; unlike
+        :attr:`plain_pattern` this includes an ``isolated`` Split of any pattern, which keeps
+        the text its pattern skips."""
+        return self._as_sequence().split_pattern
 
     @property
     def emits_bytes(self) -> bool:
@@ -232,8 +244,12 @@ class Split(PreTokenizer):
         return apply_behavior(_marked(match_spans(self._regex, text), len(text), self.invert), self.behavior)
 
     def split_text(self, text: str) -> list[str]:
-        if self.behavior == "isolated" and not self.invert and not self.literal:
+        if self.behavior == "isolated" and not self.invert:
             return isolated_split(self._regex, text)
+        if self.behavior == "removed" and self.invert and not self._regex.groups:
+            matches = self._regex.findall(text)  # the same as Oniguruma's unless one is empty
+            if "" not in matches:
+                return matches
         return super().split_text(text)
 
     def to_json(self, translate: Callable[[str], str] | None = None) -> dict[str, Any]:
@@ -372,21 +388,37 @@ class Sequence(PreTokenizer):
     def emits_bytes(self) -> bool:
         return self._emits_bytes
 
-    @property
-    def plain_pattern(self) -> str | None:
+    def _core(self) -> list[PreTokenizer]:
+        """The steps without a final ``ByteLevel`` that only spells bytes (the engine does that)."""
         steps = list(self._flat)
         if steps and isinstance(steps[-1], ByteLevel) and not steps[-1].use_regex and not steps[-1].add_prefix_space:
-            steps.pop()  # only spells bytes, which the engine does anyway
+            steps.pop()
+        return steps
+
+    @property
+    def plain_pattern(self) -> str | None:
+        steps = self._core()
         if not steps:
             return ""
         if len(steps) > 1:
             return None
         step = steps[0]
-        if isinstance(step, Split) and step.behavior == "isolated" and not step.invert and not step.literal:
-            return step.pattern
+        if isinstance(step, Split) and not step.literal:
+            if step.behavior == "removed" and step.invert:
+                return step.pattern
+            if step.behavior == "isolated" and not step.invert and pattern_name(step.pattern) is not None:
+                return step.pattern  # a built-in pattern matches every character
         if isinstance(step, ByteLevel) and step.use_regex and not step.add_prefix_space:
             return SPLIT_PATTERNS["gpt2"]
         return None
+
+    @property
+    def split_pattern(self) -> str | None:
+        steps = self._core()
+        if len(steps) == 1 and isinstance(steps[0], Split) and steps[0].behavior == "isolated" \
+                and not steps[0].invert and not steps[0].literal:
+            return steps[0].pattern
+        return self.plain_pattern
 
     def pre_tokenize(self, text: str) -> list[str] | list[bytes]:
         pieces = [text] if text else []
@@ -495,15 +527,25 @@ def pre_tokenizer_from_json(data: Mapping[str, Any] | None, translate: Callable[
                      "and Sequence of them)")
 
 
+def pattern_pre_tokenizer(pattern: str | None) -> Split | None:
+    """The pipeline for the engine's ``pattern`` (its matches are the chunks): an isolated Split
+    for the built-in patterns, which match every character, else Split(removed, invert=True)."""
+    if not pattern:
+        return None
+    if pattern_name(pattern) is not None:
+        return Split(pattern)
+    return Split(pattern, "removed", invert=True)
+
+
 def resolve_pre_tokenizer(spec: PreTokenizer | str | Mapping[str, Any] | None) -> PreTokenizer | None:
     """A pipeline from a :class:`PreTokenizer`, a JSON form (Python regex syntax), a pattern or
-    registered pattern name (one isolated ``Split``), or ``None``/``""`` (no split)."""
+    registered pattern name (as the engine's ``pattern``), or ``None``/``""`` (no split)."""
     if spec is None or spec == "":
         return None
     if isinstance(spec, PreTokenizer):
         return spec
     if isinstance(spec, str):
-        return Split(spec)
+        return pattern_pre_tokenizer(resolve_pattern(spec))
     if isinstance(spec, Mapping):
         return pre_tokenizer_from_json(spec)
     raise TypeError(f"cannot make a pre-tokenizer from {spec!r}")
@@ -521,11 +563,14 @@ class ChunkSplitter:
         self.pre_tokenizer = pre_tokenizer
         self._pipeline = None if pre_tokenizer is None else pre_tokenizer._as_sequence()
         self.plain_pattern = "" if self._pipeline is None else self._pipeline.plain_pattern
+        self.split_pattern = "" if self._pipeline is None else self._pipeline.split_pattern
         self.emits_bytes = self._pipeline is not None and self._pipeline.emits_bytes
         if self.plain_pattern == "":
             self.fast_split = None
         elif self.plain_pattern is not None:
             self.fast_split = chunk_splitter(self.plain_pattern)
+        elif self.split_pattern is not None:
+            self.fast_split = functools.partial(isolated_split, compile_pattern(self.split_pattern))
         else:
             self.fast_split = self._pipeline.pre_tokenize
         """The pre-tokenizer alone as a function (None: no split), for the engine's hot path."""

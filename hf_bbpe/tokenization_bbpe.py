@@ -628,8 +628,7 @@ class BBPETokenizer(PreTrainedTokenizer):
         if not config.get("additional_special_tokens"):
             config.pop("additional_special_tokens", None)
         engine = self._engine
-        config["pattern"] = engine.pattern if engine.pre_tokenizer is None or engine.pre_tokenizer.plain_pattern is not None \
-            else None
+        config["pattern"] = engine.plain_pattern
         if config["pattern"] is None:
             config["pre_tokenizer"] = engine.pre_tokenizer.to_json()
         if engine.normalizer is not None:

@@ -19,7 +19,7 @@ from .chunk_encoder import ChunkEncoder
 from .model_file import ModelFileContents, ModelFileError, read_model_file, write_model_file, write_vocab_file
 from .normalizers import Normalizer, resolve_normalizer
 from .patterns import resolve_pattern
-from .pre_tokenizers import ChunkSplitter, PreTokenizer, Split, resolve_pre_tokenizer
+from .pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
 from .progress import progress_bar
 from .special_tokens import (
     AllowedSpecial,
@@ -37,11 +37,9 @@ class Tokenizer:
     """Byte-level BPE: train, encode, decode, save and load.
 
     ``pattern`` is a registered name ("gpt2", "gpt4", "o200k") or a regex; ``""`` or ``None``
-    means no split (the whole text is one sequence, minbpe's BasicTokenizer). The pieces are the
-    matches and any text between them (as ``tokenizers``' ``Split(pattern, "isolated")``; the
-    registered patterns match every character, so this is also tiktoken's ``findall``).
-    ``pre_tokenizer`` instead of ``pattern``: a pipeline of steps (pre_tokenizers.py; an object
-    or its JSON form). ``normalizer``: ``"NFC"``, ``"NFKC"``, ``"NFD"``, ``"NFKD"``, several joined
+    means no split (the whole text is one sequence, minbpe's BasicTokenizer). The chunks are the
+    pattern's matches, as in tiktoken and minbpe. ``pre_tokenizer`` instead of ``pattern``: a
+    pipeline of steps as ``tokenizers`` runs them (pre_tokenizers.py; an object or its JSON form). ``normalizer``: ``"NFC"``, ``"NFKC"``, ``"NFD"``, ``"NFKD"``, several joined
     by ``+``, or a normalizers.py object; text is normalized before it is split, as in
     ``tokenizers`` (each stretch between special tokens on its own).
     """
@@ -103,8 +101,7 @@ class Tokenizer:
         if pre_tokenizer is not None:
             pre = resolve_pre_tokenizer(pre_tokenizer)
         else:
-            pattern = resolve_pattern(pattern or None)
-            pre = Split(pattern) if pattern else None
+            pre = pattern_pre_tokenizer(resolve_pattern(pattern or None))
         self._chunker = ChunkSplitter(resolve_normalizer(normalizer), pre)
         self._set_hot_path()
 
@@ -124,10 +121,15 @@ class Tokenizer:
 
     @property
     def pattern(self) -> str:
-        """The split regex (``""`` for none). A ``pre_tokenizer`` that is not one plain split has
+        """The split regex (``""`` for none). A ``pre_tokenizer`` that is not one regex split has
         none: reading it then raises ValueError (use :attr:`pre_tokenizer`). Assigning a pattern
-        replaces the pre-tokenizer."""
-        plain = self._chunker.plain_pattern
+        replaces the pre-tokenizer.
+
+        An imported ``Split(pattern, "isolated")`` (Llama 3, Qwen2) reports its pattern here, but
+        keeps as chunks any text the pattern skips, where a tokenizer made with ``pattern=`` drops
+        it; the two agree on patterns that match every character, as these do.
+        """
+        plain = self._chunker.split_pattern
         if plain is None:
             raise ValueError(f"this tokenizer pre-tokenizes with a pipeline, {self._chunker.pre_tokenizer!r}, which "
                              "no single split pattern expresses; use .pre_tokenizer")
@@ -160,7 +162,8 @@ class Tokenizer:
 
     @property
     def plain_pattern(self) -> str | None:
-        """:attr:`pattern`, or None instead of an error when the pre-tokenizer is a pipeline."""
+        """The pattern when the pre-tokenizer is exactly what ``pattern=`` makes (its matches are
+        the chunks), else None: what tiktoken, minbpe and a ``.model`` v1 file can hold."""
         return self._chunker.plain_pattern
 
     @property

@@ -160,10 +160,18 @@ def test_family_imports_with_identical_ids_on_every_path(name, files, tmp_path):
 
 def test_the_pipelines_are_not_plain_patterns(files):
     """The families exercise the pipeline, not the single-pattern path (except GPT-NeoX, whose
-    ByteLevel regex is GPT-2's pattern, and Qwen2's one Split under its normalizer)."""
-    plain = {name for name in FAMILIES
-             if conversion.from_tokenizer_json(_trained_file(name, files)).plain_pattern is not None}
-    assert plain == {"gpt_neox", "nfkc_gpt2", "qwen2", "nfd_llama3", "nfkd_llama3", "sequence_nfd_nfkc"}
+    ByteLevel regex is GPT-2's pattern); one isolated Split of a pattern of their own (Qwen2,
+    Llama 3) reports it as the tokenizer's pattern."""
+    plain, single = set(), set()
+    for name in FAMILIES:
+        tok = conversion.from_tokenizer_json(_trained_file(name, files))
+        if tok.plain_pattern is not None:
+            plain.add(name)
+        if tok.pre_tokenizer.split_pattern is not None:
+            single.add(name)
+            assert tok.pattern == tok.pre_tokenizer.split_pattern
+    assert plain == {"gpt_neox", "nfkc_gpt2"}
+    assert single == plain | {"qwen2", "nfd_llama3", "nfkd_llama3", "sequence_nfd_nfkc"}
 
 
 def test_normalized_text_changes_ids_so_the_test_can_fail(files):

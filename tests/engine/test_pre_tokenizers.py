@@ -122,15 +122,24 @@ def test_python_categories_differ_from_tokenizers_classes():
 
 
 def test_plain_patterns_are_recognised():
+    """A plain pattern (chunks = its matches) is what ``pattern=`` makes; the built-in patterns
+    match every character, so their isolated Split is plain too, and they keep the C scanner."""
     assert Split("gpt4").plain_pattern == SPLIT_PATTERNS["gpt4"]
     assert Sequence([Split("o200k"), ByteLevel(use_regex=False)]).plain_pattern == SPLIT_PATTERNS["o200k"]
     assert ByteLevel(use_regex=True).plain_pattern == SPLIT_PATTERNS["gpt2"]
     assert ByteLevel(use_regex=False).plain_pattern == ""
+    assert Split(r"\p{L}+", "removed", invert=True).plain_pattern == r"\p{L}+"
+    isolated = Sequence([Split(r"\p{L}+"), ByteLevel(use_regex=False)])
+    assert isolated.plain_pattern is None and isolated.split_pattern == r"\p{L}+"
+    assert isolated.pre_tokenize("ab 12cd!") == ["ab", " 12", "cd", "!"]  # skipped text is kept
     for pipeline in (ByteLevel(add_prefix_space=True), Split("gpt4", "merged_with_next"), Split("gpt4", invert=True),
                      Sequence([Digits(True), ByteLevel()]), Sequence([Split("gpt2"), Split("gpt4")])):
-        assert pipeline.plain_pattern is None, pipeline
+        assert pipeline.plain_pattern is None and pipeline.split_pattern is None, pipeline
     tok = RegexTokenizer("gpt4")
     assert tok._split is chunk_splitter(SPLIT_PATTERNS["gpt4"])  # the C scanner, nothing in between
+    own = RegexTokenizer(r"\p{L}+")
+    assert own.pre_tokenizer == Split(r"\p{L}+", "removed", invert=True) and own.is_plain
+    assert own.chunks("ab 12cd!") == ["ab", "cd"]  # tiktoken's and minbpe's reading: skipped text is dropped
 
 
 def test_json_round_trip_and_errors():
@@ -203,16 +212,16 @@ def test_normalizer_runs_on_each_stretch_between_special_tokens():
     assert tok.encode("e\u0301") == list("é".encode())
 
 
-def test_a_pattern_that_skips_text_keeps_it_in_long_texts(monkeypatch):
-    """The long-text parallel count keeps text a pattern skips, as the splitter does."""
-    monkeypatch.setattr(chunk_counting, "_SEGMENT_CHARS", 1000)
-    text = "".join(DOCS[:100])
-    pattern = r"\p{L}+"
-    expected = {}
-    for chunk in chunk_splitter(pattern)(text):
-        expected[chunk] = expected.get(chunk, 0) + 1
-    assert count_chunks(text, pattern, num_workers=2) == expected
-    assert sum(len(c) * n for c, n in expected.items()) == len(text)
+def test_an_isolated_split_counts_the_text_its_pattern_skips(monkeypatch):
+    """Training on a pipeline that keeps skipped text counts that text too, in parallel or not."""
+    monkeypatch.setattr(chunk_counting, "_BATCH_CHARS", 5000)
+    tok = RegexTokenizer(pre_tokenizer=Sequence([Split(r"\p{L}+"), ByteLevel(use_regex=False)]))
+    expected: dict[str, int] = {}
+    for doc in DOCS[:300]:
+        for chunk in tok.chunks(doc):
+            expected[chunk] = expected.get(chunk, 0) + 1
+    assert count_chunks(DOCS[:300], tok._chunking_spec(), num_workers=2) == expected
+    assert sum(len(c) * n for c, n in expected.items()) == sum(map(len, DOCS[:300]))
 
 
 def test_chunk_splitter_with_spans_maps_chunks_to_the_original_text():
