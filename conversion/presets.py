@@ -17,6 +17,7 @@ from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
+from .reading import read_bytes
 
 
 @dataclass(frozen=True)
@@ -74,15 +75,22 @@ def _resolve_files(preset: Preset, path: str | os.PathLike | tuple) -> list[Path
     return [path]
 
 
-def check_sha256(path: Path, expected: str) -> None:
-    """Raise FormatError if ``path``'s sha256 is not ``expected``."""
-    try:
-        actual = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if actual != expected:
-        raise FormatError(f"{path}: sha256 {actual} is not the known {expected}; this is not the reference file "
-                          "(pass check_hash=False to load it anyway)")
+def check_sha256(path: Path, expected: str, *, preset: str | None = None) -> None:
+    """Raise FormatError if ``path``'s sha256 is not ``expected``; when it is another preset's
+    known file, the message names that preset (``preset`` is the one asked for)."""
+    actual = hashlib.sha256(read_bytes(path)).hexdigest()
+    if actual == expected:
+        return
+    asked = next((f"{preset}'s {name}" for name, known in PRESETS[preset].sha256.items() if known == expected),
+                 f"{preset}'s file") if preset in PRESETS else "the expected file"
+    for other in PRESETS.values():
+        for file_name, known in other.sha256.items():
+            if known == actual and other.name != preset:
+                where = "its folder" if len(other.files) > 1 else "this file"
+                raise FormatError(f"{path}: this is {other.name}'s {file_name} (by its sha256), not {asked}; "
+                                  f"load it with load_preset({other.name!r}, {where})")
+    raise FormatError(f"{path}: sha256 {actual} is not the known {expected} ({asked}); this is not the "
+                      "reference file (pass check_hash=False to load it anyway)")
 
 
 def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool = True) -> Tokenizer:
@@ -103,7 +111,7 @@ def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool 
         if not file.is_file():
             raise FormatError(f"{file}: no such file (preset {name!r} reads local files only, never downloads)")
         if check_hash:
-            check_sha256(file, preset.sha256[file_name])
+            check_sha256(file, preset.sha256[file_name], preset=name)
     if name == "gpt2":
         return from_gpt2_files(files[0], files[1], pattern=preset.pattern, special_tokens=preset.special_tokens)
     return from_tiktoken(files[0], pattern=preset.pattern, special_tokens=preset.special_tokens)

@@ -30,6 +30,7 @@ from hf_bbpe.tokenizer import Tokenizer
 from .assembly import assemble_tokenizer
 from .errors import FormatError
 from .merge_recovery import recover_merges, recover_merges_from_arrays
+from .reading import read_bytes
 from .representability import RepresentabilityError, check_rank_representable
 
 if sys.version_info >= (3, 11):
@@ -45,7 +46,7 @@ def read_tiktoken_file(path: str | os.PathLike) -> tuple[list[bytes], list[int]]
     the two fields) but, unlike it, rejects invalid base64 and duplicate tokens or ranks.
     """
     path = Path(path)
-    data = _read_bytes(path)
+    data = read_bytes(path)
     lines = data.splitlines()
     tokens, ranks = _read_lines_slowly(path, lines)
     if len(set(tokens)) != len(tokens) or len(set(ranks)) != len(ranks):
@@ -55,13 +56,6 @@ def read_tiktoken_file(path: str | os.PathLike) -> tuple[list[bytes], list[int]]
     return tokens, ranks
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
 def read_tiktoken_arrays(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(buf, lengths, ranks)`` of a rank file, decoded with numpy (see merge_recovery.py).
 
@@ -69,7 +63,7 @@ def read_tiktoken_arrays(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarra
     anything else goes through :func:`read_tiktoken_file`, which names the line at fault.
     """
     path = Path(path)
-    data = _read_bytes(path)
+    data = read_bytes(path)
     decoded = _decode_regular(data)
     if decoded is None:
         tokens, ranks = read_tiktoken_file(path)

@@ -49,15 +49,16 @@ from hf_bbpe.atomic_write import write_text_atomic
 from hf_bbpe.byte_unicode import unicode_to_token
 from hf_bbpe.chunk_encoder import ChunkEncoder
 from hf_bbpe.normalizers import Normalizer, normalizer_from_json
-from hf_bbpe.patterns import SPLIT_PATTERNS
+from hf_bbpe.patterns import NATIVE_PATTERNS
 from hf_bbpe.pre_tokenizers import ByteLevel, PreTokenizer, pre_tokenizer_from_json
 from hf_bbpe.tokenizer import Tokenizer
 from hf_bbpe.tokenizer_json import tokenizer_json_dict, translate_pattern_for_onig, translate_pattern_from_onig
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError
-from .gpt2_files import read_json_object
+from .file_kinds import TOKENIZER_JSON, json_kind, text_kind, wrong_kind_message
 from .merge_recovery import recover_merges
+from .reading import read_json_object
 
 def to_tokenizer_json(
     tok: Tokenizer,
@@ -78,9 +79,9 @@ def to_tokenizer_json(
 def python_pattern(onig_pattern: str) -> str:
     """The ``regex`` pattern for a tokenizer.json split pattern; a registered pattern when the
     file holds exactly its translation (so our own exports round-trip to the same string)."""
-    for name in ("gpt2", "gpt4", "o200k"):
-        if translate_pattern_for_onig(SPLIT_PATTERNS[name]) == onig_pattern:
-            return SPLIT_PATTERNS[name]
+    for pattern in NATIVE_PATTERNS.values():
+        if translate_pattern_for_onig(pattern) == onig_pattern:
+            return pattern
     return translate_pattern_from_onig(onig_pattern)
 
 
@@ -142,7 +143,16 @@ def _read_merges(raw: list, source: Path) -> list[tuple[str, str]]:
 def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Tokenizer:
     """A tokenizer from a byte-level BPE tokenizer.json, with the file's ids (see module doc)."""
     source = Path(path)
-    data = read_json_object(source, "a tokenizer.json object")
+    try:
+        data = read_json_object(source, "a tokenizer.json object")
+    except FormatError:
+        other = wrong_kind_message(source, text_kind(source), TOKENIZER_JSON)
+        if other:
+            raise FormatError(other) from None
+        raise
+    other = wrong_kind_message(source, json_kind(data), TOKENIZER_JSON)
+    if other:
+        raise FormatError(other)
     model = data.get("model")
     _check_model(model, source)
     normalizer = _normalizer_of(data.get("normalizer"), source, strict)

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_hash.h"
+
 #define SHORT_CHUNK 32
 #define CACHE_MAX_CHARS 128
 #define NO_MERGE INT64_MAX
@@ -25,15 +27,6 @@ typedef struct {
     PyObject *cache;
     Py_ssize_t cache_max;
 } ChunkBPE;
-
-static inline uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 static inline int64_t rank_of(const ChunkBPE *self, int32_t a, int32_t b) {
     uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import json
 import os
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .atomic_write import write_text_atomic
+from .byte_unicode import render_token
 
 MINBPE_HEADER = "minbpe v1"
 EXTENDED_HEADER = "hf_bbpe v1"
@@ -158,12 +158,6 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
     if taken:
         raise fail(3, f"special token id {min(taken)} is also a normal token id")
     return contents
-
-
-def render_token(token: bytes) -> str:
-    """A token's bytes as text for people: invalid UTF-8 replaced, control characters escaped."""
-    text = token.decode("utf-8", errors="replace")
-    return "".join(ch if unicodedata.category(ch)[0] != "C" else f"\\u{ord(ch):04x}" for ch in text)
 
 
 def write_vocab_file(path: str | os.PathLike, vocab: dict[int, bytes], merges: dict[tuple[int, int], int]) -> None:

@@ -229,13 +229,15 @@ class PreTokenizer:
 
 
 class Split(PreTokenizer):
-    """Cut at the matches of a regex (``literal=True``: of a plain string), as ``tokenizers``' Split."""
+    """Cut at the matches of a regex (``literal=True``: of a plain string), as ``tokenizers``' Split.
+
+    A bad regex raises ValueError naming it."""
 
     def __init__(self, pattern: str, behavior: str = "isolated", invert: bool = False, *, literal: bool = False) -> None:
-        self.literal = bool(literal)
-        self.pattern = pattern if literal else resolve_pattern(pattern)
-        if not isinstance(self.pattern, str):
+        if not isinstance(pattern, str):
             raise ValueError(f"Split needs a pattern, got {pattern!r}")
+        self.literal = bool(literal)
+        self.pattern = pattern  # a regex as written (no pattern names here: a file's "gpt4" means the text gpt4)
         self.behavior = _behavior(behavior)
         self.invert = bool(invert)
         self._regex = compile_pattern(regex.escape(pattern) if literal else self.pattern)

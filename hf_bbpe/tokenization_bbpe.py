@@ -38,13 +38,13 @@ import regex
 from transformers import AddedToken, BatchEncoding, PreTrainedTokenizer
 
 from .atomic_write import write_text_atomic
-from .byte_unicode import unicode_to_token
+from .byte_unicode import spell_vocab, unicode_to_token
 from .normalizers import resolve_normalizer
 from .patterns import resolve_pattern
 from .pre_tokenizers import resolve_pre_tokenizer
 from .tokenizer import Tokenizer
 from .tokenizer_json import tokenizer_json_dict
-from .vocab_merges_files import read_vocab_merges, spell_vocab, write_vocab_merges
+from .vocab_merges_files import read_vocab_merges, write_vocab_merges
 
 if TYPE_CHECKING:
     # transformers 4.57 copies into its module cache only the modules that a remote-code file
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from .special_tokens import special_token_regex  # noqa: F401
     from .trainer import train_merges  # noqa: F401
     from .unicode_tables import code_points  # noqa: F401
+    from .worker_pool import forked_pool  # noqa: F401
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
 TOKENIZER_JSON = "tokenizer.json"

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .chunk_counting import available_cpus, count_chunks
+from .chunk_counting import count_chunks
 from .chunk_encoder import ChunkEncoder
 from .model_file import ModelFileContents, ModelFileError, read_model_file, write_model_file, write_vocab_file
 from .normalizers import Normalizer, resolve_normalizer
@@ -24,11 +24,13 @@ from .progress import progress_bar
 from .special_tokens import (
     AllowedSpecial,
     DisallowedSpecial,
-    disallowed_special_error,
+    DisallowedSpecialToken,
+    checked_special_tokens,
     resolve_special_policy,
     special_token_regex,
 )
 from .trainer import train_merges
+from .worker_pool import available_cpus
 
 Merges = dict[tuple[int, int], int]
 
@@ -70,6 +72,7 @@ class Tokenizer:
         check: bool = True,
         pre_tokenizer: PreTokenizer | Mapping | None = None,
         normalizer: Normalizer | str | Mapping | None = None,
+        allow_large_ids: bool = False,
     ) -> Tokenizer:
         """Build a tokenizer from merges in order (for importers and converters).
 
@@ -77,18 +80,19 @@ class Tokenizer:
         names an id that is neither a byte nor an earlier merge, or if ids collide.
         ``check=False`` skips those merge checks, for merges valid by construction (recovered
         from ranks: each names two lower ranks); the merges must then be a dict of int pairs to
-        ints in increasing order. ``pre_tokenizer`` and ``normalizer`` as in the constructor.
+        ints in increasing order. Special tokens are checked as :meth:`register_special_tokens`
+        checks them. ``pre_tokenizer`` and ``normalizer`` as in the constructor.
+
+        ``Tokenizer.from_merges`` gives a RegexTokenizer, or a BasicTokenizer when there is no
+        pattern or pipeline; called on a subclass, it gives that class.
         """
-        if pattern or pre_tokenizer is not None:
-            tok = RegexTokenizer(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
-        else:
-            tok = BasicTokenizer(normalizer=normalizer)
+        tok = cls._blank(pattern, pre_tokenizer, normalizer)
         byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
         if len(byte_ids) != 256 or len(set(byte_ids)) != 256:
             raise ValueError("byte_ids must give 256 distinct ids, one per byte value")
         tok._byte_ids = byte_ids
         tok._merges = _checked_merges(merges, byte_ids) if check else dict(merges)
-        tok._special_tokens = tok._checked_specials(special_tokens or {})
+        tok._special_tokens = tok._checked_specials(special_tokens or {}, allow_large_ids=allow_large_ids)
         tok._rebuild()  # once: tables for 100k+ merges take a while to build
         return tok
 
@@ -96,13 +100,7 @@ class Tokenizer:
 
     def _set_chunking(self, pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
                       normalizer: Normalizer | str | Mapping | None) -> None:
-        if pattern and pre_tokenizer is not None:
-            raise ValueError("pass a split pattern or a pre_tokenizer pipeline, not both")
-        if pre_tokenizer is not None:
-            pre = resolve_pre_tokenizer(pre_tokenizer)
-        else:
-            pre = pattern_pre_tokenizer(resolve_pattern(pattern or None))
-        self._chunker = ChunkSplitter(resolve_normalizer(normalizer), pre)
+        self._chunker = _chunker(pattern, pre_tokenizer, normalizer)
         self._set_hot_path()
 
     def _set_hot_path(self) -> None:
@@ -189,6 +187,22 @@ class Tokenizer:
             return self._chunker.plain_pattern or None
         return self._chunker
 
+    @classmethod
+    def _blank(cls, pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None = None,
+               normalizer: Normalizer | str | Mapping | None = None) -> Tokenizer:
+        """An empty tokenizer of this class (Regex or Basic by ``pattern`` and ``pre_tokenizer``
+        for the base class)."""
+        options = {key: value for key, value in (("pre_tokenizer", pre_tokenizer), ("normalizer", normalizer))
+                   if value is not None}
+        split = bool(pattern) or pre_tokenizer is not None
+        if cls is Tokenizer:
+            return RegexTokenizer(pattern, **options) if split else BasicTokenizer(**options)
+        if issubclass(cls, BasicTokenizer):
+            if split:
+                raise ValueError(f"{cls.__name__} has no split pattern, got {pattern or pre_tokenizer!r}")
+            return cls(**options)
+        return cls(pattern or None, **options)
+
     @property
     def merges(self) -> Merges:
         """``{(left_id, right_id): new_id}`` in merge order. Assign a new dict to change it."""
@@ -211,33 +225,30 @@ class Tokenizer:
 
     @special_tokens.setter
     def special_tokens(self, tokens: Mapping[str, int]) -> None:
-        self._special_tokens = {}
-        self._rebuild()
-        self.register_special_tokens(tokens)
-
-    def register_special_tokens(self, special_tokens: Mapping[str, int]) -> None:
-        """Add special tokens ``{string: id}``; an id already used by another token raises, and
-        so does a new id for an existing special token (assign ``special_tokens`` to renumber)."""
-        self._special_tokens = self._checked_specials(special_tokens)
+        self._special_tokens = self._checked_specials(tokens, replace=True)  # a bad value changes nothing
         self._rebuild()
 
-    def _checked_specials(self, special_tokens: Mapping[str, int]) -> dict[str, int]:
-        """The current special tokens plus ``special_tokens``, checked against every id in use."""
-        merged = dict(self._special_tokens)
-        normal_ids = set(self._byte_ids) | set(self._merges.values())
-        for token, idx in special_tokens.items():
-            if not isinstance(token, str) or not token:
-                raise ValueError(f"special token must be a non-empty str, got {token!r}")
-            idx = int(idx)
-            if idx in normal_ids:
-                raise ValueError(f"special token {token!r}: id {idx} is already a normal token")
-            if merged.get(token, idx) != idx:
-                raise ValueError(f"special token {token!r} already has id {merged[token]}, not {idx}")
-            owner = next((t for t, i in merged.items() if i == idx and t != token), None)
-            if owner is not None:
-                raise ValueError(f"special token {token!r}: id {idx} is already taken by {owner!r}")
-            merged[token] = idx
-        return merged
+    def register_special_tokens(self, special_tokens: Mapping[str, int], *, allow_large_ids: bool = False) -> None:
+        """Add special tokens ``{string: id}``.
+
+        Each id must be a non-negative int that no other token uses, at most 2**20 above the
+        largest normal id unless ``allow_large_ids`` (an id is a row of a model's embedding);
+        an existing special token keeps its id (assign ``special_tokens`` to renumber). A
+        ValueError names the first token at fault, and nothing is registered.
+        """
+        self._special_tokens = self._checked_specials(special_tokens, allow_large_ids=allow_large_ids)
+        self._rebuild()
+
+    def _checked_specials(
+        self, special_tokens: Mapping[str, int], *, replace: bool = False, allow_large_ids: bool = False
+    ) -> dict[str, int]:
+        """The current special tokens (none if ``replace``) plus ``special_tokens``, checked."""
+        return checked_special_tokens(
+            special_tokens,
+            existing={} if replace else self._special_tokens,
+            normal_ids=set(self._byte_ids) | set(self._merges.values()),
+            allow_large_ids=allow_large_ids,
+        )
 
     def _rebuild(self) -> None:
         self._vocab: dict[int, bytes] | None = None  # built on first use: encoding never needs it
@@ -328,6 +339,7 @@ class Tokenizer:
         self._merges = self._learn(words, weights, vocab_size - 256, tie_break, min_frequency, verbose, progress)
         self._rebuild()
 
+    # The keywords repeat train's on purpose: extending is training that continues from these merges.
     def extend(
         self,
         text: str | Iterable[str],
@@ -356,9 +368,10 @@ class Tokenizer:
             if len(ids) >= 2:
                 words.append(ids)
                 weights.append(count)
-        extended = Tokenizer.from_merges(
+        extended = type(self).from_merges(
             self._merges, special_tokens=self._special_tokens, byte_ids=self._byte_ids,
-            pre_tokenizer=self.pre_tokenizer, normalizer=self.normalizer
+            allow_large_ids=True,  # the ids were checked when they were registered here
+            pre_tokenizer=self.pre_tokenizer, normalizer=self.normalizer,
         )
         extended._merges = extended._learn(
             words, weights, num_new_merges, tie_break, min_frequency, verbose, progress, unique_bytes=True
@@ -455,7 +468,8 @@ class Tokenizer:
     ) -> list[int]:
         """Encode ``text``; special tokens follow tiktoken's rules (see special_tokens.py).
 
-        By default text that spells a special token raises ValueError naming it; pass
+        By default text that spells a special token raises :class:`DisallowedSpecialToken` (a
+        ValueError whose ``.token`` names it); pass
         ``allowed_special="all"`` to encode it as the special id, or ``disallowed_special=()``
         to encode it as ordinary text.
         """
@@ -463,7 +477,7 @@ class Tokenizer:
         if disallowed:
             match = self._special_regex(disallowed).search(text)
             if match:
-                raise disallowed_special_error(match.group())
+                raise DisallowedSpecialToken(match.group())
         if not allowed:
             return self.encode_ordinary(text)
         ids: list[int] = []
@@ -553,25 +567,30 @@ class Tokenizer:
         contents = read_model_file(model_file)
         try:
             if contents.pre_tokenizer is not None:
-                self._set_chunking(None, contents.pre_tokenizer, contents.normalizer)
+                chunker = _chunker(None, contents.pre_tokenizer, contents.normalizer)
             else:
-                self._set_chunking(contents.pattern, None, contents.normalizer)
+                chunker = _chunker(contents.pattern, None, contents.normalizer)
+            merges = _checked_merges(contents.merges, contents.byte_ids)
+            specials = checked_special_tokens(contents.special_tokens, existing={},
+                                              normal_ids=set(contents.byte_ids) | set(merges.values()))
         except ValueError as exc:
             raise ModelFileError(f"{model_file}: {exc}") from None
+        self._chunker = chunker
+        self._set_hot_path()
         self._byte_ids = contents.byte_ids
-        try:
-            self._merges = _checked_merges(contents.merges, contents.byte_ids)
-        except ValueError as exc:
-            raise ModelFileError(f"{model_file}: {exc}") from None
-        self._special_tokens = {}
+        self._merges = merges
+        self._special_tokens = specials
         self._rebuild()
-        self.register_special_tokens(contents.special_tokens)
 
     @classmethod
     def from_file(cls, model_file: str | os.PathLike) -> Tokenizer:
-        """A new tokenizer read from a ``.model`` file (Regex or Basic, by its pattern)."""
+        """A new tokenizer read from a ``.model`` file (for ``Tokenizer``: Regex or Basic, by its
+        pattern or pipeline; called on a subclass, that class)."""
         contents = read_model_file(model_file)
-        tok = RegexTokenizer(contents.pattern) if contents.pattern or contents.pre_tokenizer else BasicTokenizer()
+        if contents.pre_tokenizer is not None:
+            tok = cls._blank(None, contents.pre_tokenizer)
+        else:
+            tok = cls._blank(contents.pattern)
         tok.load(model_file)
         return tok
 
@@ -603,6 +622,18 @@ class RegexTokenizer(Tokenizer):
         if pre_tokenizer is None:
             pattern = pattern or "gpt4"
         super().__init__(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
+
+
+def _chunker(pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
+             normalizer: Normalizer | str | Mapping | None) -> ChunkSplitter:
+    """How text becomes chunks, from the constructor's options (ValueError for bad ones)."""
+    if pattern and pre_tokenizer is not None:
+        raise ValueError("pass a split pattern or a pre_tokenizer pipeline, not both")
+    if pre_tokenizer is not None:
+        pre = resolve_pre_tokenizer(pre_tokenizer)
+    else:
+        pre = pattern_pre_tokenizer(resolve_pattern(pattern or None))
+    return ChunkSplitter(resolve_normalizer(normalizer), pre)
 
 
 def _checked_merges(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int]) -> Merges:

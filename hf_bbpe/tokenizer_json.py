@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .byte_unicode import token_to_unicode
+from .byte_unicode import spell_vocab
 
 if TYPE_CHECKING:
     from .pre_tokenizers import PreTokenizer
@@ -381,17 +381,8 @@ def tokenizer_json_dict(
     """
     specials = dict(tok.special_tokens)
     special_ids = set(specials.values())
-    vocab: dict[str, int] = {}
-    spelled: dict[int, str] = {}
-    for idx in sorted(tok.vocab):
-        if idx in special_ids:
-            continue
-        text = token_to_unicode(tok.vocab[idx])
-        if text in vocab:
-            raise ValueError(f"tokens {vocab[text]} and {idx} have the same bytes {tok.vocab[idx]!r}; "
-                             "a tokenizer.json vocabulary needs distinct tokens")
-        vocab[text] = idx
-        spelled[idx] = text
+    spelled = spell_vocab(tok.vocab, skip=special_ids)
+    vocab = {text: idx for idx, text in spelled.items()}
     merges = [[spelled[a], spelled[b]] for a, b in tok.merges]
 
     added = [_added_token(content, idx) for content, idx in specials.items()]

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from ..chunk_encoder import ChunkEncoder
-from ..model_file import render_token
+from ..byte_unicode import render_token
 from ..progress import progress_bar
 from .text_table import format_table
 from ..tokenizer import Tokenizer

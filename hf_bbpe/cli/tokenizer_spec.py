@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..tokenizer import Tokenizer
-from .errors import CommandError
+from .errors import CommandError, one_line
 
 SPEC_HELP = (
     "a tokenizer: a .model file, a save_pretrained or GPT-2 folder, encoder.json/vocab.bpe, "
@@ -74,7 +74,7 @@ def load_tokenizer(spec: str, *, pattern: str | None = None) -> LoadedTokenizer:
     except FileNotFoundError as exc:
         raise CommandError(f"{exc.filename or spec}: no such file") from None
     except (ValueError, KeyError, OSError) as exc:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = one_line(exc)
         if spec not in message and os.path.basename(spec) not in message:
             message = f"{spec}: {message}"
         raise CommandError(message) from None
@@ -98,7 +98,7 @@ def _load(spec: str, pattern: str | None) -> tuple[Tokenizer, str]:
         name = path.parent.name if path.stem == "tokenizer" and path.parent.name else path.stem
         return Tokenizer.from_file(path), name
     if suffix == ".tiktoken":
-        if pattern is None and path.stem in _preset_names(conversion_module()):
+        if pattern is None and path.stem in conversion_module().PRESETS:
             return conversion_function("load_preset")(path.stem, path), path.stem
         return conversion_function("from_tiktoken")(path, pattern=pattern or "gpt4"), path.stem
     if path.name == "encoder.json" or path.name == "vocab.bpe":
@@ -142,10 +142,3 @@ def saved_by_bbpe(config: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "pattern" in data and "BBPETokenizer" in json.dumps(data.get("auto_map", ""))
-
-
-def _preset_names(conversion) -> set[str]:
-    names = getattr(conversion, "PRESETS", None)
-    if names:
-        return set(names)
-    return {"gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base"}

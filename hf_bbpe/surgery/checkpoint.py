@@ -41,7 +41,7 @@ from .token_adding import (
     prepare_tokens,
     rows_needed,
 )
-from ..atomic_write import write_text_atomic
+from ..atomic_write import new_file_mode, temp_dir_beside, write_text_atomic
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
@@ -219,22 +219,14 @@ def _copy_file(src: Path, dst: Path, link: bool) -> None:
     shutil.copyfile(src, dst)
 
 
-def _umask() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
-
-
 def _temp_dir_beside(out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; the output should look like a normal folder
-    return tmp
+    return temp_dir_beside(out)
 
 
 def _normal_permissions(tmp: Path) -> None:
     """Files from mkstemp are 0600; give the ones we wrote (not hard links into ckpt_dir) the umask's mode."""
-    mode = 0o666 & ~_umask()
+    mode = new_file_mode()
     for entry in tmp.iterdir():
         if entry.is_file() and entry.stat().st_nlink == 1:
             os.chmod(entry, mode)
@@ -307,6 +299,7 @@ def write_grown_checkpoint(
         write_text_atomic(tmp / INDEX_FILE, json.dumps(index, indent=2, sort_keys=True) + "\n")
 
 
+# The keywords repeat add_tokens_and_resize's: this is its on-disk twin, and both hand them to token_adding.
 def extend_checkpoint(
     ckpt_dir: str | os.PathLike,
     out_dir: str | os.PathLike,

@@ -124,16 +124,17 @@ def test_python_categories_differ_from_tokenizers_classes():
 def test_plain_patterns_are_recognised():
     """A plain pattern (chunks = its matches) is what ``pattern=`` makes; the built-in patterns
     match every character, so their isolated Split is plain too, and they keep the C scanner."""
-    assert Split("gpt4").plain_pattern == SPLIT_PATTERNS["gpt4"]
-    assert Sequence([Split("o200k"), ByteLevel(use_regex=False)]).plain_pattern == SPLIT_PATTERNS["o200k"]
+    gpt2, gpt4, o200k = (SPLIT_PATTERNS[name] for name in ("gpt2", "gpt4", "o200k"))
+    assert Split(gpt4).plain_pattern == gpt4
+    assert Sequence([Split(o200k), ByteLevel(use_regex=False)]).plain_pattern == o200k
     assert ByteLevel(use_regex=True).plain_pattern == SPLIT_PATTERNS["gpt2"]
     assert ByteLevel(use_regex=False).plain_pattern == ""
     assert Split(r"\p{L}+", "removed", invert=True).plain_pattern == r"\p{L}+"
     isolated = Sequence([Split(r"\p{L}+"), ByteLevel(use_regex=False)])
     assert isolated.plain_pattern is None and isolated.split_pattern == r"\p{L}+"
     assert isolated.pre_tokenize("ab 12cd!") == ["ab", " 12", "cd", "!"]  # skipped text is kept
-    for pipeline in (ByteLevel(add_prefix_space=True), Split("gpt4", "merged_with_next"), Split("gpt4", invert=True),
-                     Sequence([Digits(True), ByteLevel()]), Sequence([Split("gpt2"), Split("gpt4")])):
+    for pipeline in (ByteLevel(add_prefix_space=True), Split(gpt4, "merged_with_next"), Split(gpt4, invert=True),
+                     Sequence([Digits(True), ByteLevel()]), Sequence([Split(gpt2), Split(gpt4)])):
         assert pipeline.plain_pattern is None and pipeline.split_pattern is None, pipeline
     tok = RegexTokenizer("gpt4")
     assert tok._split is chunk_splitter(SPLIT_PATTERNS["gpt4"])  # the C scanner, nothing in between
@@ -154,6 +155,9 @@ def test_json_round_trip_and_errors():
         pre_tokenizer_from_json({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}]})
     with pytest.raises(ValueError, match="unknown split behavior 'sideways'"):
         Split("a", "sideways")
+    with pytest.raises(ValueError, match="invalid split pattern"):
+        Split("(a")
+    assert Split("gpt4").pre_tokenize("a gpt4 b") == ["a ", "gpt4", " b"]  # a file's regex, not a pattern name
 
 
 STARCODER = {"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": True},

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from ...chunk_encoder import ChunkEncoder
-from ...model_file import render_token
+from ...byte_unicode import render_token
 from ...patterns import pattern_name
 from ...analysis.text_table import format_table
 from ...tokenizer import Tokenizer
