@@ -87,9 +87,8 @@ _BLOCKER = textwrap.dedent(
 
 
 def _clean_env(cwd: Path, env: dict | None) -> dict:
-    # PYTHONPATH stays: it is how a worktree's hf_bbpe, not the installed one, gets imported
     full_env = {key: value for key, value in os.environ.items()
-                if not key.startswith(("HF_", "HUGGINGFACE_", "PYTHON")) or key == "PYTHONPATH"}
+                if not key.startswith(("HF_", "HUGGINGFACE_", "PYTHON"))}
     full_env.update({"HF_HUB_OFFLINE": "1", "HF_HOME": str(cwd / "hf_home"), "HF_HUB_DISABLE_TELEMETRY": "1",
                      "HF_MODULES_CACHE": str(cwd / "hf_modules"), "PYTHONDONTWRITEBYTECODE": "1",
                      "TOKENIZERS_PARALLELISM": "false",
