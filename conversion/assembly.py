@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from hf_bbpe.normalizers import Normalizer
+from hf_bbpe.pre_tokenizers import PreTokenizer
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
@@ -18,8 +20,11 @@ def assemble_tokenizer(
     special_tokens: Mapping[str, int] | None,
     source: object,
     recovered: bool = False,
+    pre_tokenizer: PreTokenizer | None = None,
+    normalizer: Normalizer | None = None,
 ) -> Tokenizer:
-    """A RegexTokenizer (BasicTokenizer if ``pattern`` is empty) with these merges and ids.
+    """A RegexTokenizer (BasicTokenizer if ``pattern`` is empty) with these merges and ids;
+    ``pre_tokenizer`` (a pipeline, instead of ``pattern``) and ``normalizer`` as the engine takes them.
 
     ``Tokenizer.from_merges`` checks the pattern, the special tokens (an id that is negative,
     not an int, already a normal token, shared by two specials or far beyond the vocabulary;
@@ -28,6 +33,7 @@ def assemble_tokenizer(
     """
     try:
         return Tokenizer.from_merges(merges, pattern=pattern or None, special_tokens=special_tokens,
-                                     byte_ids=byte_ids, check=not recovered)
+                                     byte_ids=byte_ids, check=not recovered, pre_tokenizer=pre_tokenizer,
+                                     normalizer=normalizer)
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None

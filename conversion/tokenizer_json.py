@@ -4,9 +4,15 @@ Export: :func:`hf_bbpe.tokenizer_json_writer.tokenizer_json_dict` builds the fil
 ids and merges, the split pattern translated for Oniguruma, ByteLevel, special tokens as added
 tokens); this module writes it atomically.
 
-Import accepts byte-level BPE files: GPT-2 style (``ByteLevel`` pre-tokenizer with its built-in
-regex), and Llama-3 / Qwen2 style (``Split(Regex)`` + ``ByteLevel(use_regex=False)``, the pattern
-translated back from Oniguruma). Two kinds of merge list occur:
+Import accepts byte-level BPE files, with the pre-tokenizer pipeline and normalizer that
+``tokenizers`` runs: any ``Sequence`` of ``Split`` (every behaviour, ``invert``; regexes
+translated back from Oniguruma), ``Digits``, ``Punctuation`` and ``ByteLevel`` (with or without
+its regex and ``add_prefix_space``), e.g. GPT-2 / GPT-NeoX (``ByteLevel``), Llama-3 / Qwen2
+(``Split`` + ``ByteLevel(use_regex=False)``), StarCoder (``Digits`` + ``ByteLevel``), DeepSeek-V3
+(three ``Split`` + ``ByteLevel``); and the normalizers ``NFC``, ``NFD``, ``NFKC``, ``NFKD`` and
+``Sequence`` of them (Qwen2's NFC). Any other pre-tokenizer or normalizer, or a pipeline with no
+``ByteLevel`` step, raises FormatError naming the component and the file. Two kinds of merge
+list occur:
 
 * **one merge per token** (files trained with ``tokenizers``, GPT-2, our own exports): the
   merges are used as they are; their new ids must grow in merge order, because the engine
@@ -24,9 +30,10 @@ import fails naming the first token that would differ.
 
 What does not change ids is not imported: the decoder, the post-processor (e.g. a BOS token
 added by a template; the transformers glue handles those), padding and truncation. What would
-change them and the engine cannot do raises FormatError: a normalizer (``strict=False`` drops
-it with a warning), ``add_prefix_space=True``, ``byte_fallback``, subword prefixes, dropout,
-added tokens that strip spaces or match single words.
+change them and the engine cannot do raises FormatError: an unsupported normalizer
+(``strict=False`` drops it with a warning), ``byte_fallback``, subword prefixes, dropout, added
+tokens that strip spaces or match single words, and, under a normalizer, added tokens marked
+``normalized`` (``tokenizers`` looks for those in the normalized text).
 """
 
 from __future__ import annotations
@@ -41,8 +48,10 @@ from typing import Any
 from hf_bbpe.atomic_write import write_text_atomic
 from hf_bbpe.byte_unicode import unicode_to_token
 from hf_bbpe.chunk_encoder import ChunkEncoder
+from hf_bbpe.normalizers import Normalizer, normalizer_from_json
 from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig
-from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, NATIVE_PATTERNS
+from hf_bbpe.patterns import NATIVE_PATTERNS
+from hf_bbpe.pre_tokenizers import ByteLevel, PreTokenizer, pre_tokenizer_from_json
 from hf_bbpe.tokenizer import Tokenizer
 from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict
 
@@ -77,41 +86,30 @@ def python_pattern(onig_pattern: str) -> str:
     return translate_pattern_from_onig(onig_pattern)
 
 
-def _pattern_of(pre: Any, source: Path) -> str:
-    """The engine's split pattern for a tokenizer.json ``pre_tokenizer``."""
+def _pre_tokenizer_of(pre: Any, source: Path) -> PreTokenizer:
+    """The engine's pipeline for a tokenizer.json ``pre_tokenizer`` (regexes translated from
+    Oniguruma); it must spell bytes (a ``ByteLevel`` step) to be byte-level BPE."""
+    if pre is None:
+        raise FormatError(f"{source}: no pre_tokenizer; byte-level BPE needs a ByteLevel pre-tokenizer step")
+    try:
+        pipeline = pre_tokenizer_from_json(pre, translate=python_pattern)
+    except ValueError as exc:
+        raise FormatError(f"{source}: {exc}") from None
+    if not any(isinstance(step, ByteLevel) for step in pipeline.steps()):
+        raise FormatError(f"{source}: pre_tokenizer {pre.get('type')!r} has no ByteLevel step, so the model does not "
+                          "see bytes: not byte-level BPE")
+    return pipeline
 
-    def byte_level_ok(step: Mapping) -> None:
-        if step.get("add_prefix_space"):
-            raise FormatError(f"{source}: pre_tokenizer ByteLevel has add_prefix_space=true, which the engine "
-                              "cannot do (it would insert a space before the text)")
 
-    if not isinstance(pre, Mapping):
-        raise FormatError(f"{source}: expected a byte-level pre_tokenizer, got {pre!r}")
-    steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else [pre]
-    if not isinstance(steps, list) or not steps or not all(isinstance(s, Mapping) for s in steps):
-        raise FormatError(f"{source}: unreadable pre_tokenizer {pre!r}")
-    kinds = [s.get("type") for s in steps]
-    if kinds == ["ByteLevel"]:
-        # use_regex=true splits with GPT-2's original regex; the registered "gpt2" pattern is
-        # tiktoken's faster equivalent of it (tests/test_conversion_tokenizer_json.py compares them)
-        byte_level_ok(steps[0])
-        return GPT2_SPLIT_PATTERN if steps[0].get("use_regex", True) else ""
-    if kinds == ["Split", "ByteLevel"]:
-        split, byte_level = steps
-        byte_level_ok(byte_level)
-        if byte_level.get("use_regex", True):
-            raise FormatError(f"{source}: ByteLevel after Split must have use_regex=false (two splits in a row)")
-        regex = (split.get("pattern") or {}).get("Regex")
-        behavior = str(split.get("behavior", "")).lower()
-        if regex is None or behavior != "isolated" or split.get("invert"):
-            raise FormatError(f"{source}: only Split(Regex(...), behavior='isolated', invert=false) is supported, "
-                              f"got {split!r}")
-        try:
-            return python_pattern(regex)
-        except ValueError as exc:
-            raise FormatError(f"{source}: {exc}") from None
-    raise FormatError(f"{source}: unsupported pre_tokenizer sequence {kinds}; expected ByteLevel or "
-                      "Split(Regex) + ByteLevel(use_regex=false)")
+def _normalizer_of(data: Any, source: Path, strict: bool) -> Normalizer | None:
+    try:
+        return normalizer_from_json(data)
+    except ValueError as exc:
+        message = f"{source}: {exc}"
+    if strict:
+        raise FormatError(message + "; pass strict=False to drop it")
+    warnings.warn(message + "; dropped: texts it would change encode differently", stacklevel=3)
+    return None
 
 
 def _check_model(model: Any, source: Path) -> None:
@@ -158,14 +156,8 @@ def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Toke
         raise FormatError(other)
     model = data.get("model")
     _check_model(model, source)
-    normalizer = data.get("normalizer")
-    if normalizer is not None:
-        message = f"{source}: normalizer {normalizer.get('type') if isinstance(normalizer, Mapping) else normalizer!r} " \
-                  "is not supported (the engine encodes text as given)"
-        if strict:
-            raise FormatError(message + "; pass strict=False to drop it")
-        warnings.warn(message + "; dropped: texts it would change encode differently", stacklevel=2)
-    pattern = _pattern_of(data.get("pre_tokenizer"), source)
+    normalizer = _normalizer_of(data.get("normalizer"), source, strict)
+    pre_tokenizer = _pre_tokenizer_of(data.get("pre_tokenizer"), source)
 
     specials: dict[str, int] = {}
     for entry in data.get("added_tokens") or []:
@@ -175,6 +167,9 @@ def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Toke
             if entry.get(flag):
                 raise FormatError(f"{source}: added token {entry['content']!r} has {flag}=true, which the engine "
                                   "cannot do")
+        if normalizer is not None and entry.get("normalized"):
+            raise FormatError(f"{source}: added token {entry['content']!r} has normalized=true: tokenizers looks for it "
+                              "in the normalized text, the engine in the text as given")
         if entry["content"] in specials:
             raise FormatError(f"{source}: added token {entry['content']!r} is listed twice")
         specials[entry["content"]] = entry["id"]
@@ -231,7 +226,8 @@ def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Toke
             _check_whole_tokens(engine_merges, byte_ids, token_bytes, source)
     else:
         engine_merges = _merges_from_ranks(token_bytes, set(pair_ids), source)
-    return assemble_tokenizer(engine_merges, byte_ids, pattern=pattern, special_tokens=specials, source=source)
+    return assemble_tokenizer(engine_merges, byte_ids, pattern=None, special_tokens=specials, source=source,
+                              pre_tokenizer=pre_tokenizer, normalizer=normalizer)
 
 
 def _merges_from_ranks(token_bytes: Mapping[int, bytes], file_pairs: set[tuple[int, int]],

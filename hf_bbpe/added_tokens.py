@@ -149,3 +149,13 @@ def initial_added_tokens(
                              f"id {saved_ids[content]}")
         decoder.setdefault(idx, AddedToken(content, special=True, normalized=False))
     return decoder
+
+
+def not_normalized(token: str | AddedToken, special: bool) -> AddedToken:
+    """``token`` as an AddedToken with ``normalized=False`` (its other flags kept): under a
+    normalizer, added tokens are found in the text as given, never in the normalized text, and
+    the tokenizer.json twin must say so too."""
+    if isinstance(token, str):
+        return AddedToken(token, special=special, normalized=False)
+    return AddedToken(token.content, single_word=token.single_word, lstrip=token.lstrip, rstrip=token.rstrip,
+                      special=token.special, normalized=False)

@@ -22,7 +22,7 @@ import contextlib
 import itertools
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .patterns import chunk_splitter, compile_pattern
 from .worker_pool import forked_pool, shared, usable_workers
@@ -34,22 +34,23 @@ _SEAM_CHARS = 1 << 16  # how far past a cut the two scans may take to agree
 
 def count_chunks(
     documents: Iterable[str],
-    pattern: str | None,
+    pattern: str | Callable[[str], list] | None,
     *,
     num_workers: int | None = None,
     progress: bool | None = None,
 ) -> dict[str, int]:
     """Count the chunks of every document, in order of first appearance.
 
-    ``pattern=None`` makes each document one chunk (minbpe's BasicTokenizer).
+    ``pattern=None`` makes each document one chunk (minbpe's BasicTokenizer); a callable
+    (picklable) cuts a document into chunks itself (a normalizer and pre-tokenizer pipeline).
     ``num_workers`` defaults to the CPUs available; 1 counts in this process, and so does a
-    process that cannot fork (see worker_pool.py). Warns if the chunks leave text out.
+    process that cannot fork (see worker_pool.py). Warns if a pattern's chunks leave text out.
     """
     from .progress import progress_bar
 
     workers = usable_workers(num_workers)
     bar = progress_bar(desc="counting chunks", unit="MB", enabled=progress, scale=1 / 1e6)
-    if isinstance(documents, str) and pattern is not None and workers > 1 and len(documents) > 2 * _SEGMENT_CHARS:
+    if isinstance(documents, str) and isinstance(pattern, str) and workers > 1 and len(documents) > 2 * _SEGMENT_CHARS:
         counts = _count_long_text(documents, pattern, workers, bar)
         bar.close()
         if sum(len(chunk) * n for chunk, n in counts.items()) != len(documents):
@@ -178,6 +179,8 @@ def _count_batch(job: tuple[list[str], str | None]) -> tuple[Counter[str], Count
     uncovered: Counter[str] = Counter()
     if pattern is None:
         return Counter(doc for doc in docs if doc), uncovered, n_chars
+    if not isinstance(pattern, str):  # a pipeline: what it leaves out is its own choice
+        return Counter(chunk for doc in docs for chunk in pattern(doc)), uncovered, n_chars
     split = chunk_splitter(pattern)
     counts: Counter[str] = Counter()
     for doc in docs:

@@ -11,11 +11,16 @@
 That layout fixes byte ids to 0..255 and merge ids to 256 upwards. A tokenizer outside it (GPT-2
 and cl100k permute the byte ids; an extended vocabulary skips ids taken by special tokens) is
 written as ``hf_bbpe v1``: the same layout plus one line with the 256 byte ids, and merge
-lines ``<left> <right> <id>``. minbpe cannot read that variant; hf_bbpe reads both.
+lines ``<left> <right> <id>``. A tokenizer with a normalizer or a pre-tokenizer pipeline (not
+one plain split pattern) is written as ``hf_bbpe v2``: v1 with one more line after the pattern,
+a JSON object ``{"normalizer": ..., "pre_tokenizer": ...}`` in ``tokenizers``' JSON forms (the
+pipeline's patterns in Python ``regex`` syntax; the pattern line is then empty). minbpe reads
+neither variant; hf_bbpe reads all three, and writes the first one that holds the tokenizer.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +30,8 @@ from .byte_unicode import render_token
 
 MINBPE_HEADER = "minbpe v1"
 EXTENDED_HEADER = "hf_bbpe v1"
+PIPELINE_HEADER = "hf_bbpe v2"
+HEADERS = (MINBPE_HEADER, EXTENDED_HEADER, PIPELINE_HEADER)
 
 
 class ModelFileError(ValueError):
@@ -37,6 +44,10 @@ class ModelFileContents:
     special_tokens: dict[str, int] = field(default_factory=dict)
     merges: dict[tuple[int, int], int] = field(default_factory=dict)
     byte_ids: list[int] = field(default_factory=lambda: list(range(256)))
+    normalizer: dict | None = None
+    """JSON form of the normalizer (None: none)."""
+    pre_tokenizer: dict | None = None
+    """JSON form of a pre-tokenizer pipeline; None when ``pattern`` says how text is split."""
 
 
 def is_minbpe_layout(merges: dict[tuple[int, int], int], byte_ids: list[int]) -> bool:
@@ -56,8 +67,14 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
                 f"cannot write {path}: the {what} {text!r} contains a line break, which the .model "
                 "format cannot hold (in a regex, write it as \\n)"
             )
-    minbpe = is_minbpe_layout(contents.merges, contents.byte_ids)
-    lines = [MINBPE_HEADER if minbpe else EXTENDED_HEADER, contents.pattern, str(len(contents.special_tokens))]
+    pipeline = contents.normalizer is not None or contents.pre_tokenizer is not None
+    minbpe = not pipeline and is_minbpe_layout(contents.merges, contents.byte_ids)
+    header = PIPELINE_HEADER if pipeline else MINBPE_HEADER if minbpe else EXTENDED_HEADER
+    lines = [header, contents.pattern]
+    if pipeline:
+        options = {"normalizer": contents.normalizer, "pre_tokenizer": contents.pre_tokenizer}
+        lines.append(json.dumps(options, ensure_ascii=True, separators=(",", ":")))
+    lines.append(str(len(contents.special_tokens)))
     lines += [f"{token} {idx}" for token, idx in contents.special_tokens.items()]
     if minbpe:
         lines += [f"{a} {b}" for a, b in contents.merges]
@@ -100,18 +117,28 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
     def fail(lineno: int, message: str) -> ModelFileError:
         return ModelFileError(f"{path}:{lineno}: {message}")
 
-    if not lines or lines[0] not in (MINBPE_HEADER, EXTENDED_HEADER):
-        raise fail(1, f"expected the header {MINBPE_HEADER!r} or {EXTENDED_HEADER!r}")
-    extended = lines[0] == EXTENDED_HEADER
-    if len(lines) < 3:
+    if not lines or lines[0] not in HEADERS:
+        raise fail(1, f"expected the header {MINBPE_HEADER!r}, {EXTENDED_HEADER!r} or {PIPELINE_HEADER!r}")
+    extended = lines[0] != MINBPE_HEADER
+    contents = ModelFileContents(pattern=lines[1] if len(lines) > 1 else "")
+    lineno = 2
+    if lines[0] == PIPELINE_HEADER:
+        lineno = 3
+        try:
+            options = json.loads(lines[2]) if len(lines) > 2 else None
+        except ValueError as exc:
+            raise fail(3, f"expected a JSON object with the normalizer and pre_tokenizer ({exc})") from None
+        if not isinstance(options, dict) or not all(v is None or isinstance(v, dict) for v in options.values()):
+            raise fail(3, f"expected a JSON object with the normalizer and pre_tokenizer, got {lines[2]!r}")
+        contents.normalizer = options.get("normalizer")
+        contents.pre_tokenizer = options.get("pre_tokenizer")
+    if len(lines) <= lineno:
         raise fail(len(lines) + 1, "file ends before the special-token count")
-    pattern = lines[1]
     try:
-        num_special = int(lines[2])
+        num_special = int(lines[lineno])
     except ValueError:
-        raise fail(3, f"expected the number of special tokens, got {lines[2]!r}") from None
-    contents = ModelFileContents(pattern=pattern)
-    lineno = 3
+        raise fail(lineno + 1, f"expected the number of special tokens, got {lines[lineno]!r}") from None
+    lineno += 1
     for _ in range(num_special):
         lineno += 1
         if lineno > len(lines):

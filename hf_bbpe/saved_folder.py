@@ -26,6 +26,7 @@ from .tokenizer_json_writer import tokenizer_json_dict
 
 if TYPE_CHECKING:
     from .tokenization_bbpe import BBPETokenizer
+    from .tokenizer import Tokenizer
 
 REMOTE_CODE_MODULES = (
     # the transformers class and its helpers
@@ -53,6 +54,9 @@ REMOTE_CODE_MODULES = (
     "atomic_write",
     "worker_pool",
     "merge_loop",
+    "normalizers",
+    "pre_tokenizers",
+    "unicode_tables",
 )
 """The modules (flat siblings, ``.py``) that a saved folder carries for ``trust_remote_code=True``:
 tokenization_bbpe.py and every module it needs, directly or not. transformers 4.57 copies only
@@ -151,12 +155,27 @@ def portable_config(config: Mapping[str, Any], tok: BBPETokenizer) -> dict[str, 
         config["extra_special_tokens"] = extras
     if not config.get("additional_special_tokens"):
         config.pop("additional_special_tokens", None)
-    config["pattern"] = tok.pattern
+    engine = tok.engine
+    config["pattern"] = engine.plain_pattern
+    if config["pattern"] is None:
+        config["pre_tokenizer"] = engine.pre_tokenizer.to_json()
+    if engine.normalizer is not None:
+        config["normalizer"] = engine.normalizer.to_json()
+    if adds_prefix_space(engine):
+        # transformers 4.57's fast class resets a ByteLevel pre-tokenizer's add_prefix_space to
+        # this key (False when absent)
+        config["add_prefix_space"] = True
     config["add_bos_token"] = tok.add_bos_token
     config["add_eos_token"] = tok.add_eos_token
     config["clean_up_tokenization_spaces"] = bool(tok.clean_up_tokenization_spaces)
     config["model_input_names"] = list(tok.model_input_names)
     return config
+
+
+def adds_prefix_space(engine: Tokenizer) -> bool:
+    """Whether the engine's pre-tokenizer is one ByteLevel step that adds a prefix space."""
+    pre = engine.pre_tokenizer
+    return pre is not None and pre.to_json()["type"] == "ByteLevel" and bool(pre.add_prefix_space)
 
 
 def bos_eos_from_tokenizer_json(path: str | os.PathLike | None) -> tuple[bool, bool]:

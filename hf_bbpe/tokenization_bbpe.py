@@ -35,12 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import AddedToken, BatchEncoding
 
-from .added_tokens import AddedTokenMatcher, ids_above, initial_added_tokens
+from .added_tokens import AddedTokenMatcher, ids_above, initial_added_tokens, not_normalized
 from .atomic_write import write_text_atomic
 from .byte_unicode import spell_vocab, unicode_to_token
 from .encode_outputs import Offsets, plain_output, with_offset_mapping
+from .normalizers import resolve_normalizer
 from .patterns import resolve_pattern
+from .pre_tokenizers import resolve_pre_tokenizer
 from .saved_folder import (
+    adds_prefix_space,
     PORTABLE_TOKENIZER_CLASS,
     TOKENIZER_CONFIG,
     TOKENIZER_JSON,
@@ -76,6 +79,7 @@ if TYPE_CHECKING:
     from .token_offsets import token_char_spans  # noqa: F401
     from .tokenizer_json_writer import tokenizer_json_dict  # noqa: F401
     from .trainer import train_merges  # noqa: F401
+    from .unicode_tables import code_points  # noqa: F401
     from .worker_pool import forked_pool  # noqa: F401
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
@@ -94,6 +98,10 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         vocab_file, merges_file: the GPT-2-style file pair (``from_pretrained`` passes them).
         pattern: split pattern, a registered name ("gpt2", "gpt4", "o200k") or a regex; ``""``
             means no split (minbpe's BasicTokenizer).
+        pre_tokenizer: a pre-tokenizer pipeline instead of ``pattern`` (pre_tokenizers.py; its
+            JSON form in ``tokenizer_config.json``).
+        normalizer: ``"NFC"``, ``"NFKC"``, ``"NFD"``, ``"NFKD"``, a sequence, or a JSON form
+            (normalizers.py): applied to text before it is split, as in ``tokenizers``.
         add_bos_token, add_eos_token: put ``bos_token`` / ``eos_token`` around each sequence when
             ``add_special_tokens=True`` (the default of ``tokenizer(...)``).
         engine: an engine :class:`Tokenizer` to wrap instead of files (use :meth:`from_engine`).
@@ -113,24 +121,28 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         clean_up_tokenization_spaces: bool = False,
         *,
         engine: Tokenizer | None = None,
+        pre_tokenizer: Mapping[str, Any] | None = None,
+        normalizer: str | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        if add_prefix_space:
-            raise ValueError("BBPETokenizer does not support add_prefix_space=True: text is encoded as given")
         if engine is not None:
             if vocab_file is not None or merges_file is not None:
                 raise ValueError("pass either engine or vocab_file + merges_file, not both")
-            core = _copy_engine(engine, pattern)
+            core = _copy_engine(engine, pattern, pre_tokenizer, normalizer)
             file_specials: dict[str, int] = {}
         elif vocab_file is not None and merges_file is not None:
             files = read_vocab_merges(vocab_file, merges_file)
-            core = Tokenizer.from_merges(files.merges, pattern=_pattern_or_gpt2(pattern), byte_ids=files.byte_ids)
+            split = {"pre_tokenizer": pre_tokenizer} if pre_tokenizer is not None else {"pattern": _pattern_or_gpt2(pattern)}
+            core = Tokenizer.from_merges(files.merges, byte_ids=files.byte_ids, normalizer=normalizer, **split)
             file_specials = files.extra_tokens
         else:
             raise ValueError(
                 "BBPETokenizer needs vocab_file and merges_file (from_pretrained passes them), "
                 "or an engine tokenizer: BBPETokenizer.from_engine(tok)"
             )
+        if add_prefix_space and not adds_prefix_space(core):
+            raise ValueError("BBPETokenizer does not support add_prefix_space=True unless its pre_tokenizer is "
+                             "ByteLevel(add_prefix_space=True): text is encoded as given")
         if add_bos_token is None or add_eos_token is None:
             saved_bos, saved_eos = bos_eos_from_tokenizer_json(kwargs.get("tokenizer_file"))
             add_bos_token = saved_bos if add_bos_token is None else add_bos_token
@@ -181,7 +193,8 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
 
     @property
     def pattern(self) -> str:
-        """The split regex ("" for none)."""
+        """The split regex ("" for none); raises ValueError if the engine splits with a pipeline
+        that no single pattern expresses (see ``engine.pre_tokenizer``)."""
         return self._engine.pattern
 
     @property
@@ -218,6 +231,12 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
             yield self._planned_ids
         finally:
             self._planned_ids = {}
+
+    def _as_added_tokens(self, new_tokens: Sequence[str | AddedToken], special: bool) -> Sequence[str | AddedToken]:
+        """The tokens transformers should add: under a normalizer, marked ``normalized=False``."""
+        if "_engine" in self.__dict__ and self._engine.normalizer is not None:
+            return [not_normalized(token, special) for token in new_tokens]
+        return new_tokens
 
     def _added_tokens_changed(self) -> None:
         self._matcher = None
@@ -487,6 +506,7 @@ def _json_text(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+
 def _pattern_or_gpt2(pattern: str | None) -> str | None:
     """GPT-2's split pattern unless one is given; ``""`` means no split."""
     if pattern is None:
@@ -494,9 +514,14 @@ def _pattern_or_gpt2(pattern: str | None) -> str | None:
     return resolve_pattern(pattern) if pattern else None
 
 
-def _copy_engine(engine: Tokenizer, pattern: str | None) -> Tokenizer:
+def _copy_engine(engine: Tokenizer, pattern: str | None, pre_tokenizer: Any, normalizer: Any) -> Tokenizer:
     if pattern is not None and resolve_pattern(pattern or None) != (engine.pattern or None):
         raise ValueError(f"pattern {pattern!r} differs from the engine's split pattern {engine.pattern!r}")
-    return Tokenizer.from_merges(
-        engine.merges, pattern=engine.pattern or None, special_tokens=engine.special_tokens, byte_ids=engine.byte_ids
-    )
+    copy = Tokenizer.from_merges(engine.merges, special_tokens=engine.special_tokens, byte_ids=engine.byte_ids,
+                                 pre_tokenizer=engine.pre_tokenizer, normalizer=engine.normalizer)
+    for name, given, resolve in (("pre_tokenizer", pre_tokenizer, resolve_pre_tokenizer),
+                                 ("normalizer", normalizer, resolve_normalizer)):
+        if given is not None and resolve(given) != getattr(copy, name):
+            raise ValueError(f"{name} {given!r} differs from the engine's {getattr(copy, name)!r}")
+    return copy
+

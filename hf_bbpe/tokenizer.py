@@ -1,6 +1,7 @@
 """minbpe's tokenizer classes, with tiktoken's encode API on top.
 
-A tokenizer is fully described by three things: the split ``pattern``, the ordered ``merges``
+A tokenizer is fully described by: how text is cut into chunks (an optional ``normalizer``, then
+the split ``pattern`` or a ``pre_tokenizer`` pipeline), the ordered ``merges``
 ``{(left_id, right_id): new_id}``, and the ids of the 256 single bytes (``byte_ids``, the
 identity unless imported from GPT-2 or cl100k), plus ``special_tokens``. Everything else
 (``vocab``, the chunk encoder, the special-token regex) is derived and rebuilt when those change.
@@ -23,7 +24,9 @@ from .model_file import (
     write_model_file,
     write_vocab_file,
 )
-from .patterns import chunk_splitter, resolve_pattern
+from .normalizers import Normalizer, resolve_normalizer
+from .patterns import resolve_pattern
+from .pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
 from .progress import progress_bar
 from .special_tokens import (
     AllowedSpecial,
@@ -45,11 +48,21 @@ class Tokenizer:
     """Byte-level BPE: train, encode, decode, save and load.
 
     ``pattern`` is a registered name ("gpt2", "gpt4", "o200k") or a regex; ``""`` or ``None``
-    means no split (the whole text is one sequence, minbpe's BasicTokenizer).
+    means no split (the whole text is one sequence, minbpe's BasicTokenizer). The chunks are the
+    pattern's matches, as in tiktoken and minbpe. ``pre_tokenizer`` instead of ``pattern``: a
+    pipeline of steps as ``tokenizers`` runs them (pre_tokenizers.py; an object or its JSON form). ``normalizer``: ``"NFC"``, ``"NFKC"``, ``"NFD"``, ``"NFKD"``, several joined
+    by ``+``, or a normalizers.py object; text is normalized before it is split, as in
+    ``tokenizers`` (each stretch between special tokens on its own).
     """
 
-    def __init__(self, pattern: str | None = None) -> None:
-        self.pattern: str = resolve_pattern(pattern) or ""
+    def __init__(
+        self,
+        pattern: str | None = None,
+        *,
+        pre_tokenizer: PreTokenizer | Mapping | None = None,
+        normalizer: Normalizer | str | Mapping | None = None,
+    ) -> None:
+        self._set_chunking(pattern, pre_tokenizer, normalizer)
         self._merges: Merges = {}
         self._byte_ids: list[int] = list(range(256))
         self._special_tokens: dict[str, int] = {}
@@ -66,6 +79,8 @@ class Tokenizer:
         special_tokens: Mapping[str, int] | None = None,
         byte_ids: Sequence[int] | None = None,
         check: bool = True,
+        pre_tokenizer: PreTokenizer | Mapping | None = None,
+        normalizer: Normalizer | str | Mapping | None = None,
         allow_large_ids: bool = False,
     ) -> Tokenizer:
         """Build a tokenizer from merges in order (for importers and converters).
@@ -75,12 +90,12 @@ class Tokenizer:
         ``check=False`` skips those merge checks, for merges valid by construction (recovered
         from ranks: each names two lower ranks); the merges must then be a dict of int pairs to
         ints in increasing order. Special tokens are checked as :meth:`register_special_tokens`
-        checks them.
+        checks them. ``pre_tokenizer`` and ``normalizer`` as in the constructor.
 
-        ``Tokenizer.from_merges`` gives a RegexTokenizer, or a BasicTokenizer when ``pattern``
-        is empty; called on a subclass, it gives that class.
+        ``Tokenizer.from_merges`` gives a RegexTokenizer, or a BasicTokenizer when there is no
+        pattern or pipeline; called on a subclass, it gives that class.
         """
-        tok = cls._blank(pattern)
+        tok = cls._blank(pattern, pre_tokenizer, normalizer)
         byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
         if len(byte_ids) != 256 or len(set(byte_ids)) != 256:
             raise ValueError("byte_ids must give 256 distinct ids, one per byte value")
@@ -90,16 +105,112 @@ class Tokenizer:
         tok._rebuild()  # once: tables for 100k+ merges take a while to build
         return tok
 
+    # --------------------------------------------------------- chunking text
+
+    def _set_chunking(self, pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
+                      normalizer: Normalizer | str | Mapping | None) -> None:
+        self._chunker = _chunker(pattern, pre_tokenizer, normalizer)
+        self._set_hot_path()
+
+    def _set_hot_path(self) -> None:
+        # with no normalizer, the pre-tokenizer's own splitter (None: no split), e.g. the C scanner
+        self._split = self._chunker.fast_split if self._chunker.normalizer is None else self._chunker
+        self._bytes_chunks = self._chunker.emits_bytes
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_split"]  # rebuilt from the chunker, which prepares the C scanner in this process
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._set_hot_path()
+
+    @property
+    def pattern(self) -> str:
+        """The split regex (``""`` for none). A ``pre_tokenizer`` that is not one regex split has
+        none: reading it then raises ValueError (use :attr:`pre_tokenizer`). Assigning a pattern
+        replaces the pre-tokenizer.
+
+        An imported ``Split(pattern, "isolated")`` (Llama 3, Qwen2) reports its pattern here, but
+        keeps as chunks any text the pattern skips, where a tokenizer made with ``pattern=`` drops
+        it; the two agree on patterns that match every character, as these do.
+        """
+        plain = self._chunker.split_pattern
+        if plain is None:
+            raise ValueError(f"this tokenizer pre-tokenizes with a pipeline, {self._chunker.pre_tokenizer!r}, which "
+                             "no single split pattern expresses; use .pre_tokenizer")
+        return plain
+
+    @pattern.setter
+    def pattern(self, pattern: str | None) -> None:
+        self._set_chunking(pattern, None, self._chunker.normalizer)
+
+    @property
+    def pre_tokenizer(self) -> PreTokenizer | None:
+        """The pre-tokenizer pipeline (a ``Split`` for a plain pattern; None: no split)."""
+        return self._chunker.pre_tokenizer
+
+    @pre_tokenizer.setter
+    def pre_tokenizer(self, pre_tokenizer: PreTokenizer | Mapping | str | None) -> None:
+        if isinstance(pre_tokenizer, str):
+            self._set_chunking(pre_tokenizer, None, self._chunker.normalizer)
+        else:
+            self._set_chunking(None, pre_tokenizer, self._chunker.normalizer)
+
+    @property
+    def normalizer(self) -> Normalizer | None:
+        """The normalizer applied before splitting (None: text is encoded as given)."""
+        return self._chunker.normalizer
+
+    @normalizer.setter
+    def normalizer(self, normalizer: Normalizer | str | Mapping | None) -> None:
+        self._set_chunking(None, self._chunker.pre_tokenizer, normalizer)
+
+    @property
+    def plain_pattern(self) -> str | None:
+        """The pattern when the pre-tokenizer is exactly what ``pattern=`` makes (its matches are
+        the chunks), else None: what tiktoken, minbpe and a ``.model`` v1 file can hold."""
+        return self._chunker.plain_pattern
+
+    @property
+    def is_plain(self) -> bool:
+        """True if text is cut by one split pattern (or not at all) with no normalizer: what
+        tiktoken and minbpe's formats can hold."""
+        return self._chunker.normalizer is None and self._chunker.plain_pattern is not None
+
+    def chunks(self, text: str) -> list[str] | list[bytes]:
+        """The chunks that ordinary ``text`` is encoded in (normalized, then pre-tokenized);
+        bytes chunks when the pipeline splits after its ``ByteLevel`` step."""
+        return self._chunker(text)
+
+    def chunks_with_spans(self, text: str) -> list[tuple[str | bytes, list[tuple[int, int]]]]:
+        """:meth:`chunks` with, per chunk character (per byte for bytes chunks), the span of
+        ``text`` it comes from, aligned as ``tokenizers`` aligns offsets (for offset mapping)."""
+        return self._chunker.with_spans(text)
+
+    def _chunking_spec(self) -> str | None | ChunkSplitter:
+        """What :func:`count_chunks` needs: the plain pattern (or None) when there is one, else
+        the whole normalize-and-split callable."""
+        if self.is_plain:
+            return self._chunker.plain_pattern or None
+        return self._chunker
+
     @classmethod
-    def _blank(cls, pattern: str | None) -> Tokenizer:
-        """An empty tokenizer of this class (Regex or Basic by ``pattern`` for the base class)."""
+    def _blank(cls, pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None = None,
+               normalizer: Normalizer | str | Mapping | None = None) -> Tokenizer:
+        """An empty tokenizer of this class (Regex or Basic by ``pattern`` and ``pre_tokenizer``
+        for the base class)."""
+        options = {key: value for key, value in (("pre_tokenizer", pre_tokenizer), ("normalizer", normalizer))
+                   if value is not None}
+        split = bool(pattern) or pre_tokenizer is not None
         if cls is Tokenizer:
-            return RegexTokenizer(pattern) if pattern else BasicTokenizer()
+            return RegexTokenizer(pattern, **options) if split else BasicTokenizer(**options)
         if issubclass(cls, BasicTokenizer):
-            if pattern:
-                raise ValueError(f"{cls.__name__} has no split pattern, got {pattern!r}")
-            return cls()
-        return cls(pattern or None)
+            if split:
+                raise ValueError(f"{cls.__name__} has no split pattern, got {pattern or pre_tokenizer!r}")
+            return cls(**options)
+        return cls(pattern or None, **options)
 
     @property
     def merges(self) -> Merges:
@@ -197,7 +308,7 @@ class Tokenizer:
         parallel processes; see :func:`train_from_counts` for the rest.
         """
         _check_vocab_size(vocab_size)
-        counts = count_chunks(text, self.pattern or None, num_workers=num_workers, progress=progress)
+        counts = count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
         self.train_from_counts(
             counts, vocab_size, verbose, tie_break=tie_break, min_frequency=min_frequency, progress=progress
         )
@@ -258,7 +369,7 @@ class Tokenizer:
         token repeats the bytes of an existing one. Because new merge ids are all higher than the
         old ones, text in which no new merge applies encodes exactly as before.
         """
-        counts = count_chunks(text, self.pattern or None, num_workers=num_workers, progress=progress)
+        counts = count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
         words: list[list[int]] = []
         weights: list[int] = []
         for chunk, count in counts.items():
@@ -267,8 +378,9 @@ class Tokenizer:
                 words.append(ids)
                 weights.append(count)
         extended = type(self).from_merges(
-            self._merges, pattern=self.pattern, special_tokens=self._special_tokens, byte_ids=self._byte_ids,
+            self._merges, special_tokens=self._special_tokens, byte_ids=self._byte_ids,
             allow_large_ids=True,  # the ids were checked when they were registered here
+            pre_tokenizer=self.pre_tokenizer, normalizer=self.normalizer,
         )
         extended._merges = extended._learn(
             words, weights, num_new_merges, tie_break, min_frequency, verbose, progress, unique_bytes=True
@@ -349,9 +461,13 @@ class Tokenizer:
         return self._encoder.encode_bytes(data)
 
     def _encode_ordinary(self, text: str) -> list[int]:
-        if not self.pattern:
+        split = self._split
+        if split is None:
             return self._encoder.encode_bytes(text.encode("utf-8"))
-        return self._encoder.encode_chunks(chunk_splitter(self.pattern)(text))
+        if self._bytes_chunks:
+            encode_bytes = self._encoder.encode_bytes
+            return [idx for chunk in split(text) for idx in encode_bytes(chunk)]
+        return self._encoder.encode_chunks(split(text))
 
     def encode(
         self,
@@ -465,7 +581,11 @@ class Tokenizer:
     def save(self, file_prefix: str | os.PathLike) -> None:
         """Write ``<prefix>.model`` (minbpe v1, loadable by minbpe) and ``<prefix>.vocab``."""
         prefix = Path(file_prefix)
-        contents = ModelFileContents(self.pattern, dict(self._special_tokens), dict(self._merges), list(self._byte_ids))
+        contents = ModelFileContents(self._chunker.plain_pattern or "", dict(self._special_tokens), dict(self._merges),
+                                     list(self._byte_ids))
+        if not self.is_plain:
+            contents.normalizer = None if self.normalizer is None else self.normalizer.to_json()
+            contents.pre_tokenizer = None if self.pre_tokenizer is None else self.pre_tokenizer.to_json()
         write_model_file(prefix.with_name(prefix.name + ".model"), contents)
         write_vocab_file(prefix.with_name(prefix.name + ".vocab"), self.vocab, self._merges)
 
@@ -478,12 +598,17 @@ class Tokenizer:
         model_file = model_file_path(model_file)
         contents = read_model_file(model_file)
         try:
+            if contents.pre_tokenizer is not None:
+                chunker = _chunker(None, contents.pre_tokenizer, contents.normalizer)
+            else:
+                chunker = _chunker(contents.pattern, None, contents.normalizer)
             merges = _checked_merges(contents.merges, contents.byte_ids)
             specials = checked_special_tokens(contents.special_tokens, existing={},
                                               normal_ids=set(contents.byte_ids) | set(merges.values()))
         except ValueError as exc:
             raise ModelFileError(f"{model_file}: {exc}") from None
-        self.pattern = contents.pattern
+        self._chunker = chunker
+        self._set_hot_path()
         self._byte_ids = contents.byte_ids
         self._merges = merges
         self._special_tokens = specials
@@ -492,8 +617,12 @@ class Tokenizer:
     @classmethod
     def from_file(cls, model_file: str | os.PathLike) -> Tokenizer:
         """A new tokenizer read from a ``.model`` file or save prefix (for ``Tokenizer``: Regex or
-        Basic, by its pattern; called on a subclass, that class)."""
-        tok = cls._blank(read_model_file(model_file).pattern)
+        Basic, by its pattern or pipeline; called on a subclass, that class)."""
+        contents = read_model_file(model_file_path(model_file))
+        if contents.pre_tokenizer is not None:
+            tok = cls._blank(None, contents.pre_tokenizer)
+        else:
+            tok = cls._blank(contents.pattern)
         tok.load(model_file)
         return tok
 
@@ -507,15 +636,36 @@ class Tokenizer:
 class BasicTokenizer(Tokenizer):
     """Byte-level BPE on the raw byte sequence, with no split pattern (minbpe's BasicTokenizer)."""
 
-    def __init__(self) -> None:
-        super().__init__(None)
+    def __init__(self, *, normalizer: Normalizer | str | Mapping | None = None) -> None:
+        super().__init__(None, normalizer=normalizer)
 
 
 class RegexTokenizer(Tokenizer):
-    """Byte-level BPE within the chunks of a split pattern; GPT-4's by default, as in minbpe."""
+    """Byte-level BPE within the chunks of a split pattern (GPT-4's by default, as in minbpe) or
+    of a ``pre_tokenizer`` pipeline."""
 
-    def __init__(self, pattern: str | None = None) -> None:
-        super().__init__(pattern or "gpt4")
+    def __init__(
+        self,
+        pattern: str | None = None,
+        *,
+        pre_tokenizer: PreTokenizer | Mapping | None = None,
+        normalizer: Normalizer | str | Mapping | None = None,
+    ) -> None:
+        if pre_tokenizer is None:
+            pattern = pattern or "gpt4"
+        super().__init__(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
+
+
+def _chunker(pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
+             normalizer: Normalizer | str | Mapping | None) -> ChunkSplitter:
+    """How text becomes chunks, from the constructor's options (ValueError for bad ones)."""
+    if pattern and pre_tokenizer is not None:
+        raise ValueError("pass a split pattern or a pre_tokenizer pipeline, not both")
+    if pre_tokenizer is not None:
+        pre = resolve_pre_tokenizer(pre_tokenizer)
+    else:
+        pre = pattern_pre_tokenizer(resolve_pattern(pattern or None))
+    return ChunkSplitter(resolve_normalizer(normalizer), pre)
 
 
 def _checked_merges(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int]) -> Merges:

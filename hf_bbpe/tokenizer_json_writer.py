@@ -5,8 +5,11 @@ The file runs in the Rust ``tokenizers`` library with the same ids as the engine
 * model: ``BPE`` with the vocabulary spelled in GPT-2's byte-to-unicode alphabet under the
   tokenizer's real ids (holes in the id space and permuted byte ids are kept) and the merges in
   merge order, so the Rust BPE (lowest merge rank first) is the engine's algorithm;
+* normalizer: the tokenizer's own (NFC/NFD/NFKC/NFKD/Sequence), or none;
 * pre-tokenizer: ``Split(Regex(pattern), "isolated")`` then ``ByteLevel(use_regex=False)``, where
-  the pattern is translated for Oniguruma (see :mod:`onig_regex`);
+  the pattern is translated for Oniguruma (see :mod:`onig_regex`); a pipeline is written step by
+  step (its regexes translated), with ``ByteLevel(use_regex=False)`` added at the end if it has no
+  ByteLevel step;
 * decoder ``ByteLevel``; special tokens as ``added_tokens`` with their real ids (also listed in
   the model vocabulary, which is what makes ``tokenizers`` keep ids above or between the ranks).
 
@@ -23,7 +26,20 @@ from .byte_unicode import spell_vocab
 from .onig_regex import translate_pattern_for_onig
 
 if TYPE_CHECKING:
+    from .pre_tokenizers import PreTokenizer
     from .tokenizer import Tokenizer
+
+
+def _pre_tokenizer_json(pre: PreTokenizer | None, byte_level: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline for tokenizer.json: its steps with Oniguruma regexes, ending in the byte-level
+    step the engine does implicitly when the pipeline has none."""
+    if pre is None:
+        return dict(byte_level)
+    data = pre.to_json(translate_pattern_for_onig)
+    if any(step.to_json()["type"] == "ByteLevel" for step in pre.steps()):
+        return data
+    steps = data["pretokenizers"] if data["type"] == "Sequence" else [data]
+    return {"type": "Sequence", "pretokenizers": [*steps, dict(byte_level)]}
 
 
 _ADDED_TOKEN_DEFAULTS = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
@@ -81,23 +97,13 @@ def tokenizer_json_dict(
         vocab[entry["content"]] = entry["id"]
 
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": trim_offsets, "use_regex": False}
-    if tok.pattern:
-        split = {
-            "type": "Split",
-            "pattern": {"Regex": translate_pattern_for_onig(tok.pattern)},
-            "behavior": "Isolated",
-            "invert": False,
-        }
-        pre_tokenizer: dict[str, Any] = {"type": "Sequence", "pretokenizers": [split, dict(byte_level)]}
-    else:
-        pre_tokenizer = dict(byte_level)
     return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": added,
-        "normalizer": None,
-        "pre_tokenizer": pre_tokenizer,
+        "normalizer": None if tok.normalizer is None else tok.normalizer.to_json(),
+        "pre_tokenizer": _pre_tokenizer_json(tok.pre_tokenizer, byte_level),
         "post_processor": dict(byte_level),
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {

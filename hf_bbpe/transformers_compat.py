@@ -94,6 +94,7 @@ class TransformersHooks:
         # get_vocab() also lists the ids planned here (above every id in use), so it takes those
         if not new_tokens:
             return 0
+        new_tokens = self._as_added_tokens(new_tokens, special_tokens)
         with self._planning_added_ids(new_tokens) as planned:
             super()._add_tokens(new_tokens, special_tokens=special_tokens)  # type: ignore[misc]
         self._added_tokens_changed()

@@ -129,10 +129,13 @@ def run(args: argparse.Namespace) -> int:
         tok.register_special_tokens(extra)
     write_target(tok, args.target, args.output, force=args.force)
     notes = []
-    if args.target == "tiktoken" and (tok.special_tokens or tok.pattern):
+    if args.target in ("tiktoken", "gpt2") and not tok.is_plain:
+        notes.append(f"{args.target} files cannot hold this tokenizer's normalizer ({tok.normalizer}) or pre-tokenizer "
+                     f"pipeline ({tok.pre_tokenizer}); convert to tokenizer.json or minbpe to keep them")
+    elif args.target == "tiktoken" and (tok.special_tokens or tok.pattern):
         notes.append("a .tiktoken file holds the ranks only: pass the pattern and special tokens "
                      f"({len(tok.special_tokens)}) to tiktoken.Encoding yourself")
-    if args.target == "gpt2" and tok.pattern != resolve_pattern("gpt2"):
+    elif args.target == "gpt2" and tok.pattern != resolve_pattern("gpt2"):
         notes.append("GPT-2 files do not record the split pattern, and readers assume GPT-2's; this tokenizer's "
                      f"is {pattern_name(tok.pattern) or repr(tok.pattern)} (pass --pattern when converting back)")
     print(f"wrote {args.output} ({args.target}, n_vocab {tok.n_vocab})", file=sys.stderr)

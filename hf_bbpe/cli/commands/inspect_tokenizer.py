@@ -47,7 +47,9 @@ def summary(tok: Tokenizer, name: str, top: int) -> dict:
         "tokens": len(tok.vocab),
         "merges": len(tok.merges),
         "byte_ids": "identity" if tok.byte_ids == list(range(256)) else "permuted",
-        "pattern": pattern_name(tok.pattern) or (tok.pattern if tok.pattern else None),
+        "pattern": pattern_name(tok.plain_pattern) or tok.plain_pattern or None,
+        "pre_tokenizer": None if tok.plain_pattern is not None else tok.pre_tokenizer.to_json(),  # a pipeline
+        "normalizer": None if tok.normalizer is None else tok.normalizer.to_json(),
         "special_tokens": [{"token": t, "id": i} for t, i in sorted(tok.special_tokens.items(), key=lambda x: x[1])],
         "longest_tokens": [_token_json(tok, i) for i in longest],
         "partial_utf8_tokens": len(partial),
