@@ -51,6 +51,7 @@ typedef struct {
     int32_t max_len;
     int32_t *index_of; /* token index of each id up to max_id, -1 if none ("ranks" mode) */
     int64_t max_id;
+    int64_t dup_first, dup_second; /* ids of the first two tokens found with the same bytes, or -1 */
 } ChunkBPE;
 
 static inline uint64_t mix64(uint64_t x) {
@@ -280,6 +281,7 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
     self->tok_mask = cap - 1;
     self->max_len = 1;
     self->max_id = -1;
+    self->dup_first = self->dup_second = -1;
     int64_t at = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         if (lengths[i] < 0 || at + lengths[i] > bbuf.len || lengths[i] >= INT32_MAX || idv[i] < 0 || idv[i] > INT32_MAX) {
@@ -299,6 +301,7 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
             Slot *s = &self->slots[j];
             if (s->tok < 0) { s->tok = (int32_t)i; s->tag = (uint32_t)(m >> 32); break; }
             if (self->tok_len[s->tok] == n && memcmp(self->tok_buf + self->tok_start[s->tok], p, (size_t)n) == 0) {
+                if (self->dup_first < 0) { self->dup_first = self->tok_id[s->tok]; self->dup_second = self->tok_id[i]; }
                 if (self->tok_id[i] < self->tok_id[s->tok]) s->tok = (int32_t)i;
                 break;
             }
@@ -488,11 +491,18 @@ done:
     return result;
 }
 
+static PyObject *ChunkBPE_first_duplicate(ChunkBPE *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->dup_first < 0) Py_RETURN_NONE;
+    return Py_BuildValue("(LL)", (long long)self->dup_first, (long long)self->dup_second);
+}
+
 static PyMethodDef ChunkBPE_methods[] = {
     {"encode_chunks", (PyCFunction)ChunkBPE_encode_chunks, METH_O,
      "Encode each str of an iterable and return all ids in one list (cached)."},
     {"encode_bytes", (PyCFunction)ChunkBPE_encode_bytes, METH_O, "Encode one chunk given as bytes (no cache)."},
     {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS, "Empty the chunk cache."},
+    {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,
+     "(id, id) of the first two vocabulary tokens found with the same bytes, or None."},
     {"recover_merges", (PyCFunction)ChunkBPE_recover_merges, METH_NOARGS,
      "Rank mode: ({(left, right): id} in id order, [ids no merge builds])."},
     {NULL, NULL, 0, NULL},

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 import importlib
+import operator
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
@@ -44,6 +45,49 @@ _CACHE_MAX_CHUNK = 128  # characters; longer chunks are rare and not worth keepi
 MODES = ("merges", "ignore_merges", "ranks")
 
 
+class DuplicateTokensError(ValueError):
+    """Two ids of a vocabulary that must be distinct byte strings spell the same bytes."""
+
+    def __init__(self, token: bytes, first: int, second: int) -> None:
+        super().__init__(f"token {token!r} has two ids, {min(first, second)} and {max(first, second)}")
+        self.token, self.first, self.second = token, first, second
+
+
+class TokenTable:
+    """A vocabulary ``{id: bytes}`` as three flat buffers, the form the C kernel reads.
+
+    Token ``i`` is ``data[start_i : start_i + lengths[i]]`` (tokens laid end to end) with id
+    ``ids[i]``; ``lengths`` and ``ids`` are int64 arrays. Importers build one straight from a
+    file (no Python object per token), which is what keeps loading a 200k-token vocabulary fast.
+    """
+
+    __slots__ = ("data", "lengths", "ids")
+
+    def __init__(self, data: bytes, lengths: Sequence[int], ids: Sequence[int]) -> None:
+        self.data = bytes(data)
+        self.lengths = lengths if isinstance(lengths, array) and lengths.typecode == "q" else array("q", lengths)
+        self.ids = ids if isinstance(ids, array) and ids.typecode == "q" else array("q", ids)
+        if len(self.lengths) != len(self.ids) or sum(self.lengths) != len(self.data):
+            raise ValueError("token table: lengths, ids and data do not match")
+
+    @classmethod
+    def from_vocab(cls, vocab: Mapping[int, bytes]) -> TokenTable:
+        values = list(vocab.values())
+        return cls(b"".join(values), array("q", map(len, values)), array("q", vocab.keys()))
+
+    def to_vocab(self) -> dict[int, bytes]:
+        """``{id: bytes}`` in id order."""
+        data = self.data
+        vocab: dict[int, bytes] = {}
+        pos = 0
+        for n, idx in zip(self.lengths, self.ids):
+            vocab[idx] = data[pos : pos + n]
+            pos += n
+        if any(map(operator.gt, self.ids, self.ids[1:])):
+            vocab = dict(sorted(vocab.items()))
+        return vocab
+
+
 class ChunkEncoder:
     """Encodes chunks of text with a fixed set of merges.
 
@@ -51,7 +95,8 @@ class ChunkEncoder:
     earlier merge. ``byte_ids[b]`` is the id of the single byte ``b`` (the identity for trained
     tokenizers; a permutation for GPT-2 and cl100k). ``mode`` is one of :data:`MODES` (see the
     module doc); the two other than ``"merges"`` need ``vocab``, ``{id: bytes}`` of every
-    normal token (a byte string listed under two ids is found as the lower one).
+    normal token, or the same as a :class:`TokenTable` (a byte string listed under two ids is
+    found as the lower one).
     """
 
     def __init__(
@@ -60,7 +105,7 @@ class ChunkEncoder:
         byte_ids: Sequence[int],
         *,
         mode: str = "merges",
-        vocab: Mapping[int, bytes] | None = None,
+        vocab: Mapping[int, bytes] | TokenTable | None = None,
         native: bool = True,
     ) -> None:
         if mode not in MODES:
@@ -76,9 +121,8 @@ class ChunkEncoder:
         if native and _native is not None:
             tokens = None
             if self.vocab is not None:
-                ids = array("q", self.vocab.keys())
-                values = list(self.vocab.values())
-                tokens = (b"".join(values), array("q", map(len, values)), ids)
+                table = self.vocab if isinstance(self.vocab, TokenTable) else TokenTable.from_vocab(self.vocab)
+                tokens = (table.data, table.lengths, table.ids)
             kernel = _native.ChunkBPE(merges, self.byte_ids, _CACHE_MAX_ENTRIES, tokens, mode == "ranks")
             self._kernel = kernel
             self.encode_chunks = kernel.encode_chunks
@@ -87,10 +131,16 @@ class ChunkEncoder:
         else:
             self._whole: dict[bytes, int] | None = None
             self._pair_rank = merges.get
+            if isinstance(self.vocab, TokenTable):
+                self.vocab = self.vocab.to_vocab()
+            self._duplicate = None
             if self.vocab is not None:
                 self._whole = whole = {}
-                for idx, data in sorted(self.vocab.items()):
-                    whole.setdefault(data, idx)
+                for idx, data in self.vocab.items():
+                    first = whole.setdefault(data, idx)
+                    if first != idx:
+                        self._duplicate = self._duplicate or (first, idx)
+                        whole[data] = min(first, idx)
                 if mode == "ranks":
                     self._pair_rank = self._rank_of_bytes
 
@@ -220,6 +270,12 @@ class ChunkEncoder:
             out.append(ids[i])
             i = nxt[i]
         return out
+
+    def first_duplicate(self) -> tuple[int, int] | None:
+        """The ids of the first two vocabulary tokens found with the same bytes, or None."""
+        if "encode_chunks" in self.__dict__:
+            return self._kernel.first_duplicate()
+        return self._duplicate
 
     def recover_merges(self) -> tuple[dict[tuple[int, int], int], list[int]]:
         """``"ranks"`` mode: the merge list the ranks imply, and the ids no merge builds.

@@ -11,11 +11,15 @@
 That layout fixes byte ids to 0..255 and merge ids to 256 upwards. A tokenizer outside it (GPT-2
 and cl100k permute the byte ids; an extended vocabulary skips ids taken by special tokens) is
 written as ``hf_bbpe v1``: the same layout plus one line with the 256 byte ids, and merge
-lines ``<left> <right> <id>``. minbpe cannot read that variant; hf_bbpe reads both.
+lines ``<left> <right> <id>``. A tokenizer whose mode is not ``merges`` or that has tokens no
+merge builds (Llama 3) is written as ``hf_bbpe v2``: v1 plus, after the byte ids, a line
+``mode <merges|ignore_merges|ranks>``, the number of unmerged tokens and one ``<id> <base64
+bytes>`` line for each. minbpe reads only its own layout; hf_bbpe reads all three.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import unicodedata
 from dataclasses import dataclass, field
@@ -25,6 +29,8 @@ from .atomic_write import write_text_atomic
 
 MINBPE_HEADER = "minbpe v1"
 EXTENDED_HEADER = "hf_bbpe v1"
+EXTENDED_HEADER_V2 = "hf_bbpe v2"
+MODES = ("merges", "ignore_merges", "ranks")
 
 
 class ModelFileError(ValueError):
@@ -37,6 +43,8 @@ class ModelFileContents:
     special_tokens: dict[str, int] = field(default_factory=dict)
     merges: dict[tuple[int, int], int] = field(default_factory=dict)
     byte_ids: list[int] = field(default_factory=lambda: list(range(256)))
+    mode: str = "merges"
+    unmerged: dict[int, bytes] = field(default_factory=dict)
 
 
 def is_minbpe_layout(merges: dict[tuple[int, int], int], byte_ids: list[int]) -> bool:
@@ -56,13 +64,18 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
                 f"cannot write {path}: the {what} {text!r} contains a line break, which the .model "
                 "format cannot hold (in a regex, write it as \\n)"
             )
-    minbpe = is_minbpe_layout(contents.merges, contents.byte_ids)
-    lines = [MINBPE_HEADER if minbpe else EXTENDED_HEADER, contents.pattern, str(len(contents.special_tokens))]
+    v2 = contents.mode != "merges" or bool(contents.unmerged)
+    minbpe = not v2 and is_minbpe_layout(contents.merges, contents.byte_ids)
+    header = MINBPE_HEADER if minbpe else EXTENDED_HEADER_V2 if v2 else EXTENDED_HEADER
+    lines = [header, contents.pattern, str(len(contents.special_tokens))]
     lines += [f"{token} {idx}" for token, idx in contents.special_tokens.items()]
     if minbpe:
         lines += [f"{a} {b}" for a, b in contents.merges]
     else:
         lines.append(" ".join(map(str, contents.byte_ids)))
+        if v2:
+            lines += [f"mode {contents.mode}", str(len(contents.unmerged))]
+            lines += [f"{idx} {base64.b64encode(data).decode('ascii')}" for idx, data in contents.unmerged.items()]
         lines += [f"{a} {b} {new}" for (a, b), new in contents.merges.items()]
     write_text_atomic(path, "\n".join(lines) + "\n")
 
@@ -82,9 +95,9 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
     def fail(lineno: int, message: str) -> ModelFileError:
         return ModelFileError(f"{path}:{lineno}: {message}")
 
-    if not lines or lines[0] not in (MINBPE_HEADER, EXTENDED_HEADER):
-        raise fail(1, f"expected the header {MINBPE_HEADER!r} or {EXTENDED_HEADER!r}")
-    extended = lines[0] == EXTENDED_HEADER
+    if not lines or lines[0] not in (MINBPE_HEADER, EXTENDED_HEADER, EXTENDED_HEADER_V2):
+        raise fail(1, f"expected the header {MINBPE_HEADER!r}, {EXTENDED_HEADER!r} or {EXTENDED_HEADER_V2!r}")
+    extended = lines[0] != MINBPE_HEADER
     if len(lines) < 3:
         raise fail(len(lines) + 1, "file ends before the special-token count")
     pattern = lines[1]
@@ -110,7 +123,9 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
         if len(fields) != 256 or not all(f.isdigit() for f in fields):
             raise fail(lineno, "expected the 256 byte ids")
         contents.byte_ids = [int(f) for f in fields]
-    known = set(contents.byte_ids)
+    if lines[0] == EXTENDED_HEADER_V2:
+        lineno = _read_v2_section(lines, lineno, contents, fail)
+    known = set(contents.byte_ids) | set(contents.unmerged)
     next_id = 256
     for line in lines[lineno:]:
         lineno += 1
@@ -131,6 +146,34 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
     if taken:
         raise fail(3, f"special token id {min(taken)} is also a normal token id")
     return contents
+
+
+def _read_v2_section(lines: list[str], lineno: int, contents: ModelFileContents, fail) -> int:
+    """The ``mode`` line and the unmerged tokens of an ``hf_bbpe v2`` file; returns the last line read."""
+    lineno += 1
+    key, _, mode = (lines[lineno - 1] if lineno <= len(lines) else "").partition(" ")
+    if key != "mode" or mode not in MODES:
+        raise fail(lineno, f"expected 'mode <{'|'.join(MODES)}>'")
+    contents.mode = mode
+    lineno += 1
+    count = lines[lineno - 1] if lineno <= len(lines) else ""
+    if not count.isdigit():
+        raise fail(lineno, f"expected the number of unmerged tokens, got {count!r}")
+    for _ in range(int(count)):
+        lineno += 1
+        if lineno > len(lines):
+            raise fail(lineno, "file ends inside the unmerged tokens")
+        idx, _, encoded = lines[lineno - 1].partition(" ")
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except ValueError:
+            data = None
+        if not idx.isdigit() or data is None:
+            raise fail(lineno, f"expected '<id> <base64 bytes>', got {lines[lineno - 1]!r}")
+        if int(idx) in contents.unmerged or int(idx) in contents.byte_ids:
+            raise fail(lineno, f"unmerged token id {idx} repeats an id")
+        contents.unmerged[int(idx)] = data
+    return lineno
 
 
 def render_token(token: bytes) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from ...chunk_encoder import ChunkEncoder
 from ...model_file import render_token
 from ...patterns import pattern_name
 from ...analysis.text_table import format_table
@@ -46,6 +45,8 @@ def summary(tok: Tokenizer, name: str, top: int) -> dict:
         "n_vocab": tok.n_vocab,
         "tokens": len(tok.vocab),
         "merges": len(tok.merges),
+        "unmerged_tokens": len(tok.unmerged_tokens),
+        "mode": tok.mode,
         "byte_ids": "identity" if tok.byte_ids == list(range(256)) else "permuted",
         "pattern": pattern_name(tok.pattern) or (tok.pattern if tok.pattern else None),
         "special_tokens": [{"token": t, "id": i} for t, i in sorted(tok.special_tokens.items(), key=lambda x: x[1])],
@@ -86,6 +87,8 @@ def explain(tok: Tokenizer, idx: int) -> dict:
         kind = "special"
     elif idx in parents:
         kind = "merge"
+    elif idx in tok.unmerged_tokens:
+        kind = "unmerged"  # built by no merge: reached as a whole chunk ("ranks", "ignore_merges" modes)
     else:
         kind = "byte"
     info = dict(_token_json(tok, idx), kind=kind, utf8=is_utf8(data))
@@ -93,7 +96,7 @@ def explain(tok: Tokenizer, idx: int) -> dict:
         info["merge_rank"] = rank[idx]
         info["tree"] = tree(idx)
     if kind != "special":
-        found = check_reachable(ChunkEncoder(tok.merges, tok.byte_ids), idx, data)
+        found = check_reachable(tok.encode_single_piece, idx, data)
         info["own_bytes_encode_as"] = list(found.encodes_as)
         info["reachable"] = not found.reasons
         info["unreachable_reasons"] = list(found.reasons)
