@@ -42,7 +42,7 @@ from .byte_unicode import unicode_to_token
 from .patterns import resolve_pattern
 from .tokenizer import Tokenizer
 from .tokenizer_json import tokenizer_json_dict
-from .vocab_merges_files import read_vocab_merges, spell_vocab, write_vocab_merges
+from .vocab_merges_files import read_vocab_merges, spell_vocab, split_extra_tokens, write_vocab_merges
 
 if TYPE_CHECKING:
     # transformers 4.57 copies into its module cache only the modules that a remote-code file
@@ -82,7 +82,13 @@ class BBPETokenizer(PreTrainedTokenizer):
             means no split (minbpe's BasicTokenizer).
         add_bos_token, add_eos_token: put ``bos_token`` / ``eos_token`` around each sequence when
             ``add_special_tokens=True`` (the default of ``tokenizer(...)``).
+        bpe_mode: the engine's mode ("merges", "ignore_merges" or "ranks", see
+            hf_bbpe/tokenizer.py); saved in tokenizer_config.json, "merges" if absent.
         engine: an engine :class:`Tokenizer` to wrap instead of files (use :meth:`from_engine`).
+
+    Tokens of ``vocab.json`` that no merge builds are special tokens if the saved added tokens
+    declare them (or, for a folder that declares none, if spelled ``<...>``/``[...]``), and
+    otherwise normal tokens that no merge builds (Llama 3 has 678 of them).
     """
 
     vocab_files_names = VOCAB_FILES_NAMES
@@ -97,6 +103,7 @@ class BBPETokenizer(PreTrainedTokenizer):
         add_eos_token: bool | None = None,
         add_prefix_space: bool = False,
         clean_up_tokenization_spaces: bool = False,
+        bpe_mode: str | None = None,
         *,
         engine: Tokenizer | None = None,
         **kwargs: Any,
@@ -106,12 +113,16 @@ class BBPETokenizer(PreTrainedTokenizer):
         if engine is not None:
             if vocab_file is not None or merges_file is not None:
                 raise ValueError("pass either engine or vocab_file + merges_file, not both")
-            core = _copy_engine(engine, pattern)
+            core = _copy_engine(engine, pattern, bpe_mode)
             file_specials: dict[str, int] = {}
         elif vocab_file is not None and merges_file is not None:
             files = read_vocab_merges(vocab_file, merges_file)
-            core = Tokenizer.from_merges(files.merges, pattern=_pattern_or_gpt2(pattern), byte_ids=files.byte_ids)
-            file_specials = files.extra_tokens
+            saved = kwargs.get("added_tokens_decoder")
+            declared = {str(token) if not isinstance(token, dict) else token["content"] for token in saved.values()} \
+                if saved else None
+            file_specials, unmerged = split_extra_tokens(files.extra_tokens, declared)
+            core = Tokenizer.from_merges(files.merges, pattern=_pattern_or_gpt2(pattern), byte_ids=files.byte_ids,
+                                         unmerged_tokens=unmerged, mode=bpe_mode or "merges")
         else:
             raise ValueError(
                 "BBPETokenizer needs vocab_file and merges_file (from_pretrained passes them), "
@@ -612,6 +623,7 @@ class BBPETokenizer(PreTrainedTokenizer):
         if not config.get("additional_special_tokens"):
             config.pop("additional_special_tokens", None)
         config["pattern"] = self.pattern
+        config["bpe_mode"] = self._engine.mode
         config["add_bos_token"] = self.add_bos_token
         config["add_eos_token"] = self.add_eos_token
         config["clean_up_tokenization_spaces"] = bool(self.clean_up_tokenization_spaces)
@@ -672,11 +684,14 @@ def _pattern_or_gpt2(pattern: str | None) -> str | None:
     return resolve_pattern(pattern) if pattern else None
 
 
-def _copy_engine(engine: Tokenizer, pattern: str | None) -> Tokenizer:
+def _copy_engine(engine: Tokenizer, pattern: str | None, mode: str | None) -> Tokenizer:
     if pattern is not None and resolve_pattern(pattern or None) != (engine.pattern or None):
         raise ValueError(f"pattern {pattern!r} differs from the engine's split pattern {engine.pattern!r}")
+    if mode is not None and mode != engine.mode:
+        raise ValueError(f"bpe_mode {mode!r} differs from the engine's mode {engine.mode!r}")
     return Tokenizer.from_merges(
-        engine.merges, pattern=engine.pattern or None, special_tokens=engine.special_tokens, byte_ids=engine.byte_ids
+        engine.merges, pattern=engine.pattern or None, special_tokens=engine.special_tokens, byte_ids=engine.byte_ids,
+        check=False, unmerged_tokens=engine.unmerged_tokens, mode=engine.mode,
     )
 
 

@@ -100,16 +100,24 @@ def test_merge_using_a_token_before_it_is_built(tmp_path):
         conversion.from_gpt2_files(enc, bpe)
 
 
-def test_token_whose_merge_line_is_missing(tmp_path):
-    """A deleted vocab.bpe line leaves its token in encoder.json built by nothing: an error naming
-    it, not a silent special token (only <...>/[...] spellings or declared ones are special)."""
+def test_token_whose_merge_line_is_missing_loads_as_an_unmerged_token(tmp_path):
+    """A vocab.json token that no merges.txt line builds loads as a normal token that the merges
+    never produce (as tokenizers and GPT2Tokenizer treat it), not as a silent special token; a
+    declared special token is special."""
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import models, pre_tokenizers
+
     lines = VOCAB_BPE.rstrip("\n").split("\n")
     last = lines.pop()
     enc, bpe = _gpt2_pair(tmp_path, vocab_bpe="\n".join(lines) + "\n")
     token = last.replace(" ", "")
-    with pytest.raises(FormatError, match=rf"encoder.json: token '{token}' \(id 50255\) is neither a byte nor built "
-                                          r"by a merge of vocab.bpe \(a missing merge line\?\)"):
-        conversion.from_gpt2_files(enc, bpe)
+    tok = conversion.from_gpt2_files(enc, bpe)
+    assert tok.unmerged_tokens == {50255: tok.vocab[50255]} and tok.special_tokens == {"<|endoftext|>": 50256}
+    hf = HFTokenizer(models.BPE.from_file(str(enc), str(bpe)))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    text = "commemoration " + tok.decode([50255]) * 3 + " Gazette"
+    assert tok.encode_ordinary(text) == hf.encode(text).ids
+    assert 50255 not in tok.encode_ordinary(text) and tok.decode([50255]) == tok.vocab[50255].decode()
     declared = conversion.from_gpt2_files(enc, bpe, special_tokens={token: 50255, "<|endoftext|>": 50256})
     assert declared.special_tokens[token] == 50255
 
