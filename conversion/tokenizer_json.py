@@ -149,7 +149,11 @@ def _read_merges(raw: list, source: Path) -> list[tuple[str, str]]:
 def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Tokenizer:
     """A tokenizer from a byte-level BPE tokenizer.json, with the file's ids (see module doc)."""
     source = Path(path)
-    data = read_json_object(source, "a tokenizer.json object")
+    return tokenizer_from_json_data(read_json_object(source, "a tokenizer.json object"), source, strict=strict)
+
+
+def tokenizer_from_json_data(data: Mapping[str, Any], source: Path, *, strict: bool = True) -> Tokenizer:
+    """:func:`from_tokenizer_json` for an already parsed file; errors name ``source``."""
     model = data.get("model")
     _check_model(model, source)
     normalizer = data.get("normalizer")
@@ -157,7 +161,7 @@ def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Toke
         message = f"{source}: normalizer {normalizer.get('type') if isinstance(normalizer, Mapping) else normalizer!r} " \
                   "is not supported (the engine encodes text as given)"
         if strict:
-            raise FormatError(message + "; pass strict=False to drop it")
+            raise FormatError(message + "; pass strict=False to drop it", option="strict")
         warnings.warn(message + "; dropped: texts it would change encode differently", stacklevel=2)
     pattern = _pattern_of(data.get("pre_tokenizer"), source)
 
