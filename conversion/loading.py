@@ -69,9 +69,9 @@ def _sniff(path: Path) -> str:
         text_lines = []
     if text_lines and all(len(line.split(" ")) == 2 for line in text_lines):
         return "gpt2_merges"
-    raise FormatError(f"{path}: not a tokenizer format this package reads (tiktoken ranks, Tekken JSON, "
-                      "tokenizer.json, GPT-2 encoder.json + vocab.bpe, minbpe .model); a SentencePiece model or "
-                      "another tokenizer type?")
+    raise FormatError(f"{path}: cannot tell the tokenizer format from its content: none that this package reads "
+                      "(tiktoken ranks, Tekken JSON, tokenizer.json, GPT-2 encoder.json + vocab.bpe, minbpe .model); "
+                      "a SentencePiece model or another tokenizer type?")
 
 
 def load(
@@ -137,7 +137,7 @@ def _resolve_folder(folder: Path) -> tuple[str, tuple]:
     candidates += sorted(set(folder.glob("*.tiktoken")) | set(folder.glob("*.model")) - set(candidates))
     if len(candidates) == 1 or (candidates and candidates[0].name in ("tekken.json", "tokenizer.model")):
         return _resolve(candidates[0])
-    raise FormatError(f"{folder}: no tokenizer file found (expected tokenizer.json, encoder.json + vocab.bpe, "
+    raise FormatError(f"{folder}: no tokenizer files found (expected tokenizer.json, encoder.json + vocab.bpe, "
                       "vocab.json + merges.txt, tekken.json, tokenizer.model, a .tiktoken or a .model file)")
 
 

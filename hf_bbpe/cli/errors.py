@@ -3,3 +3,18 @@
 
 class CommandError(Exception):
     """Bad input to a subcommand (missing file, bad format, bad ids...); the message is for people."""
+
+
+IMPORT_FLAGS = {
+    "strict": ("strict=False", "--no-strict"),
+    "check_hash": ("check_hash=False", "--no-check-hash"),
+    "pattern": ("pattern=", "--pattern"),
+}
+"""The keyword of the conversion API that accepts an input anyway -> the flag that does it here."""
+
+
+def with_flag_names(exc: BaseException, text: str) -> str:
+    """``text`` (an error's message) with the keyword it suggests spelled as this CLI's flag: a
+    conversion error carries the keyword in ``exc.option``."""
+    keyword, flag = IMPORT_FLAGS.get(getattr(exc, "option", None) or "", (None, None))
+    return text.replace(keyword, flag) if keyword else text

@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from .. import __version__
 from .commands import COMMANDS
-from .errors import CommandError
+from .errors import CommandError, with_flag_names
 
 PROG = "hf-bbpe"
 
@@ -50,7 +50,7 @@ def _one_line(exc: BaseException) -> str:
     if isinstance(exc, KeyError) and len(exc.args) == 1:
         text = str(exc.args[0])
     first = text.splitlines()[0] if text else type(exc).__name__
-    return first
+    return with_flag_names(exc, first)
 
 
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:
