@@ -185,5 +185,5 @@ def _read(kind: str, files: tuple, pattern: str | None, special_tokens: Mapping[
     if pattern is None:
         raise FormatError(f"{files[0]}: a tiktoken rank file records no split pattern and this is no known file: "
                           "pass pattern= (a regex or gpt2, gpt4, o200k, llama3) and special_tokens=, or use "
-                          "load_preset(name, path)")
+                          "load_preset(name, path)", option="pattern")
     return from_tiktoken(files[0], pattern=pattern, special_tokens=special_tokens)
