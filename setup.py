@@ -2,10 +2,17 @@
 
 from setuptools import Extension, setup
 
+HASH_H = "hf_bbpe/_hash.h"  # mix64, included by two kernels (MANIFEST.in puts it in the sdist)
+
+
+def kernel(name: str, source: str, depends: tuple[str, ...] = ()) -> Extension:
+    return Extension(name, [source], depends=list(depends), extra_compile_args=["-O3", "-std=c99"])
+
+
 setup(
     ext_modules=[
-        Extension("hf_bbpe._merge_loop", ["hf_bbpe/_merge_loop.c"], extra_compile_args=["-O3", "-std=c99"]),
-        Extension("hf_bbpe._chunk_bpe", ["hf_bbpe/_chunk_bpe.c"], extra_compile_args=["-O3", "-std=c99"]),
-        Extension("hf_bbpe._pretokenize", ["hf_bbpe/_pretokenize.c"], extra_compile_args=["-O3", "-std=c99"]),
+        kernel("hf_bbpe._merge_loop", "hf_bbpe/_merge_loop.c", (HASH_H,)),
+        kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", (HASH_H,)),
+        kernel("hf_bbpe._pretokenize", "hf_bbpe/_pretokenize.c"),
     ]
 )

@@ -26,59 +26,26 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hf_bbpe.atomic_write import write_bytes_atomic
-from hf_bbpe.byte_unicode import bytes_to_unicode
+from hf_bbpe.byte_unicode import bytes_to_unicode, spell_vocab
 from hf_bbpe.tokenizer import Tokenizer
-from hf_bbpe.vocab_merges_files import read_vocab_merges, spell_vocab, split_extra_tokens
+from hf_bbpe.vocab_merges_files import MERGES_HEADER, VERSION_PREFIX, read_vocab_merges, split_extra_tokens
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError
-
-VERSION_LINE = "#version: 0.2"
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not UTF-8 ({exc})") from None
-
-
-def read_json_object(path: str | os.PathLike, what: str = "a JSON object") -> dict:
-    """Parse a JSON file whose top level must be an object; duplicate keys raise."""
-    path = Path(path)
-    text = _read_text(path)
-
-    def no_duplicates(pairs: list) -> dict:
-        result = {}
-        for key, value in pairs:
-            if key in result:
-                raise FormatError(f"{path}: key {key!r} appears twice")
-            result[key] = value
-        return result
-
-    try:
-        data = json.loads(text, object_pairs_hook=no_duplicates)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}:{exc.lineno}: invalid JSON (truncated?): {exc.msg} at column {exc.colno}") from None
-    if not isinstance(data, dict):
-        raise FormatError(f"{path}:1: expected {what}, got a JSON {type(data).__name__}")
-    return data
+from .reading import read_json_object, read_text
 
 
 def check_merges_text(path: str | os.PathLike, *, require_version: bool) -> None:
     """The checks hf_bbpe's reader leaves to us: the ``#version`` first line (mandatory in
     OpenAI's vocab.bpe) and that every symbol is in GPT-2's byte alphabet."""
     path = Path(path)
-    text = _read_text(path)
-    lines = text.split("\n")
-    if require_version and not lines[0].startswith("#version"):
-        raise FormatError(f"{path}:1: expected the header line {VERSION_LINE!r}, got {lines[0][:60]!r}")
+    lines = read_text(path).split("\n")
+    if require_version and not lines[0].startswith(VERSION_PREFIX):
+        raise FormatError(f"{path}:1: expected the header line {MERGES_HEADER!r}, got {lines[0][:60]!r}")
     alphabet = set(bytes_to_unicode().values())
     alphabet.update(" \r")
     for lineno, line in enumerate(lines, 1):
-        if lineno == 1 and line.startswith("#version"):
+        if lineno == 1 and line.startswith(VERSION_PREFIX):
             continue
         bad = next((ch for ch in line if ch not in alphabet), None)
         if bad is not None:
@@ -162,7 +129,7 @@ def gpt2_file_contents(tok: Tokenizer) -> tuple[bytes, bytes]:
         encoder[token] = idx
     encoder = dict(sorted(encoder.items(), key=lambda item: item[1]))
     merges = sorted(tok.merges.items(), key=lambda item: item[1])
-    vocab_bpe = VERSION_LINE + "\n" + "".join(f"{spelled[a]} {spelled[b]}\n" for (a, b), _ in merges)
+    vocab_bpe = MERGES_HEADER + "\n" + "".join(f"{spelled[a]} {spelled[b]}\n" for (a, b), _ in merges)
     return json.dumps(encoder).encode("utf-8"), vocab_bpe.encode("utf-8")
 
 

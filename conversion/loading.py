@@ -2,7 +2,8 @@
 
 Meta ships tiktoken rank files as ``tokenizer.model``, Mistral ships Tekken JSON as
 ``tekken.json``, and a ``.json`` may be a tokenizer.json, a Tekken file or GPT-2's
-``encoder.json``; so the format is read from the file itself (:func:`detect_format`):
+``encoder.json``; so the format is read from the file itself (:func:`detect_format`, with the
+checks of file_kinds.py):
 
 * a line ``minbpe v1`` / ``hf_bbpe v1`` / ``hf_bbpe v2`` first: a minbpe ``.model``;
 * JSON with ``config`` and a ``vocab`` list: Tekken; with ``model``: a tokenizer.json; an object
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,46 +32,18 @@ from hf_bbpe.patterns import resolve_pattern
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
+from .file_kinds import MERGES, MINBPE, TEKKEN, TIKTOKEN, TOKEN_ID_MAP, TOKENIZER_JSON, json_kind, text_kind, \
+    wrong_kind_message
+from .reading import read_bytes, read_json_object
 
 FORMATS = ("minbpe", "tekken", "tokenizer_json", "gpt2", "tiktoken")
 _OPTIONS = {"tokenizer_json": {"strict"}, "tekken": {"vocab_size"}}
-_RANK_LINE = re.compile(rb"^[A-Za-z0-9+/=]*\s+[+-]?[0-9_]+\s*$")
-_SNIFF = 1 << 16
 
 
 def detect_format(path: str | os.PathLike) -> str:
     """The format of a tokenizer file or folder (one of :data:`FORMATS`), from its content;
     FormatError if it is none of them."""
     return _resolve(Path(path))[0]
-
-
-def _sniff(path: Path) -> str:
-    """"minbpe", "json", "gpt2_merges" or "tiktoken", from the start of the file."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(_SNIFF)
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    head = head.removeprefix(b"\xef\xbb\xbf")
-    first = head.split(b"\n", 1)[0].rstrip(b"\r")
-    if first in (b"minbpe v1", b"hf_bbpe v1", b"hf_bbpe v2"):
-        return "minbpe"
-    if head.lstrip()[:1] == b"{":
-        return "json"
-    lines = [line for line in head.splitlines()[:-1] or head.splitlines() if line]
-    if first.startswith(b"#version"):
-        return "gpt2_merges"
-    if lines and all(_RANK_LINE.match(line) for line in lines[:50]):
-        return "tiktoken"
-    try:
-        text_lines = [line.decode("utf-8") for line in lines[:50]]
-    except UnicodeDecodeError:
-        text_lines = []
-    if text_lines and all(len(line.split(" ")) == 2 for line in text_lines):
-        return "gpt2_merges"
-    raise FormatError(f"{path}: cannot tell the tokenizer format from its content: none that this package reads "
-                      "(tiktoken ranks, Tekken JSON, tokenizer.json, GPT-2 encoder.json + vocab.bpe, minbpe .model); "
-                      "a SentencePiece model or another tokenizer type?")
 
 
 def load(
@@ -109,22 +81,39 @@ def load(
 
 
 def _resolve(path: Path) -> tuple[str, tuple]:
-    """``(kind, files)``: what to read, for a file or a folder."""
+    """``(format, what to read)`` for a file or a folder, the kind told by file_kinds.py."""
     if path.is_dir():
         return _resolve_folder(path)
-    kind = _sniff(path)
-    if kind == "json":
+    if _starts_like_json(path):
         data = _read_json(path)
-        if isinstance(data, Mapping) and isinstance(data.get("config"), Mapping) and isinstance(data.get("vocab"), list):
-            return "tekken", (path, data)
-        if isinstance(data, Mapping) and isinstance(data.get("model"), Mapping):
+        kind = json_kind(data)
+        if kind == TOKENIZER_JSON:
             return "tokenizer_json", (path, data)
-        if isinstance(data, Mapping) and data and all(isinstance(v, int) for v in data.values()):
+        if kind == TEKKEN:
+            return "tekken", (path, data)
+        if kind == TOKEN_ID_MAP:
             return "gpt2", (path, _beside(path, ("vocab.bpe", "merges.txt"), "merges"))
-        raise FormatError(f"{path}: JSON that is neither a tokenizer.json, a Tekken file nor a GPT-2 vocabulary")
-    if kind == "gpt2_merges":
-        return "gpt2", (_beside(path, ("encoder.json", "vocab.json"), "vocabulary"), path)
-    return kind, (path,)
+    else:
+        kind = text_kind(path)
+        if kind == MINBPE:
+            return "minbpe", (path,)
+        if kind == TIKTOKEN:
+            return "tiktoken", (path,)
+        if kind == MERGES:
+            return "gpt2", (_beside(path, ("encoder.json", "vocab.json"), "vocabulary"), path)
+    message = wrong_kind_message(path, kind, "tokenizer file this package reads") if kind else None
+    raise FormatError(message or f"{path}: cannot tell the tokenizer format from its content: none that this "
+                      "package reads (tiktoken ranks, Tekken JSON, tokenizer.json, GPT-2 encoder.json + vocab.bpe, "
+                      "minbpe .model)")
+
+
+def _starts_like_json(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"{"
 
 
 def _resolve_folder(folder: Path) -> tuple[str, tuple]:
@@ -150,10 +139,8 @@ def _beside(path: Path, names: tuple[str, ...], what: str) -> Path:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes().removeprefix(b"\xef\xbb\xbf"))
-    except (OSError, ValueError):
-        from .gpt2_files import read_json_object
-
+        return json.loads(read_bytes(path).removeprefix(b"\xef\xbb\xbf"))
+    except ValueError:
         return read_json_object(path)  # raises a FormatError naming the line
 
 

@@ -24,6 +24,7 @@ from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, LLAMA3_SPLI
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
+from .reading import read_bytes
 
 
 @dataclass(frozen=True)
@@ -125,29 +126,38 @@ def _resolve_files(preset: Preset, path: str | os.PathLike | tuple) -> list[Path
 
 
 def file_sha256(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return hashlib.sha256(read_bytes(path)).hexdigest()
 
 
-def check_sha256(path: Path, expected: str | tuple[str, ...]) -> None:
-    """Raise FormatError if ``path``'s sha256 is not ``expected`` (or one of them)."""
+def _known(hashes: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (hashes,) if isinstance(hashes, str) else tuple(hashes)
+
+
+def check_sha256(path: Path, expected: str | tuple[str, ...], *, preset: str | None = None) -> None:
+    """Raise FormatError if ``path``'s sha256 is not ``expected`` (or one of them); when it is
+    another preset's known file, the message names that preset (``preset`` is the one asked for)."""
     actual = file_sha256(path)
-    known = (expected,) if isinstance(expected, str) else tuple(expected)
-    if actual not in known:
-        raise FormatError(f"{path}: sha256 {actual} is not the known {' or '.join(known)}; this is not the reference "
-                          "file (pass check_hash=False to load it anyway)", option="check_hash")
+    expected = _known(expected)
+    if actual in expected:
+        return
+    asked = next((f"{preset}'s {name}" for name, known in PRESETS[preset].sha256.items() if _known(known) == expected),
+                 f"{preset}'s file") if preset in PRESETS else "the expected file"
+    for other in PRESETS.values():
+        for file_name, known in other.sha256.items():
+            if actual in _known(known) and other.name != preset:
+                where = "its folder" if len(other.files) > 1 else "this file"
+                raise FormatError(f"{path}: this is {other.name}'s {file_name} (by its sha256), not {asked}; "
+                                  f"load it with load_preset({other.name!r}, {where})")
+    raise FormatError(f"{path}: sha256 {actual} is not the known {' or '.join(expected)} ({asked}); this is not the "
+                      "reference file (pass check_hash=False to load it anyway)", option="check_hash")
 
 
 def preset_of_file(path: Path) -> str | None:
     """The name of the single-file preset whose known file ``path`` is (by sha256), else None."""
     actual = file_sha256(path)
     for preset in PRESETS.values():
-        if len(preset.files) == 1:
-            known = preset.sha256.get(preset.files[0], ())
-            if actual in ((known,) if isinstance(known, str) else known):
-                return preset.name
+        if len(preset.files) == 1 and actual in _known(preset.sha256.get(preset.files[0], ())):
+            return preset.name
     return None
 
 
@@ -171,7 +181,7 @@ def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool 
         if not file.is_file():
             raise FormatError(f"{file}: no such file (preset {name!r} reads local files only, never downloads)")
         if check_hash:
-            check_sha256(file, preset.sha256[file_name])
+            check_sha256(file, preset.sha256[file_name], preset=name)
     if preset.reader == "gpt2":
         return from_gpt2_files(files[0], files[1], pattern=preset.pattern, special_tokens=preset.special_tokens)
     if preset.reader == "tekken":

@@ -27,7 +27,7 @@ from hf_bbpe.chunk_encoder import DuplicateTokensError, TokenTable
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
-from .gpt2_files import read_json_object
+from .reading import read_json_object
 
 DEPRECATED_SPECIAL_TOKENS = (
     "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",

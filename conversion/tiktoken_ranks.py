@@ -40,8 +40,8 @@ from hf_bbpe.chunk_encoder import DuplicateTokensError, TokenTable
 from hf_bbpe.patterns import resolve_pattern
 from hf_bbpe.tokenizer import Tokenizer
 
-from .assembly import check_special_tokens
 from .errors import FormatError
+from .reading import read_bytes
 from .representability import RepresentabilityError, check_rank_representable
 
 if sys.version_info >= (3, 11):
@@ -62,7 +62,7 @@ def read_tiktoken_file(path: str | os.PathLike) -> tuple[list[bytes], list[int]]
     token listed twice.
     """
     path = Path(path)
-    data = _read_bytes(path)
+    data = read_bytes(path)
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     lines = data.splitlines()
@@ -74,13 +74,6 @@ def read_tiktoken_file(path: str | os.PathLike) -> tuple[list[bytes], list[int]]
     return tokens, ranks
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
 def read_tiktoken_arrays(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(buf, lengths, ranks)`` of a rank file, decoded with numpy (see merge_recovery.py).
 
@@ -88,7 +81,7 @@ def read_tiktoken_arrays(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarra
     anything else goes through :func:`read_tiktoken_file`, which names the line at fault.
     """
     path = Path(path)
-    data = _read_bytes(path)
+    data = read_bytes(path)
     decoded = _decode_regular(data)
     if decoded is None:
         tokens, ranks = read_tiktoken_file(path)
@@ -276,8 +269,6 @@ def tokenizer_from_arrays(
     byte_rank = np.full(256, -1, dtype=np.int64)
     order = singles[np.argsort(-ranks[singles], kind="stable")]  # the lowest rank of a byte listed twice wins
     byte_rank[buf[starts[order]]] = ranks[order]
-    if special_tokens:
-        check_special_tokens(special_tokens, set(ranks.tolist()), source)
     table = TokenTable(np.ascontiguousarray(buf, dtype=np.uint8).tobytes(),
                        array("q", np.ascontiguousarray(lengths, dtype=np.int64).tobytes()),
                        array("q", np.ascontiguousarray(ranks, dtype=np.int64).tobytes()))

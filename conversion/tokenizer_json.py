@@ -42,7 +42,7 @@ from typing import Any
 
 from hf_bbpe.atomic_write import write_text_atomic
 from hf_bbpe.byte_unicode import unicode_to_token
-from hf_bbpe.patterns import SPLIT_PATTERNS
+from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, NATIVE_PATTERNS
 from hf_bbpe.tokenizer import Tokenizer
 from hf_bbpe.tokenizer_json import (
     token_splits,
@@ -53,7 +53,8 @@ from hf_bbpe.tokenizer_json import (
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError
-from .gpt2_files import read_json_object
+from .file_kinds import TOKENIZER_JSON, json_kind, text_kind, wrong_kind_message
+from .reading import read_json_object
 
 def to_tokenizer_json(
     tok: Tokenizer,
@@ -74,9 +75,9 @@ def to_tokenizer_json(
 def python_pattern(onig_pattern: str) -> str:
     """The ``regex`` pattern for a tokenizer.json split pattern; a registered pattern when the
     file holds exactly its translation (so our own exports round-trip to the same string)."""
-    for name in ("gpt2", "gpt4", "o200k"):
-        if translate_pattern_for_onig(SPLIT_PATTERNS[name]) == onig_pattern:
-            return SPLIT_PATTERNS[name]
+    for pattern in NATIVE_PATTERNS.values():
+        if translate_pattern_for_onig(pattern) == onig_pattern:
+            return pattern
     return translate_pattern_from_onig(onig_pattern)
 
 
@@ -98,7 +99,7 @@ def _pattern_of(pre: Any, source: Path) -> str:
         # use_regex=true splits with GPT-2's original regex; the registered "gpt2" pattern is
         # tiktoken's faster equivalent of it (tests/test_conversion_tokenizer_json.py compares them)
         byte_level_ok(steps[0])
-        return SPLIT_PATTERNS["gpt2"] if steps[0].get("use_regex", True) else ""
+        return GPT2_SPLIT_PATTERN if steps[0].get("use_regex", True) else ""
     if kinds == ["Split", "ByteLevel"]:
         split, byte_level = steps
         byte_level_ok(byte_level)
@@ -149,7 +150,17 @@ def _read_merges(raw: list, source: Path) -> list[tuple[str, str]]:
 def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Tokenizer:
     """A tokenizer from a byte-level BPE tokenizer.json, with the file's ids (see module doc)."""
     source = Path(path)
-    return tokenizer_from_json_data(read_json_object(source, "a tokenizer.json object"), source, strict=strict)
+    try:
+        data = read_json_object(source, "a tokenizer.json object")
+    except FormatError:
+        other = wrong_kind_message(source, text_kind(source), TOKENIZER_JSON)
+        if other:
+            raise FormatError(other) from None
+        raise
+    other = wrong_kind_message(source, json_kind(data), TOKENIZER_JSON)
+    if other:
+        raise FormatError(other)
+    return tokenizer_from_json_data(data, source, strict=strict)
 
 
 def tokenizer_from_json_data(data: Mapping[str, Any], source: Path, *, strict: bool = True) -> Tokenizer:

@@ -1,8 +1,19 @@
 """hf_bbpe: byte-level BPE (GPT-2 / GPT-4 / minbpe) as a first-class Hugging Face tokenizer.
 
-The engine (``BasicTokenizer``, ``RegexTokenizer``) imports only ``regex``. ``BBPETokenizer``
-(transformers) and ``surgery`` (torch) load on first use, so ``import hf_bbpe`` stays fast;
-importing hf_bbpe registers ``BBPETokenizer`` with ``AutoTokenizer`` as soon as transformers'
+Layers (imports go downward only):
+
+* flat modules here: the engine (``Tokenizer``, ``BasicTokenizer``, ``RegexTokenizer`` and what
+  they use) plus ``tokenization_bbpe`` (transformers) and the modules it needs. Saved folders
+  carry these as remote code, so they import each other relatively (``from .x import``) and
+  never a subpackage;
+* subpackages built on them: ``surgery/`` (torch), ``analysis/`` (audit, compare, views),
+  ``cli/`` (the ``hf-bbpe`` command, on top of everything);
+* ``conversion/`` (other formats) is a top-level package on the engine; it never imports ``cli``.
+
+``import hf_bbpe`` loads the engine, whose only third-party import is ``regex``; tqdm (progress
+bars) and multiprocessing (parallel counting and ``encode_batch``) load when first used.
+``BBPETokenizer`` (transformers) and ``surgery`` (torch) load on first use too, and importing
+hf_bbpe registers ``BBPETokenizer`` with ``AutoTokenizer`` as soon as transformers'
 auto-tokenizer module is loaded (see auto_registration.py).
 """
 
@@ -14,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .auto_registration import register_when_auto_tokenizer_loads
 from .byte_unicode import bytes_to_unicode, unicode_to_bytes
 from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, SPLIT_PATTERNS, resolve_pattern
+from .special_tokens import DisallowedSpecialToken
 from .tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 
 if TYPE_CHECKING:
@@ -27,6 +39,7 @@ __all__ = [
     "BasicTokenizer",
     "RegexTokenizer",
     "Tokenizer",
+    "DisallowedSpecialToken",
     "GPT2_SPLIT_PATTERN",
     "GPT4_SPLIT_PATTERN",
     "O200K_SPLIT_PATTERN",

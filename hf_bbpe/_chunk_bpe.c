@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_hash.h"
+
 #define SHORT_CHUNK 32
 #define CACHE_MAX_CHARS 128
 #define NO_MERGE INT64_MAX
@@ -53,15 +55,6 @@ typedef struct {
     int64_t max_id;
     int64_t dup_first, dup_second; /* ids of the first two tokens found with the same bytes, or -1 */
 } ChunkBPE;
-
-static inline uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 /* Polynomial hash sum((p[i] + 1) * B^i): the hash of a concatenation x + y is
  * h(x) + B^len(x) * h(y). */

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_hash.h"
+
 typedef struct {
     int32_t *data;
     int64_t len, cap;
@@ -52,15 +54,6 @@ typedef struct {
     int64_t heap_len, heap_cap;
     int by_occurrence;
 } State;
-
-static inline uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 static int map_grow(State *s) {
     uint64_t cap = s->map_cap ? s->map_cap * 2 : 1 << 16;
@@ -111,6 +104,7 @@ static int32_t pair_index(State *s, int32_t a, int32_t b) {
     return idx;
 }
 
+/* Grows by doubling, as the pair table and the heap do: C has no generic vector to share. */
 static int pos_push(PosList *l, int32_t v) {
     if (l->len == l->cap) {
         int64_t cap = l->cap ? l->cap * 2 : 4;

@@ -1,5 +1,5 @@
 /*
- * Split text into chunks with the GPT-2 or GPT-4 (cl100k) pattern, in C: the same chunks as
+ * Split text into chunks with the GPT-2, GPT-4 (cl100k) or o200k pattern, in C: the same chunks as
  * regex.findall(pattern, text) (tests check it), several times faster. Used by patterns.py;
  * any other pattern goes to the regex module.
  *
@@ -64,8 +64,8 @@ static Py_ssize_t contraction(const Text *t, Py_ssize_t i, int ignore_case) {
     return 0;
 }
 
-/* The whitespace alternatives shared by both patterns, at a space i:
- * \s++$ | (GPT-4 only: \s*[\r\n]) | \s+(?!\S) | \s */
+/* The whitespace alternatives of the GPT-2 and GPT-4 patterns (o200k has its own, in
+ * chunk_o200k), at a space i: \s++$ | (GPT-4 only: \s*[\r\n]) | \s+(?!\S) | \s */
 static Py_ssize_t spaces(const Text *t, Py_ssize_t i, int newline_alternative) {
     Py_ssize_t j = i;
     while (is_space(t, j)) j++;

@@ -1,4 +1,9 @@
-"""Atomic file writes: a reader sees the old file or the whole new one, never a half-written one."""
+"""Atomic file writes: a reader sees the old file or the whole new one, never a half-written one.
+
+Also the one place that gives temporary files and folders (which ``tempfile`` makes private) the
+mode a plain ``open``/``mkdir`` would have given, for writers that build a folder beside its
+target and rename it into place (the CLI's output folders, checkpoint surgery).
+"""
 
 from __future__ import annotations
 
@@ -41,9 +46,27 @@ def _mode_for(path: Path) -> int:
     try:
         return os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return new_file_mode()
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read the umask is to set it
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode() -> int:
+    """The mode ``open(path, "w")`` gives a new file under the current umask."""
+    return 0o666 & ~_umask()
+
+
+def temp_dir_beside(path: str | os.PathLike) -> Path:
+    """A new empty folder next to ``path`` (same file system, so it can be renamed onto it),
+    with the mode ``mkdir`` would give it; the caller renames or removes it."""
+    path = Path(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    os.chmod(tmp, 0o777 & ~_umask())
+    return tmp
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from .worker_pool import forked_pool, shared, usable_workers
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
 
 _PARALLEL_MIN_CHARS = 1 << 20  # below this, process start-up costs more than it saves
 _TASK_CHARS = 1 << 19  # characters of text per task sent to a worker
-_worker_tokenizer = None
-_worker_options: dict = {}
-_worker_texts: list[str] = []
 
 
 def encode_batch(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers: int, **options) -> list[list[int]]:
@@ -26,26 +24,19 @@ def encode_batch(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers: int
     lengths, which costs far less to pass between processes than lists of ints.
     """
     texts = list(texts)
-    total = sum(map(len, texts))
-    if multiprocessing.current_process().daemon:  # a Pool or DataLoader worker may not fork
-        num_workers = 1
-    if num_workers <= 1 or len(texts) < 2 or total < _PARALLEL_MIN_CHARS or "fork" not in multiprocessing.get_all_start_methods():
+    worth_it = len(texts) >= 2 and sum(map(len, texts)) >= _PARALLEL_MIN_CHARS
+    num_workers = usable_workers(num_workers) if worth_it and num_workers > 1 else 1
+    if num_workers == 1:
         return [tokenizer.encode(text, **options) for text in texts]
-    global _worker_tokenizer, _worker_options, _worker_texts
-    _worker_tokenizer, _worker_options, _worker_texts = tokenizer, options, texts
-    try:
-        with multiprocessing.get_context("fork").Pool(num_workers) as pool:
-            results: list[list[int]] = []
-            for flat, lengths in pool.imap(_encode_task, _task_ranges(texts)):
-                ids = flat.tolist()
-                ends = itertools.accumulate(lengths)
-                start = 0
-                for end in ends:
-                    results.append(ids[start:end])
-                    start = end
-            return results
-    finally:
-        _worker_tokenizer, _worker_options, _worker_texts = None, {}, []
+    with forked_pool(num_workers, tokenizer=tokenizer, options=options, texts=texts) as pool:
+        results: list[list[int]] = []
+        for flat, lengths in pool.imap(_encode_task, _task_ranges(texts)):
+            ids = flat.tolist()
+            start = 0
+            for end in itertools.accumulate(lengths):
+                results.append(ids[start:end])
+                start = end
+        return results
 
 
 def _task_ranges(texts: list[str]):
@@ -61,10 +52,11 @@ def _task_ranges(texts: list[str]):
 
 
 def _encode_task(span: tuple[int, int]) -> tuple[array, array]:
+    tokenizer, options = shared("tokenizer"), shared("options")
     flat = array("i")
     lengths = array("i")
-    for text in _worker_texts[span[0] : span[1]]:
-        ids = _worker_tokenizer.encode(text, **_worker_options)
+    for text in shared("texts")[span[0] : span[1]]:
+        ids = tokenizer.encode(text, **options)
         flat.extend(ids)
         lengths.append(len(ids))
     return flat, lengths

@@ -11,23 +11,25 @@ only on the text, not on where scanning began); the matches before that point ar
 the previous worker. If no such point is found near a cut, the text is counted sequentially.
 Results are merged in input order, so chunks come out in order of first appearance, which
 minbpe's tie-break needs.
+
+Text that no chunk covers (a pattern such as ``\\w+`` skips spaces and punctuation) is counted
+too: encoding drops it in the same way, so training warns, naming the characters.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-import multiprocessing
-import os
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from .patterns import chunk_splitter, compile_pattern
+from .worker_pool import forked_pool, shared, usable_workers
 
 _BATCH_CHARS = 1 << 20  # characters of text sent to a worker at a time
 _SEGMENT_CHARS = 1 << 22  # a str longer than two segments is counted in parallel segments
 _SEAM_CHARS = 1 << 16  # how far past a cut the two scans may take to agree
-
-_long_text = ""  # the str being counted in segments, shared with forked workers
 
 
 def count_chunks(
@@ -40,63 +42,62 @@ def count_chunks(
     """Count the chunks of every document, in order of first appearance.
 
     ``pattern=None`` makes each document one chunk (minbpe's BasicTokenizer).
-    ``num_workers`` defaults to the CPUs available; 1 counts in this process.
+    ``num_workers`` defaults to the CPUs available; 1 counts in this process, and so does a
+    process that cannot fork (see worker_pool.py). Warns if the chunks leave text out.
     """
     from .progress import progress_bar
 
-    workers = max(1, num_workers or available_cpus())
-    if multiprocessing.current_process().daemon:  # a Pool or DataLoader worker may not fork
-        workers = 1
+    workers = usable_workers(num_workers)
     bar = progress_bar(desc="counting chunks", unit="MB", enabled=progress, scale=1 / 1e6)
     if isinstance(documents, str) and pattern is not None and workers > 1 and len(documents) > 2 * _SEGMENT_CHARS:
         counts = _count_long_text(documents, pattern, workers, bar)
         bar.close()
+        if sum(len(chunk) * n for chunk, n in counts.items()) != len(documents):
+            _warn_uncovered(_uncovered(documents, pattern), len(documents))
         return dict(counts)
     counts: Counter[str] = Counter()
+    uncovered: Counter[str] = Counter()
+    total_chars = 0
     batches = _batches(documents)
     first = next(batches, None)
     if first is None:
         bar.close()
         return {}
     second = next(batches, None)
-    if second is None or workers == 1:
-        for batch in _chain(first, second, batches):
-            counts.update(_count_batch((batch, pattern)))
-            bar.update(sum(map(len, batch)))
-    else:
-        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        with context.Pool(workers) as pool:
-            jobs = ((batch, pattern) for batch in _chain(first, second, batches))
-            for batch_counts, n_chars in pool.imap(_count_batch_sized, jobs, chunksize=1):
-                counts.update(batch_counts)
-                bar.update(n_chars)
+    jobs = ((batch, pattern) for batch in _chain(first, second, batches))
+    with contextlib.ExitStack() as stack:
+        if second is None or workers == 1:
+            results = map(_count_batch, jobs)
+        else:
+            results = stack.enter_context(forked_pool(workers)).imap(_count_batch, jobs, chunksize=1)
+        for batch_counts, batch_uncovered, n_chars in results:
+            counts.update(batch_counts)
+            uncovered.update(batch_uncovered)
+            total_chars += n_chars
+            bar.update(n_chars)
     bar.close()
+    if uncovered:
+        _warn_uncovered(uncovered, total_chars)
     return dict(counts)
 
 
 def _count_long_text(text: str, pattern: str, workers: int, bar) -> Counter[str]:
     """Count one long document in parallel segments with verified seams (see module doc)."""
-    global _long_text
     cuts = list(range(0, len(text), _SEGMENT_CHARS))
     jobs = [(i, start, cuts[i + 1] if i + 1 < len(cuts) else len(text), pattern) for i, start in enumerate(cuts)]
     counts: Counter[str] = Counter()
-    _long_text = text
-    try:
-        context = multiprocessing.get_context("fork")
-        with context.Pool(workers) as pool:
-            previous_tail: list[tuple[int, int]] = []
-            for (i, start, end, _), (head, middle, tail) in zip(jobs, pool.imap(_count_segment, jobs)):
-                if i > 0:
-                    seam = _join_seam(previous_tail, head)
-                    if seam is None:
-                        pool.terminate()
-                        return Counter(chunk_splitter(pattern)(text))
-                    counts.update(text[s:e] for s, e in seam)
-                counts.update(middle)
-                previous_tail = tail
-                bar.update(end - start)
-    finally:
-        _long_text = ""
+    with forked_pool(workers, long_text=text) as pool:
+        previous_tail: list[tuple[int, int]] = []
+        for (i, start, end, _), (head, middle, tail) in zip(jobs, pool.imap(_count_segment, jobs)):
+            if i > 0:
+                seam = _join_seam(previous_tail, head)
+                if seam is None:
+                    pool.terminate()
+                    return Counter(chunk_splitter(pattern)(text))
+                counts.update(text[s:e] for s, e in seam)
+            counts.update(middle)
+            previous_tail = tail
+            bar.update(end - start)
     return counts
 
 
@@ -104,7 +105,7 @@ def _count_segment(job: tuple[int, int, int, str]) -> tuple[list[tuple[int, int]
     """Scan from ``start``: the spans of matches in the seam after ``start`` (not yet known to be
     true), the counts of matches from there up to ``end``, and the spans in the seam after ``end``."""
     index, start, end, pattern = job
-    text = _long_text
+    text = shared("long_text")
     head_end = start + _SEAM_CHARS if index > 0 else start
     tail_end = end + _SEAM_CHARS if end < len(text) else end
     head: list[tuple[int, int]] = []
@@ -146,13 +147,6 @@ def _join_seam(tail: list[tuple[int, int]], head: list[tuple[int, int]]) -> list
     return None
 
 
-def available_cpus() -> int:
-    """CPUs this process may run on (the affinity mask, not the machine's count)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def _chain(first: list[str], second: list[str] | None, rest: Iterator[list[str]]) -> Iterator[list[str]]:
     yield first
     if second is not None:
@@ -177,16 +171,43 @@ def _batches(documents: Iterable[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def _count_batch(job: tuple[list[str], str | None]) -> Counter[str]:
+def _count_batch(job: tuple[list[str], str | None]) -> tuple[Counter[str], Counter[str], int]:
+    """The chunk counts of a batch of documents, the characters no chunk covers, and the size."""
     docs, pattern = job
+    n_chars = sum(map(len, docs))
+    uncovered: Counter[str] = Counter()
     if pattern is None:
-        return Counter(doc for doc in docs if doc)
+        return Counter(doc for doc in docs if doc), uncovered, n_chars
     split = chunk_splitter(pattern)
     counts: Counter[str] = Counter()
     for doc in docs:
-        counts.update(split(doc))
-    return counts
+        chunks = split(doc)
+        counts.update(chunks)
+        if sum(map(len, chunks)) != len(doc):
+            uncovered.update(_uncovered(doc, pattern))
+    return counts, uncovered, n_chars
 
 
-def _count_batch_sized(job: tuple[list[str], str | None]) -> tuple[Counter[str], int]:
-    return _count_batch(job), sum(map(len, job[0]))
+def _uncovered(text: str, pattern: str) -> Counter[str]:
+    """The characters of ``text`` that lie outside every match of ``pattern``, counted."""
+    found: Counter[str] = Counter()
+    end = 0
+    for match in compile_pattern(pattern).finditer(text):
+        found.update(text[end : match.start()])
+        end = match.end()
+    found.update(text[end:])
+    return found
+
+
+def _warn_uncovered(uncovered: Counter[str], total_chars: int) -> None:
+    n = sum(uncovered.values())
+    if not n:
+        return
+    shown = ", ".join(f"{char!r} x{count}" for char, count in uncovered.most_common(8))
+    more = f" and {len(uncovered) - 8} more" if len(uncovered) > 8 else ""
+    warnings.warn(
+        f"the split pattern leaves {n} of {total_chars} characters of the training text outside every chunk "
+        f"({shown}{more}): encoding drops such text, so decode(encode(text)) will not give it back. "
+        "Add an alternative that matches the rest, e.g. end the pattern with '|\\s+|\\S'",
+        stacklevel=4,
+    )

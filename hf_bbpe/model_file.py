@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import base64
 import os
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .atomic_write import write_text_atomic
+from .byte_unicode import render_token
 
 MINBPE_HEADER = "minbpe v1"
 EXTENDED_HEADER = "hf_bbpe v1"
@@ -80,9 +80,27 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
     write_text_atomic(path, "\n".join(lines) + "\n")
 
 
-def read_model_file(path: str | os.PathLike) -> ModelFileContents:
-    """Read a ``.model`` file written by minbpe or by hf_bbpe."""
+def model_file_path(path: str | os.PathLike) -> Path:
+    """The file that ``path`` names: ``path`` itself if it is a file, else ``<path>.model``.
+
+    So loading takes the prefix that saving took (``save("tok")`` writes ``tok.model``, and
+    ``load("tok")`` reads it), as well as the full file name. Neither existing raises
+    FileNotFoundError naming both paths.
+    """
     path = Path(path)
+    if path.is_file():
+        return path
+    if path.name:
+        with_suffix = path.with_name(path.name + ".model")
+        if with_suffix.is_file():
+            return with_suffix
+        raise FileNotFoundError(f"no tokenizer file at {path} or {with_suffix}")
+    raise FileNotFoundError(f"no tokenizer file at {path}")
+
+
+def read_model_file(path: str | os.PathLike) -> ModelFileContents:
+    """Read a ``.model`` file written by minbpe or by hf_bbpe (its path, or the prefix it was saved under)."""
+    path = model_file_path(path)
     if path.suffix != ".model":
         raise ModelFileError(f"{path}: expected a .model file")
     try:
@@ -174,12 +192,6 @@ def _read_v2_section(lines: list[str], lineno: int, contents: ModelFileContents,
             raise fail(lineno, f"unmerged token id {idx} repeats an id")
         contents.unmerged[int(idx)] = data
     return lineno
-
-
-def render_token(token: bytes) -> str:
-    """A token's bytes as text for people: invalid UTF-8 replaced, control characters escaped."""
-    text = token.decode("utf-8", errors="replace")
-    return "".join(ch if unicodedata.category(ch)[0] != "C" else f"\\u{ord(ch):04x}" for ch in text)
 
 
 def write_vocab_file(path: str | os.PathLike, vocab: dict[int, bytes], merges: dict[tuple[int, int], int]) -> None:

@@ -41,42 +41,56 @@ LLAMA3_SPLIT_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
 """Llama 3, character for character as llama_models' ``Tokenizer.pat_str`` (Llama 4 uses o200k's)."""
+NATIVE_PATTERNS: dict[str, str] = {"gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN}
+"""The canonical name of each built-in pattern (the C scanner in ``_pretokenize.c`` splits these)."""
 
 SPLIT_PATTERNS: dict[str, str] = {
-    "gpt2": GPT2_SPLIT_PATTERN,
+    **NATIVE_PATTERNS,
     "r50k": GPT2_SPLIT_PATTERN,
     "r50k_base": GPT2_SPLIT_PATTERN,
     "p50k_base": GPT2_SPLIT_PATTERN,
-    "gpt4": GPT4_SPLIT_PATTERN,
     "cl100k": GPT4_SPLIT_PATTERN,
     "cl100k_base": GPT4_SPLIT_PATTERN,
     "gpt4o": O200K_SPLIT_PATTERN,
-    "o200k": O200K_SPLIT_PATTERN,
     "o200k_base": O200K_SPLIT_PATTERN,
     "llama3": LLAMA3_SPLIT_PATTERN,
 }
-"""Names accepted wherever a pattern is asked for; any other string is taken as a regex."""
+"""Names accepted wherever a pattern is asked for, in any letter case; any other string is a regex."""
+
+# A string like this is a (mistyped) name, not a regex: it has no regex syntax, and as a regex it
+# would match only itself, so every other character of the text would be dropped.
+_NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_\-]{0,31}")
 
 
 def resolve_pattern(pattern: str | None) -> str | None:
     """Return the regex for a registered name, or ``pattern`` itself after checking it compiles.
 
-    ``None`` means "no split" (the whole text is one chunk, as in minbpe's BasicTokenizer).
+    Names are matched ignoring letter case ("GPT4" is "gpt4"). A string that looks like a name
+    (letters, digits, ``_`` and ``-`` only, e.g. "gpt-4" or "gpt5") but is not registered raises
+    ValueError listing the registered names, instead of becoming a regex that matches only
+    itself. ``None`` means "no split" (the whole text is one chunk, as in minbpe's BasicTokenizer).
     """
     if pattern is None:
         return None
-    if pattern in SPLIT_PATTERNS:
-        return SPLIT_PATTERNS[pattern]
+    found = SPLIT_PATTERNS.get(pattern) or SPLIT_PATTERNS.get(pattern.lower())
+    if found is not None:
+        return found
+    if _NAME_LIKE.fullmatch(pattern):
+        import difflib
+
+        close = difflib.get_close_matches(pattern.lower(), SPLIT_PATTERNS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"unknown split pattern name {pattern!r}{hint}; registered names: {', '.join(SPLIT_PATTERNS)}. "
+            f"To use a literal word as a regex, write it as a group, e.g. '(?:{pattern})'"
+        )
     compile_pattern(pattern)
     return pattern
 
 
 def pattern_name(pattern: str | None) -> str | None:
     """The canonical short name ("gpt2", "gpt4", "o200k") of a known pattern, else None."""
-    for name in ("gpt2", "gpt4", "o200k"):
-        if SPLIT_PATTERNS[name] == pattern:
-            return name
-    return None
+    return next((name for name, known in NATIVE_PATTERNS.items() if known == pattern), None)
 
 
 @functools.lru_cache(maxsize=32)
@@ -90,7 +104,11 @@ def compile_pattern(pattern: str) -> regex.Pattern:
 
 @functools.lru_cache(maxsize=32)
 def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
-    """``text -> chunks``, the same as ``compile_pattern(pattern).findall``.
+    """``text -> chunks``: the whole text of each match of ``pattern``, in order.
+
+    This is the one way text is cut into chunks, for training, counting and encoding. A chunk is
+    the whole match even when the pattern has capturing groups, as in tiktoken and `tokenizers`
+    (``regex.findall`` would return the groups and drop the rest of each match).
 
     The GPT-2, GPT-4 and o200k patterns are split by a C scanner (``_pretokenize.c``), several
     times faster than the regex module; tests check that both give the same chunks. Every other
@@ -100,7 +118,14 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
     if _native is not None and name is not None:
         _load_character_classes()
         return getattr(_native, f"split_{name}")
-    return compile_pattern(pattern).findall
+    compiled = compile_pattern(pattern)
+    if compiled.groups == 0:
+        return compiled.findall  # whole matches already, and faster than finditer
+    return functools.partial(_whole_matches, compiled)
+
+
+def _whole_matches(compiled: regex.Pattern, text: str) -> list[str]:
+    return [match.group() for match in compiled.finditer(text)]
 
 
 @functools.cache

@@ -1,6 +1,12 @@
-"""Special-token policy for ``encode``: tiktoken's semantics, minbpe's spellings accepted.
+"""Special tokens: the one check of their ids, and the policy for ``encode``.
 
-tiktoken: ``allowed_special`` ("all" or a set) are encoded as their ids; text that matches a
+Ids (:func:`checked_special_tokens`, used by the engine and so by every importer): a special
+token is a non-empty str with an int id that is not negative, not a normal token's, not another
+special token's, and at most :data:`SPECIAL_ID_HEADROOM` above the largest normal id unless
+large ids are explicitly allowed (an id is a row of the embedding matrix: id 2,000,000,000 means
+two billion rows).
+
+Policy for ``encode``: tiktoken's semantics, minbpe's spellings accepted. tiktoken: ``allowed_special`` ("all" or a set) are encoded as their ids; text that matches a
 ``disallowed_special`` token ("all" = every special not allowed, the default) raises
 ValueError; ``disallowed_special=()`` encodes such text as ordinary text. minbpe's values map
 onto that: "all" -> allow all; "none" -> allow none, raise on none; "none_raise" -> allow none,
@@ -10,6 +16,7 @@ raise on all; a set -> allow those (and, as in tiktoken, raise on the others unl
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Collection, Mapping
 from typing import Literal, Union
 
@@ -17,6 +24,69 @@ import regex
 
 AllowedSpecial = Union[Literal["all", "none", "none_raise"], Collection[str]]
 DisallowedSpecial = Union[Literal["all"], Collection[str]]
+
+SPECIAL_ID_HEADROOM = 1 << 20
+"""How far above the largest normal id a special token's id may be without ``allow_large_ids``."""
+
+
+def checked_special_tokens(
+    new: Mapping[str, int],
+    *,
+    existing: Mapping[str, int],
+    normal_ids: Collection[int],
+    allow_large_ids: bool = False,
+) -> dict[str, int]:
+    """``existing`` plus ``new`` as ``{str: int}``, after checking every new entry (see module doc).
+
+    A ValueError names the first token at fault. A token already in ``existing`` may be given
+    again only with the same id.
+    """
+    merged = dict(existing)
+    owners = {idx: token for token, idx in merged.items()}
+    limit = max(normal_ids, default=-1) + SPECIAL_ID_HEADROOM
+    for token, idx in new.items():
+        if not isinstance(token, str) or not token:
+            raise ValueError(f"special token {token!r} must be a non-empty str")
+        if isinstance(idx, bool):
+            raise ValueError(f"special token {token!r} has id {idx!r}, which is not an int")
+        try:
+            idx = operator.index(idx)  # ints, and numpy's or torch's integer scalars
+        except TypeError:
+            raise ValueError(f"special token {token!r} has id {idx!r}, which is not an int") from None
+        if idx < 0:
+            raise ValueError(f"special token {token!r} has the negative id {idx}; ids are non-negative ints")
+        if idx in normal_ids:
+            raise ValueError(f"special token {token!r} has id {idx}, which is already a normal token")
+        if merged.get(token, idx) != idx:
+            raise ValueError(f"special token {token!r} already has id {merged[token]}, not {idx}")
+        if owners.get(idx, token) != token:
+            raise ValueError(f"special tokens {owners[idx]!r} and {token!r} share the id {idx}")
+        if idx > limit and not allow_large_ids:
+            raise ValueError(
+                f"special token {token!r} has id {idx}, more than 2**20 above the largest normal id "
+                f"{limit - SPECIAL_ID_HEADROOM}: a model would need {idx + 1:,} embedding rows for it. "
+                "Use a smaller id, or pass allow_large_ids=True if this is intended"
+            )
+        merged[token] = idx
+        owners[idx] = token
+    return merged
+
+
+class DisallowedSpecialToken(ValueError):
+    """``encode`` met text that spells a special token it may not encode as one; ``.token`` names it."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(
+            f"Encountered text corresponding to disallowed special token {token!r}.\n"
+            f"If you want this text to be encoded as a special token, pass it to `allowed_special`, "
+            f"e.g. `allowed_special={{{token!r}, ...}}` or `allowed_special='all'`.\n"
+            f"If you want this text to be encoded as normal text, pass `disallowed_special=()` "
+            f"(or a set without {token!r})."
+        )
+        self.token = token
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:  # rebuilt from the token (encode_batch's workers)
+        return type(self), (self.token,)
 
 
 def resolve_special_policy(
@@ -53,13 +123,3 @@ def resolve_special_policy(
 def special_token_regex(tokens: Collection[str]) -> regex.Pattern:
     """A regex matching any of ``tokens``, longest first so that overlapping tokens are exact."""
     return regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))
-
-
-def disallowed_special_error(token: str) -> ValueError:
-    return ValueError(
-        f"Encountered text corresponding to disallowed special token {token!r}.\n"
-        f"If you want this text to be encoded as a special token, pass it to `allowed_special`, "
-        f"e.g. `allowed_special={{{token!r}, ...}}` or `allowed_special='all'`.\n"
-        f"If you want this text to be encoded as normal text, pass `disallowed_special=()` "
-        f"(or a set without {token!r})."
-    )

@@ -38,11 +38,11 @@ import regex
 from transformers import AddedToken, BatchEncoding, PreTrainedTokenizer
 
 from .atomic_write import write_text_atomic
-from .byte_unicode import unicode_to_token
+from .byte_unicode import spell_vocab, unicode_to_token
 from .patterns import resolve_pattern
 from .tokenizer import Tokenizer
 from .tokenizer_json import tokenizer_json_dict
-from .vocab_merges_files import read_vocab_merges, spell_vocab, split_extra_tokens, write_vocab_merges
+from .vocab_merges_files import read_vocab_merges, split_extra_tokens, write_vocab_merges
 
 if TYPE_CHECKING:
     # transformers 4.57 copies into its module cache only the modules that a remote-code file
@@ -51,10 +51,12 @@ if TYPE_CHECKING:
     from .batch_encoding import encode_batch  # noqa: F401
     from .chunk_counting import count_chunks  # noqa: F401
     from .chunk_encoder import ChunkEncoder  # noqa: F401
+    from .merge_loop import train  # noqa: F401
     from .model_file import read_model_file  # noqa: F401
     from .progress import progress_bar  # noqa: F401
     from .special_tokens import special_token_regex  # noqa: F401
     from .trainer import train_merges  # noqa: F401
+    from .worker_pool import forked_pool  # noqa: F401
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
 TOKENIZER_JSON = "tokenizer.json"

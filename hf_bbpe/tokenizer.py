@@ -21,19 +21,28 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .chunk_counting import available_cpus, count_chunks
+from .chunk_counting import count_chunks
 from .chunk_encoder import MODES, ChunkEncoder, DuplicateTokensError, TokenTable
-from .model_file import ModelFileContents, ModelFileError, read_model_file, write_model_file, write_vocab_file
+from .model_file import (
+    ModelFileContents,
+    ModelFileError,
+    model_file_path,
+    read_model_file,
+    write_model_file,
+    write_vocab_file,
+)
 from .patterns import chunk_splitter, resolve_pattern
 from .progress import progress_bar
 from .special_tokens import (
     AllowedSpecial,
     DisallowedSpecial,
-    disallowed_special_error,
+    DisallowedSpecialToken,
+    checked_special_tokens,
     resolve_special_policy,
     special_token_regex,
 )
 from .trainer import train_merges
+from .worker_pool import available_cpus
 
 Merges = dict[tuple[int, int], int]
 
@@ -69,6 +78,7 @@ class Tokenizer:
         check: bool = True,
         unmerged_tokens: Mapping[int, bytes] | None = None,
         mode: str = "merges",
+        allow_large_ids: bool = False,
     ) -> Tokenizer:
         """Build a tokenizer from merges in order (for importers and converters).
 
@@ -77,9 +87,13 @@ class Tokenizer:
         ValueError if a merge names an id that is neither a byte, an unmerged token nor an
         earlier merge, or if ids collide. ``check=False`` skips those merge checks, for merges
         valid by construction (recovered from ranks); the merges must then be a dict of int
-        pairs to ints in increasing order. ``mode``: see the module doc.
+        pairs to ints in increasing order. ``mode``: see the module doc. Special tokens are
+        checked as :meth:`register_special_tokens` checks them.
+
+        ``Tokenizer.from_merges`` gives a RegexTokenizer, or a BasicTokenizer when ``pattern``
+        is empty; called on a subclass, it gives that class.
         """
-        tok = RegexTokenizer(pattern) if pattern else BasicTokenizer()
+        tok = cls._blank(pattern)
         byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
         if len(byte_ids) != 256 or len(set(byte_ids)) != 256:
             raise ValueError("byte_ids must give 256 distinct ids, one per byte value")
@@ -87,9 +101,20 @@ class Tokenizer:
         tok._byte_ids = byte_ids
         tok._unmerged = _checked_unmerged(unmerged_tokens or {}, byte_ids)
         tok._merges = _checked_merges(merges, byte_ids, tok._unmerged) if check else dict(merges)
-        tok._special_tokens = tok._checked_specials(special_tokens or {})
+        tok._special_tokens = tok._checked_specials(special_tokens or {}, allow_large_ids=allow_large_ids)
         tok._rebuild()  # once: tables for 100k+ merges take a while to build
         return tok
+
+    @classmethod
+    def _blank(cls, pattern: str | None) -> Tokenizer:
+        """An empty tokenizer of this class (Regex or Basic by ``pattern`` for the base class)."""
+        if cls is Tokenizer:
+            return RegexTokenizer(pattern) if pattern else BasicTokenizer()
+        if issubclass(cls, BasicTokenizer):
+            if pattern:
+                raise ValueError(f"{cls.__name__} has no split pattern, got {pattern!r}")
+            return cls()
+        return cls(pattern or None)
 
     @classmethod
     def from_ranks(
@@ -139,7 +164,7 @@ class Tokenizer:
         if len(table.ids) and (min(table.ids) < 0 or max(table.ids) > _MAX_ID):
             bad = next(i for i in table.ids if not 0 <= i <= _MAX_ID)
             raise ValueError(f"token id {bad} is out of range 0 .. {_MAX_ID}")
-        tok = RegexTokenizer(pattern) if pattern else BasicTokenizer()
+        tok = cls._blank(pattern)
         tok._mode = "ranks"
         tok._byte_ids = [int(i) for i in byte_ids]
         tok._merges = None
@@ -209,33 +234,30 @@ class Tokenizer:
 
     @special_tokens.setter
     def special_tokens(self, tokens: Mapping[str, int]) -> None:
-        self._special_tokens = {}
-        self._rebuild()
-        self.register_special_tokens(tokens)
-
-    def register_special_tokens(self, special_tokens: Mapping[str, int]) -> None:
-        """Add special tokens ``{string: id}``; an id already used by another token raises, and
-        so does a new id for an existing special token (assign ``special_tokens`` to renumber)."""
-        self._special_tokens = self._checked_specials(special_tokens)
+        self._special_tokens = self._checked_specials(tokens, replace=True)  # a bad value changes nothing
         self._rebuild()
 
-    def _checked_specials(self, special_tokens: Mapping[str, int]) -> dict[str, int]:
-        """The current special tokens plus ``special_tokens``, checked against every id in use."""
-        merged = dict(self._special_tokens)
-        normal_ids = self._normal_ids()
-        for token, idx in special_tokens.items():
-            if not isinstance(token, str) or not token:
-                raise ValueError(f"special token must be a non-empty str, got {token!r}")
-            idx = int(idx)
-            if idx in normal_ids:
-                raise ValueError(f"special token {token!r}: id {idx} is already a normal token")
-            if merged.get(token, idx) != idx:
-                raise ValueError(f"special token {token!r} already has id {merged[token]}, not {idx}")
-            owner = next((t for t, i in merged.items() if i == idx and t != token), None)
-            if owner is not None:
-                raise ValueError(f"special token {token!r}: id {idx} is already taken by {owner!r}")
-            merged[token] = idx
-        return merged
+    def register_special_tokens(self, special_tokens: Mapping[str, int], *, allow_large_ids: bool = False) -> None:
+        """Add special tokens ``{string: id}``.
+
+        Each id must be a non-negative int that no other token uses, at most 2**20 above the
+        largest normal id unless ``allow_large_ids`` (an id is a row of a model's embedding);
+        an existing special token keeps its id (assign ``special_tokens`` to renumber). A
+        ValueError names the first token at fault, and nothing is registered.
+        """
+        self._special_tokens = self._checked_specials(special_tokens, allow_large_ids=allow_large_ids)
+        self._rebuild()
+
+    def _checked_specials(
+        self, special_tokens: Mapping[str, int], *, replace: bool = False, allow_large_ids: bool = False
+    ) -> dict[str, int]:
+        """The current special tokens (none if ``replace``) plus ``special_tokens``, checked."""
+        return checked_special_tokens(
+            special_tokens,
+            existing={} if replace else self._special_tokens,
+            normal_ids=self._normal_ids(),
+            allow_large_ids=allow_large_ids,
+        )
 
     def _normal_ids(self) -> set[int]:
         if self._rank_table is not None:
@@ -353,6 +375,7 @@ class Tokenizer:
         self._merges = self._learn(words, weights, vocab_size - 256, tie_break, min_frequency, verbose, progress)
         self._rebuild()
 
+    # The keywords repeat train's on purpose: extending is training that continues from these merges.
     def extend(
         self,
         text: str | Iterable[str],
@@ -384,9 +407,10 @@ class Tokenizer:
             if len(ids) >= 2:
                 words.append(ids)
                 weights.append(count)
-        extended = Tokenizer.from_merges(
+        extended = type(self).from_merges(
             self.merges, pattern=self.pattern, special_tokens=self._special_tokens, byte_ids=self._byte_ids,
             check=False, unmerged_tokens=self._unmerged, mode=self._mode,
+            allow_large_ids=True,  # the ids were checked when they were registered here
         )
         extended._merges = extended._learn(
             words, weights, num_new_merges, tie_break, min_frequency, verbose, progress, unique_bytes=True
@@ -479,7 +503,8 @@ class Tokenizer:
     ) -> list[int]:
         """Encode ``text``; special tokens follow tiktoken's rules (see special_tokens.py).
 
-        By default text that spells a special token raises ValueError naming it; pass
+        By default text that spells a special token raises :class:`DisallowedSpecialToken` (a
+        ValueError whose ``.token`` names it); pass
         ``allowed_special="all"`` to encode it as the special id, or ``disallowed_special=()``
         to encode it as ordinary text.
         """
@@ -487,7 +512,7 @@ class Tokenizer:
         if disallowed:
             match = self._special_regex(disallowed).search(text)
             if match:
-                raise disallowed_special_error(match.group())
+                raise DisallowedSpecialToken(match.group())
         if not allowed:
             return self.encode_ordinary(text)
         ids: list[int] = []
@@ -574,11 +599,18 @@ class Tokenizer:
         write_vocab_file(prefix.with_name(prefix.name + ".vocab"), self.vocab, self._merges)
 
     def load(self, model_file: str | os.PathLike) -> None:
-        """Read a ``.model`` file written by minbpe or by :meth:`save` into this tokenizer."""
+        """Read a ``.model`` file written by minbpe or by :meth:`save` into this tokenizer.
+
+        ``model_file`` is the file, or the prefix given to :meth:`save` (``"tok"`` reads
+        ``tok.model`` if there is no file ``tok``).
+        """
+        model_file = model_file_path(model_file)
         contents = read_model_file(model_file)
         try:
             unmerged = _checked_unmerged(contents.unmerged, contents.byte_ids)
             merges = _checked_merges(contents.merges, contents.byte_ids, unmerged)
+            specials = checked_special_tokens(contents.special_tokens, existing={},
+                                              normal_ids=set(contents.byte_ids) | set(unmerged) | set(merges.values()))
         except ValueError as exc:
             raise ModelFileError(f"{model_file}: {exc}") from None
         self.pattern = contents.pattern
@@ -587,15 +619,14 @@ class Tokenizer:
         self._unmerged = unmerged
         self._merges = merges
         self._rank_table = self._rank_vocab = None
-        self._special_tokens = {}
+        self._special_tokens = specials
         self._rebuild()
-        self.register_special_tokens(contents.special_tokens)
 
     @classmethod
     def from_file(cls, model_file: str | os.PathLike) -> Tokenizer:
-        """A new tokenizer read from a ``.model`` file (Regex or Basic, by its pattern)."""
-        pattern = read_model_file(model_file).pattern
-        tok = RegexTokenizer(pattern) if pattern else BasicTokenizer()
+        """A new tokenizer read from a ``.model`` file or save prefix (for ``Tokenizer``: Regex or
+        Basic, by its pattern; called on a subclass, that class)."""
+        tok = cls._blank(read_model_file(model_file).pattern)
         tok.load(model_file)
         return tok
 

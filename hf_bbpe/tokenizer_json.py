@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .byte_unicode import token_to_unicode
+from .byte_unicode import spell_vocab
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
@@ -393,17 +393,8 @@ def tokenizer_json_dict(
     """
     specials = dict(tok.special_tokens)
     special_ids = set(specials.values())
-    vocab: dict[str, int] = {}
-    spelled: dict[int, str] = {}
-    for idx in sorted(tok.vocab):
-        if idx in special_ids:
-            continue
-        text = token_to_unicode(tok.vocab[idx])
-        if text in vocab:
-            raise ValueError(f"tokens {vocab[text]} and {idx} have the same bytes {tok.vocab[idx]!r}; "
-                             "a tokenizer.json vocabulary needs distinct tokens")
-        vocab[text] = idx
-        spelled[idx] = text
+    spelled = spell_vocab(tok.vocab, skip=special_ids)
+    vocab = {text: idx for idx, text in spelled.items()}
     if tok.mode == "ranks" and any(tok.unmerged_tokens.values()):
         pairs = [(a, b) for a, b, _ in token_splits(tok.vocab, set(spelled))]
     else:

@@ -4,6 +4,9 @@ Training works on *unique* chunks ("words") with their counts, never on the raw 
 itself is C (``_merge_loop.c``): every pair keeps its total count and the positions where it
 occurs, a heap orders the pairs, and each merge rewrites only its own occurrences and the
 counts of the pairs around them, so its cost is proportional to the occurrences it changes.
+``merge_loop.py`` is the same loop in readable Python, and the tests hold the C kernel to it. It
+runs when the kernel is not built: in the copy of this code that a saved folder carries for
+``trust_remote_code=True``, which holds no compiled module (slower, same merges).
 
 Two deterministic tie-break rules pick among pairs with the same count:
 
@@ -23,10 +26,21 @@ import itertools
 import warnings
 from array import array
 from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType
+
+from .merge_loop import BELOW_MIN_FREQUENCY, OUT_OF_PAIRS
 
 TIE_BREAKS = ("smallest_pair", "first_occurrence")
 
 Pair = tuple[int, int]
+
+
+def merge_kernel() -> ModuleType:
+    """The module whose ``train`` runs the merge loop: the C kernel if built, else its Python twin."""
+    try:  # imported by name, not "from .", so that remote-code copies of this file load without it
+        return importlib.import_module("._merge_loop", __package__)
+    except ImportError:
+        return importlib.import_module(".merge_loop", __package__)
 
 
 def train_merges(
@@ -66,18 +80,17 @@ def train_merges(
     lengths = array("i", map(len, words))
     weights = array("q", counts)
     taken = set(taken_ids)
-    merge_loop = importlib.import_module("._merge_loop", __package__)  # C; not needed to encode
-    learned, stop = merge_loop.train(
+    learned, stop = merge_kernel().train(
         symbols, lengths, weights, num_merges, first_id, taken or None,
         tie_break == "first_occurrence", max(1, min_frequency), on_merge, allow_pair,
     )
-    if stop == 1:
+    if stop == OUT_OF_PAIRS:
         warnings.warn(
             f"training ran out of pairs to merge after {len(learned)} of {num_merges} merges "
             "(the corpus is too small for this vocab_size)",
             stacklevel=3,
         )
-    elif stop == 2:
+    elif stop == BELOW_MIN_FREQUENCY:
         warnings.warn(
             f"training stopped after {len(learned)} of {num_merges} merges: no pair occurs "
             f"min_frequency={min_frequency} times",

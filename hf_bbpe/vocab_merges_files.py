@@ -25,9 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .atomic_write import write_text_atomic
-from .byte_unicode import bytes_to_unicode, token_to_unicode, unicode_to_token
+from .byte_unicode import bytes_to_unicode, unicode_to_token
 
-MERGES_HEADER = "#version: 0.2"
+VERSION_PREFIX = "#version"
+"""How an optional first line of ``merges.txt`` (mandatory in OpenAI's ``vocab.bpe``) starts."""
+MERGES_HEADER = f"{VERSION_PREFIX}: 0.2"
+"""The first line written, as GPT-2 and transformers write it."""
 
 
 @dataclass
@@ -61,7 +64,7 @@ def read_vocab_merges(vocab_file: str | os.PathLike, merges_file: str | os.PathL
         lines = [line.rstrip("\r\n") for line in handle]
     pairs: list[tuple[int, str, str]] = []
     for number, line in enumerate(lines, start=1):
-        if (number == 1 and line.startswith("#version")) or not line:
+        if (number == 1 and line.startswith(VERSION_PREFIX)) or not line:
             continue
         parts = line.split(" ")
         if len(parts) != 2 or not parts[0] or not parts[1]:
@@ -140,24 +143,6 @@ def _read_vocab(path: Path) -> dict[str, int]:
     return vocab
 
 
-def spell_vocab(vocab: dict[int, bytes], skip: set[int] = frozenset()) -> dict[int, str]:
-    """``{id: GPT-2 spelling}`` for every id not in ``skip``; two ids with equal bytes raise."""
-    spelled: dict[int, str] = {}
-    seen: dict[str, int] = {}
-    for idx in sorted(vocab):
-        if idx in skip:
-            continue
-        text = token_to_unicode(vocab[idx])
-        if text in seen:
-            raise ValueError(
-                f"tokens {seen[text]} and {idx} are the same bytes {vocab[idx]!r}: a vocabulary of "
-                "strings (vocab.json, tokenizer.json, transformers) needs distinct tokens"
-            )
-        seen[text] = idx
-        spelled[idx] = text
-    return spelled
-
-
 def write_vocab_merges(
     vocab_file: str | os.PathLike,
     merges_file: str | os.PathLike,
@@ -166,7 +151,7 @@ def write_vocab_merges(
 ) -> None:
     """Write ``vocab.json`` (tokens in id order) and ``merges.txt`` (merges in order), atomically.
 
-    ``spelled`` is :func:`spell_vocab`'s result for the non-special tokens.
+    ``spelled`` is :func:`byte_unicode.spell_vocab`'s result for the non-special tokens.
     """
     body = ",\n".join(f"  {json.dumps(text, ensure_ascii=False)}: {idx}" for idx, text in sorted(spelled.items()))
     write_text_atomic(vocab_file, "{\n" + body + "\n}\n")

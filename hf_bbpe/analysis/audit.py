@@ -44,7 +44,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from ..model_file import render_token
+from ..byte_unicode import render_token
 from ..progress import progress_bar
 from .text_table import format_table
 from ..tokenizer import Tokenizer

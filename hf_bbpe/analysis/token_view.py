@@ -238,12 +238,31 @@ def _span(segment: Segment, index: int, show_ids: bool) -> str:
     )
 
 
-def render_html(views: Sequence[TokenizedText], *, title: str = "hf-bbpe token view", show_ids: bool = False) -> str:
+def shown_segments(view: TokenizedText, max_chars: int | None) -> list[Segment]:
+    """The segments that cover the first ``max_chars`` characters (all of them for None or 0).
+
+    Whole segments only, so the shown text may run a few characters past ``max_chars``.
+    """
+    if not max_chars:
+        return view.segments
+    shown, n_chars = [], 0
+    for segment in view.segments:
+        if n_chars >= max_chars:
+            break
+        shown.append(segment)
+        n_chars += len(segment.text)
+    return shown
+
+
+def render_html(views: Sequence[TokenizedText], *, title: str = "hf-bbpe token view", show_ids: bool = False,
+                max_chars: int | None = None) -> str:
     """One self-contained HTML page: the views side by side, no scripts, fonts or links.
 
     Each token segment is a ``span.t`` with ``data-ids`` (its ids) and ``data-bytes`` (hex),
     and a ``title`` with ids, bytes and text shown on hover. Each view shows its token,
-    character and byte counts; the full id list is in a ``<details>`` block.
+    character and byte counts; the id list is in a ``<details>`` block. ``max_chars`` (None or 0:
+    no limit) draws only the tokens of the first ``max_chars`` characters, since a page grows by
+    about 60 bytes per character and tokenizer; the counts are still the whole text's.
     """
     columns = max(1, len(views))
     parts = [
@@ -261,15 +280,21 @@ def render_html(views: Sequence[TokenizedText], *, title: str = "hf-bbpe token v
     parts.append(f'<div class="grid" style="grid-template-columns: repeat({columns}, minmax(0, 1fr))">')
     for view in views:
         ratio = view.n_chars / view.n_tokens if view.n_tokens else 0.0
-        spans = "".join(_span(segment, i, show_ids) for i, segment in enumerate(view.segments))
+        segments = shown_segments(view, max_chars)
+        spans = "".join(_span(segment, i, show_ids) for i, segment in enumerate(segments))
+        shown_ids = view.ids[: sum(len(segment.ids) for segment in segments)]
+        more = len(view.ids) - len(shown_ids)
+        cut = (f'<p class="truncated">Showing the tokens of the first {sum(len(s.text) for s in segments)} of '
+               f"{view.n_chars} characters.</p>") if more else ""
         parts.append(
             f'<section class="tokenizer" data-name="{html.escape(view.name)}" data-tokens="{view.n_tokens}" '
             f'data-chars="{view.n_chars}">'
             f"<h2>{html.escape(view.name)}</h2>"
             f'<p class="counts"><b class="n-tokens">{view.n_tokens}</b> tokens · '
             f'<span class="n-chars">{view.n_chars}</span> characters · {ratio:.2f} characters/token</p>'
-            f'<div class="text">{spans}</div>'
-            f"<details><summary>token ids</summary><pre>{' '.join(map(str, view.ids))}</pre></details>"
+            f'{cut}<div class="text">{spans}</div>'
+            f"<details><summary>token ids</summary><pre>{' '.join(map(str, shown_ids))}"
+            f"{f' … ({more} more)' if more else ''}</pre></details>"
             "</section>"
         )
     parts.append("</div></body></html>")

@@ -5,12 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..patterns import NATIVE_PATTERNS
+from ..tokenizer import Tokenizer
+from ..trainer import TIE_BREAKS
 from .errors import CommandError
+from .text_input import DOCUMENT_MODES
 from .tokenizer_spec import SPEC_HELP, LoadedTokenizer, load_tokenizer
 
 SPECIALS_CHOICES = ("raise", "allow", "text")
 SPECIALS_HELP = ("what to do with text that spells a special token: 'raise' an error (tiktoken's default), "
                  "'allow' it (encode as the special id), or encode it as plain 'text'")
+PATTERN_NAMES = ", ".join(NATIVE_PATTERNS)
+ROLES = ("bos", "eos", "pad")
 
 
 def add_tokenizer(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +36,7 @@ def add_pattern_for_ranks(parser: argparse.ArgumentParser) -> None:
     """``--pattern`` and the flags for lossy or unverified imports (``--no-strict``, ``--no-check-hash``)."""
     parser.add_argument("--pattern", default=None,
                         help="split pattern for files that record none: tiktoken rank files that are not a known "
-                             "preset's, GPT-2 files (default gpt2); gpt2, gpt4, o200k, llama3 or a regex")
+                             f"preset's, GPT-2 files (default gpt2); {PATTERN_NAMES}, llama3 or a regex")
     add_import_flags(parser)
 
 
@@ -53,6 +59,13 @@ def add_specials(parser: argparse.ArgumentParser, default: str) -> None:
                         help=f"{SPECIALS_HELP} (default: {default})")
 
 
+def special_token_in_text(source: str, token: str, owner: str | None = None) -> CommandError:
+    """The error for input that spells a special token while ``--specials raise`` is in force."""
+    of = f" of {owner}" if owner else ""
+    return CommandError(f"{source} contains the special token {token!r}{of}; pass --specials allow to encode it "
+                        "as its id, or --specials text to encode it as plain text")
+
+
 def encode_policy(specials: str) -> dict:
     """Keyword arguments for ``Tokenizer.encode`` for a ``--specials`` value."""
     if specials == "allow":
@@ -64,6 +77,43 @@ def encode_policy(specials: str) -> dict:
 
 def load(args: argparse.Namespace, spec: str) -> LoadedTokenizer:
     return load_tokenizer(spec, **import_options(args))
+
+
+def add_training_options(parser: argparse.ArgumentParser) -> None:
+    """What ``train`` and ``extend`` share: special tokens and roles to add, the output folder, how
+    to cut documents, the merge rule, workers, messages."""
+    parser.add_argument("--special", metavar="TOKEN", action="append", default=[],
+                        help="a special token, given the next free id after training (repeatable)")
+    add_role_options(parser)
+    parser.add_argument("--out", metavar="DIR", required=True, help="output folder (created, or files replaced)")
+    parser.add_argument("--docs", choices=DOCUMENT_MODES, default="paragraph",
+                        help="how files are cut into documents for counting: at blank lines (paragraph, default), "
+                             "per line, or whole files")
+    parser.add_argument("--min-frequency", type=positive_int, default=1, help="stop when no pair occurs this often")
+    parser.add_argument("--tie-break", choices=TIE_BREAKS, default=TIE_BREAKS[0],
+                        help=f"rule between pairs with equal counts (default {TIE_BREAKS[0]}, rustbpe's)")
+    parser.add_argument("--workers", type=positive_int, default=None, help="counting processes (default: all CPUs)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+
+
+def add_role_options(parser: argparse.ArgumentParser,
+                     help: str = "the {role} token for transformers (made a special token if it is not one)") -> None:
+    """``--bos-token``/``--eos-token``/``--pad-token``: named roles for transformers."""
+    for role in ROLES:
+        parser.add_argument(f"--{role}-token", metavar="TOKEN", default=None, help=help.format(role=role))
+
+
+def role_tokens(args: argparse.Namespace) -> dict[str, str]:
+    """``{role: token}`` for the role options given."""
+    return {role: getattr(args, f"{role}_token") for role in ROLES if getattr(args, f"{role}_token")}
+
+
+def register_new_specials(tok: Tokenizer, tokens: list[str]) -> None:
+    """Make each of ``tokens`` that is not yet a special token one, with the next free ids."""
+    fresh = [t for t in dict.fromkeys(tokens) if t not in tok.special_tokens]
+    next_id = tok.n_vocab
+    tok.register_special_tokens({token: next_id + i for i, token in enumerate(fresh)})
 
 
 def add_color(parser: argparse.ArgumentParser) -> None:

@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from .. import __version__
 from .commands import COMMANDS
-from .errors import CommandError, with_flag_names
+from .errors import CommandError, one_line, with_flag_names
 
 PROG = "hf-bbpe"
 
@@ -43,14 +43,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         importlib.import_module(f".commands.{name}", __package__).register(subparsers)
     return parser
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    if isinstance(exc, KeyError) and len(exc.args) == 1:
-        text = str(exc.args[0])
-    first = text.splitlines()[0] if text else type(exc).__name__
-    return with_flag_names(exc, first)
 
 
 def _one_line_warning(message, category, filename, lineno, line=None) -> str:
@@ -77,12 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CommandError, ValueError, KeyError, OSError) as exc:
         if os.environ.get("HF_BBPE_TRACEBACK"):
             raise
-        print(f"{PROG} {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {with_flag_names(exc, one_line(exc))}", file=sys.stderr)
         return 1
     except Exception as exc:  # e.g. a network error from the Hub client: still one line, and a way to see more
         if os.environ.get("HF_BBPE_TRACEBACK"):
             raise
-        print(f"{PROG} {args.command}: error: {type(exc).__name__}: {_one_line(exc)} "
+        print(f"{PROG} {args.command}: error: {type(exc).__name__}: {one_line(exc)} "
               "(HF_BBPE_TRACEBACK=1 shows the traceback)", file=sys.stderr)
         return 1
 

@@ -1,4 +1,9 @@
-"""Writing an output folder so that a failure leaves nothing half written.
+"""Output paths: checked before a command does any work, and folders written so that a failure
+leaves nothing half written; the tokenizer folder that ``train``, ``extend`` and ``convert --to
+hf`` write.
+
+Every command that writes files calls :func:`check_output` on each output path first, so a bad
+``--out`` fails at once instead of after training or converting.
 
 Everything is written into a temporary folder beside the target; only when all files are there
 are they moved in (the whole folder is renamed when the target does not exist yet, else file by
@@ -7,27 +12,48 @@ file with ``os.replace``, each atomic).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..atomic_write import temp_dir_beside
+from ..tokenizer import Tokenizer
+from .arguments import register_new_specials, role_tokens
 from .errors import CommandError
+from .tokenizer_spec import MODEL_FILE_IN_FOLDER
+
+
+def check_output(path: str | os.PathLike, *, folder: bool, make_parents: bool = False) -> Path:
+    """Raise a CommandError now if ``path`` cannot be written as a folder (``folder=True``) or a file.
+
+    A folder target may exist (its files are replaced) but not as a file; a file target may not be
+    a folder. Its parent must be a writable folder, or, with ``make_parents`` (writers that create
+    missing parents), the nearest existing ancestor must be.
+    """
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise CommandError(f"{path}: exists and is not a folder")
+    if not folder and path.is_dir():
+        raise CommandError(f"{path}: is a folder (give a file name)")
+    parent = path.parent
+    while make_parents and not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "no such folder"
+        raise CommandError(f"{parent}: {what} (the parent of {path})")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CommandError(f"{parent}: permission denied (cannot write {path})")
+    return path
 
 
 @contextlib.contextmanager
 def staged_folder(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary folder to fill; on success its files replace those in ``target``."""
-    target = Path(target)
-    if target.exists() and not target.is_dir():
-        raise CommandError(f"{target}: exists and is not a folder")
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir():
-        raise CommandError(f"{parent}: no such folder (the parent of {target})")
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
-    os.chmod(stage, 0o777 & ~_umask())  # mkdtemp makes it private; the result should not be
+    target = check_output(target, folder=True)
+    stage = temp_dir_beside(target)
     try:
         yield stage
         if not target.exists():
@@ -44,7 +70,38 @@ def staged_folder(target: str | os.PathLike) -> Iterator[Path]:
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def save_folder(tok: Tokenizer, out: str, *, roles: dict[str, str] | None = None) -> list[str]:
+    """Write the save_pretrained files (when transformers is there), then ``tokenizer.model`` +
+    ``.vocab`` last, so the .model file is the newest (the folder loader relies on it)."""
+    prefix = MODEL_FILE_IN_FOLDER.removesuffix(".model")
+    with staged_folder(out) as stage:
+        hf_class = transformers_class()
+        if hf_class is not None:
+            kwargs = {f"{role}_token": token for role, token in (roles or {}).items()}
+            hf_class.from_engine(tok, **kwargs).save_pretrained(str(stage))
+        tok.save(stage / prefix)
+        names = sorted(p.name for p in stage.iterdir())
+    return names
+
+
+def save_trained_folder(tok: Tokenizer, args: argparse.Namespace) -> list[str]:
+    """What ``train`` and ``extend`` end with: register the ``--special`` and role tokens that are
+    not special yet (next free ids), then :func:`save_folder` to ``--out``."""
+    roles = role_tokens(args)
+    register_new_specials(tok, [*args.special, *roles.values()])
+    return save_folder(tok, args.out, roles=roles)
+
+
+def describe_folder(out: str, names: list[str]) -> str:
+    """``out/ (N files: tokenizer.model + save_pretrained files)`` for the summary line."""
+    kinds = ["tokenizer.model"] + (["save_pretrained files"] if "tokenizer_config.json" in names else [])
+    return f"{out}/ ({len(names)} files: {' + '.join(kinds)})"
+
+
+def transformers_class():
+    """``BBPETokenizer`` if the transformers integration is importable, else None."""
+    try:
+        from ..tokenization_bbpe import BBPETokenizer
+    except ImportError:
+        return None
+    return BBPETokenizer

@@ -1,7 +1,9 @@
 """Reading the command line's text inputs: files, globs and ``-`` for stdin, strictly as UTF-8.
 
 Files are read as bytes and decoded strictly, so ``\\r\\n`` survives (no newline translation)
-and a file that is not UTF-8 is an error naming the file and the byte offset.
+and a file that is not UTF-8 is an error naming the file and the byte offset. Empty input is an
+error in every command (:func:`reject_empty`): training on it, auditing or viewing it would
+give a result that looks like one and means nothing.
 """
 
 from __future__ import annotations
@@ -70,14 +72,37 @@ def read_text(path: str) -> str:
     return decode_utf8(read_bytes(path), "<stdin>" if path == STDIN else path)
 
 
+def reject_empty(sources: Sequence[str], n_chars: int) -> None:
+    """The one check for empty input: a CommandError naming ``sources`` when they hold no text."""
+    if n_chars == 0:
+        names = [display_name(s) for s in sources]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        raise CommandError(f"{shown}: empty input (no text to work on)")
+
+
+def read_texts(paths: Sequence[str], *, each: bool = False) -> list[tuple[str, str]]:
+    """``(name, text)`` of each path; empty input is an error, for every file when ``each``."""
+    texts = [(display_name(p), read_text(p)) for p in paths]
+    if each:
+        for name, text in texts:
+            reject_empty([name], len(text))
+    else:
+        reject_empty([name for name, _ in texts], sum(len(text) for _, text in texts))
+    return texts
+
+
 def text_argument(file: str, text: str | None) -> tuple[str, str]:
-    """The text of a ``FILE`` / ``--text`` pair of arguments, and a name for it in messages."""
+    """The text of a ``FILE`` / ``--text`` pair of arguments, and a name for it in messages;
+    empty text is an error."""
     if text is not None:
         if file != STDIN:
             raise CommandError("give either FILE or --text, not both")
-        return text, "--text"
-    source = display_name(file)
-    return decode_utf8(read_bytes(file), source), source
+        source = "--text"
+    else:
+        source = display_name(file)
+        text = decode_utf8(read_bytes(file), source)
+    reject_empty([source], len(text))
+    return text, source
 
 
 def display_name(path: str) -> str:
@@ -93,15 +118,18 @@ def iter_documents(paths: Sequence[str], mode: str = "paragraph") -> Iterator[st
     ``file``: each file is one document. ``line``: each line is one. ``paragraph``: documents
     end after a run of blank lines (the blank lines stay with the text before them), which
     keeps almost every chunk the split pattern would find in the whole file while letting
-    counting run in parallel. Files are read line by line, so memory stays small.
+    counting run in parallel. Files are read line by line, so memory stays small. When the files
+    hold no text at all, the stream ends with a CommandError (see :func:`reject_empty`).
     """
     if mode not in DOCUMENT_MODES:
         raise CommandError(f"unknown document mode {mode!r} (choose from {', '.join(DOCUMENT_MODES)})")
+    n_chars = 0
     for path in paths:
-        if mode == "file":
-            yield read_text(path)
-            continue
-        yield from _split_lines(_iter_lines(path), mode)
+        documents = [read_text(path)] if mode == "file" else _split_lines(_iter_lines(path), mode)
+        for doc in documents:
+            n_chars += len(doc)
+            yield doc
+    reject_empty(paths, n_chars)
 
 
 def _iter_lines(path: str) -> Iterator[str]:

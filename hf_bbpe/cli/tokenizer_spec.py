@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..tokenizer import Tokenizer
-from .errors import CommandError, with_flag_names
+from .errors import CommandError, one_line, with_flag_names
 
 SPEC_HELP = (
     "a tokenizer file or folder, its format read from the content (tiktoken ranks, Meta's tokenizer.model, "
@@ -78,7 +78,7 @@ def load_tokenizer(spec: str, *, pattern: str | None = None, strict: bool = True
     except FileNotFoundError as exc:
         raise CommandError(f"{exc.filename or spec}: no such file") from None
     except (ValueError, KeyError, OSError, TypeError) as exc:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = one_line(exc)
         if spec not in message and os.path.basename(spec) not in message:
             message = f"{spec}: {message}"
         raise CommandError(with_flag_names(exc, message)) from None

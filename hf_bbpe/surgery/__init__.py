@@ -9,8 +9,9 @@ models and directly on safetensors checkpoints too big to load.
     handle.remove()
     surgery.extend_checkpoint("ckpt_dir", "out_dir", tokenizer, ["<|im_start|>"], special=True)
 
-Guarantees: old rows are bit-identical (so logits of old tokens over the old vocabulary do not
-change), tied weights stay tied, ``len(tokenizer) <= rows`` (equal without padding), and
+Guarantees: old rows and every other parameter are bit-identical (so logits over the old
+vocabulary are equal up to float rounding: the head's product on the new shape may use another
+BLAS kernel, about 1e-8 apart for a 1-token input in float32), tied weights stay tied, ``len(tokenizer) <= rows`` (equal without padding), and
 ``config.vocab_size`` follows. In-memory and checkpoint surgery with the same arguments give
 identical tensors. Needs the torch extra: ``pip install 'hf_bbpe[torch]'``.
 
@@ -34,6 +35,7 @@ Padding rows (``pad_to_multiple_of``) get ``init`` when it is "mean"/"normal"/"z
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -52,11 +54,14 @@ from .token_adding import (
     InitSpec,
     NewTokens,
     add_prepared_tokens,
+    added_owners,
     check_pad_multiple,
+    expected_owners,
     prepare_tokens,
     rows_needed,
     subtoken_sources,
 )
+from .row_owners import model_row_owners, record_row_owners, rows_to_keep
 
 __all__ = [
     "NewTokens",
@@ -98,15 +103,24 @@ def add_tokens_and_resize(
     [vocab, hidden] weights: tied (GPT-2), untied (Llama with ``tie_word_embeddings=False``), heads
     with a bias. Rows are never removed; rows of ids the old tokenizer could not produce (padding
     rows beyond ``len(tokenizer)``) are reused for new ids and re-initialised.
+
+    Rows that already belong to a token are never re-initialised (see ``row_owners``): calling
+    this again with a tokenizer that lacks the tokens (a re-run notebook cell that reloaded it)
+    adds them to the tokenizer at the same ids and leaves their rows, trained or not, exactly as
+    they are; a row that belongs to another token raises ValueError before anything changes.
     """
     emb, _ = embedding_modules(model)
     rows = emb.weight.shape[0]
     check_pad_multiple(pad_to_multiple_of)
     prepared = prepare_tokens(tokenizer, tokens, special=special, init=init, roles=roles, num_rows=rows)
+    rows_to_keep(expected_owners(prepared), rows, lambda: model_row_owners(model))  # raises before any change
     added = add_prepared_tokens(tokenizer, prepared)
+    keep = rows_to_keep(added_owners(added), rows, lambda: model_row_owners(model))
     new_rows = rows_needed(tokenizer, added.ids, rows, pad_to_multiple_of)
-    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, added.ids, added.sources_by_id)
+    to_init = [i for i in added.ids if i not in keep]
+    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, to_init, added.sources_by_id)
     grow_model_rows(model, plan, seed)
+    record_row_owners(model, added_owners(added))
     set_token_roles(model, added.role_ids)
     return NewTokens(added, new_rows, tokenizer)
 
@@ -166,7 +180,17 @@ def resize_for_extension(
 
     New special tokens get the plain mean. Returns the new ids, ascending; afterwards the model
     has at least ``len(BBPETokenizer.from_engine(extended))`` rows. Raises ValueError if
-    ``extended`` does not keep every id and merge of ``base``.
+    ``extended`` does not keep every id and merge of ``base``, or if the model has fewer rows than
+    ``base`` has ids.
+
+    Rows the model already has for new ids are never re-initialised if they may hold trained
+    values. Calling this again on the same model object (a re-run notebook cell) leaves the rows
+    of the same tokens exactly as they are and returns the same ids; a row that an earlier call
+    initialised for another token raises ValueError. Without such a record (a model loaded from
+    disk), a model with exactly as many rows as the extended vocabulary needs is taken to be
+    extended already: its rows are left alone, with a warning. Otherwise new ids that fall on
+    existing rows are padding rows of the base model (say 50,304 rows for GPT-2's 50,257 ids),
+    and are initialised.
     """
     if init not in EXTENSION_INIT_METHODS:
         raise ValueError(f"unknown init {init!r}; expected one of {EXTENSION_INIT_METHODS}")
@@ -180,7 +204,23 @@ def resize_for_extension(
     new_ids = sorted(set(new_vocab) - set(old_vocab))
     emb, _ = embedding_modules(model, need_head=False)
     rows = emb.weight.shape[0]
+    if rows <= max(old_vocab):
+        raise ValueError(
+            f"the model has {rows} embedding rows, but base uses ids up to {max(old_vocab)}: "
+            "it is not the model that goes with base"
+        )
     reference_rows = min(rows, max(old_vocab) + 1)
+    owners = {i: new_vocab[i] for i in new_ids}
+    keep = rows_to_keep(owners, rows, lambda: model_row_owners(model))
+    unknown = [i for i in new_ids if i < rows and i not in keep]
+    if unknown and rows == max(new_vocab) + 1:
+        warnings.warn(
+            f"the model has exactly the {rows} rows of the extended vocabulary, and {len(unknown)} of the new "
+            "ids have rows that no earlier call on this model object initialised: taking the model to be "
+            "extended already (saved and loaded since?) and leaving those rows as they are",
+            stacklevel=2,
+        )
+        keep.update(unknown)
     sources: dict[int, Mapping[int, float] | tuple[int, ...]] = {}
     if init == "parents":
         weights: dict[int, dict[int, float]] = {}
@@ -199,8 +239,9 @@ def resize_for_extension(
     method = init if init in ROW_INIT_METHODS else "mean"
     num_rows = max(rows, max(new_ids, default=-1) + 1)
     plan = RowPlan(old_rows=rows, new_rows=num_rows, reference_rows=reference_rows, method=method,
-                   sources={i: sources.get(i, ()) for i in new_ids})
+                   sources={i: sources.get(i, ()) for i in new_ids if i not in keep})
     grow_model_rows(model, plan, seed)
+    record_row_owners(model, owners)
     return new_ids
 
 

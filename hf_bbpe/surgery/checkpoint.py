@@ -37,11 +37,13 @@ from .token_adding import (
     InitSpec,
     NewTokens,
     add_prepared_tokens,
+    added_owners,
     check_pad_multiple,
     prepare_tokens,
     rows_needed,
 )
-from ..atomic_write import write_text_atomic
+from .row_owners import checkpoint_row_owners, rows_to_keep
+from ..atomic_write import new_file_mode, temp_dir_beside, write_text_atomic
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
@@ -219,22 +221,14 @@ def _copy_file(src: Path, dst: Path, link: bool) -> None:
     shutil.copyfile(src, dst)
 
 
-def _umask() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
-
-
 def _temp_dir_beside(out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; the output should look like a normal folder
-    return tmp
+    return temp_dir_beside(out)
 
 
 def _normal_permissions(tmp: Path) -> None:
     """Files from mkstemp are 0600; give the ones we wrote (not hard links into ckpt_dir) the umask's mode."""
-    mode = 0o666 & ~_umask()
+    mode = new_file_mode()
     for entry in tmp.iterdir():
         if entry.is_file() and entry.stat().st_nlink == 1:
             os.chmod(entry, mode)
@@ -307,6 +301,7 @@ def write_grown_checkpoint(
         write_text_atomic(tmp / INDEX_FILE, json.dumps(index, indent=2, sort_keys=True) + "\n")
 
 
+# The keywords repeat add_tokens_and_resize's: this is its on-disk twin, and both hand them to token_adding.
 def extend_checkpoint(
     ckpt_dir: str | os.PathLike,
     out_dir: str | os.PathLike,
@@ -336,6 +331,10 @@ def extend_checkpoint(
     sibling folder renamed into place at the end; an existing ``out_dir`` is an error unless
     ``overwrite=True``. Other top-level files are copied; old tokenizer files, stray weight files
     and subfolders are not (a warning names the latter two).
+
+    Rows that already belong to a token by the tokenizer saved in ``ckpt_dir`` are never
+    re-initialised: a token that ``tokenizer`` lacks but the checkpoint's tokenizer has at the
+    same id keeps its row, trained or not; a row of another token raises ValueError.
     """
     from transformers import AutoConfig
 
@@ -361,8 +360,10 @@ def extend_checkpoint(
     new_tokenizer = copy.deepcopy(tokenizer)  # the caller's tokenizer is left as it was
     prepared = prepare_tokens(new_tokenizer, tokens, special=special, init=init, roles=roles, num_rows=rows)
     added = add_prepared_tokens(new_tokenizer, prepared)
+    keep = rows_to_keep(added_owners(added), rows, lambda: checkpoint_row_owners(ckpt))
     new_rows = rows_needed(new_tokenizer, added.ids, rows, pad_to_multiple_of)
-    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, added.ids, added.sources_by_id)
+    to_init = [i for i in added.ids if i not in keep]
+    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, to_init, added.sources_by_id)
 
     tmp = _temp_dir_beside(out)
     try:

@@ -185,6 +185,20 @@ def prepare_tokens(
     )
 
 
+def expected_owners(prepared: PreparedTokens) -> dict[int, bytes]:
+    """The ids the tokenizer will give the prepared tokens, with their bytes, before adding them.
+
+    transformers numbers added tokens from ``len(tokenizer)`` up in the order they are added, so
+    rows can be checked before the tokenizer changes; :func:`added_owners` gives the real ids after.
+    """
+    return {prepared.old_len + k: _token_text(t).encode("utf-8") for k, t in enumerate(prepared.to_add)}
+
+
+def added_owners(added: AddedTokensResult) -> dict[int, bytes]:
+    """The ids the tokenizer gave the added tokens, with their bytes."""
+    return {i: text.encode("utf-8") for i, text in zip(added.ids, added.tokens, strict=True)}
+
+
 def add_prepared_tokens(tokenizer: Any, prepared: PreparedTokens) -> AddedTokensResult:
     """Add the prepared tokens to ``tokenizer`` in request order and declare the roles."""
     run: list[Any] = []

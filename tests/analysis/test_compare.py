@@ -79,6 +79,17 @@ def test_specials_flag_counts_special_tokens_as_one(mix_tok_dir, files):
     assert plain["tokens"] - allowed["tokens"] == len(tok.encode_ordinary("<|endoftext|>")) - 1
 
 
+def test_allow_specials_is_the_name_of_the_flag(mix_tok_dir, files):
+    """compare's switch has its own name (elsewhere --specials takes raise/allow/text); the old
+    spelling still works, hidden from --help."""
+    special = files[2]
+    old, = json.loads(run_cli("compare", "-t", mix_tok_dir, special, "--json", "--specials").stdout)
+    new, = json.loads(run_cli("compare", "-t", mix_tok_dir, special, "--json", "--allow-specials").stdout)
+    assert new == old
+    shown = run_cli("compare", "--help").stdout.decode()
+    assert "--allow-specials" in shown and "--specials" not in shown
+
+
 def test_library_function_without_files():
     tok = RegexTokenizer()
     rows = compare_tokenizers([("bytes", tok)], [("empty", ""), ("x", "héllo")])

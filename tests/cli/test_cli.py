@@ -113,6 +113,24 @@ def test_encode_special_tokens_policy(mix_tok_dir):
     assert plain == tok.encode_ordinary(text)
 
 
+def test_encode_names_the_special_token_the_engine_met(mix_tok_dir, tmp_path):
+    """The error names the token the engine raised for (the first in the text), read from the
+    typed error, not guessed from the text (which named the longest special token anywhere)."""
+    tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
+    tok.register_special_tokens({"<|a|>": 513})
+    tok.save(tmp_path / "two")
+    proc = run_cli("encode", tmp_path / "two.model", "--text", "x <|a|> y <|endoftext|>", check=False)
+    line = assert_one_line_error(proc, "--text contains the special token '<|a|>'", "--specials allow")
+    assert "<|endoftext|>" not in line
+
+
+def test_special_token_ids_far_beyond_the_vocabulary_are_refused(mix_tok_dir, tmp_path):
+    proc = run_cli("convert", mix_tok_dir, "--to", "minbpe", "-o", tmp_path / "x", "--special", "<|far|>=2000000000",
+                   check=False)
+    assert_one_line_error(proc, "'<|far|>'", "2000000000", "allow_large_ids")
+    assert not list(tmp_path.iterdir())
+
+
 def test_decode_partial_utf8(mix_tok_dir):
     """Ids that stop inside a character: replaced by default, raw with --errors bytes, an error with strict."""
     ids = run_cli("encode", mix_tok_dir, "--text", "é").stdout.decode().split()

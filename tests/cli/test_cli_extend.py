@@ -71,3 +71,12 @@ def test_extend_model_grows_the_checkpoint(mix_tok_dir, tmp_path):
     assert_one_line_error(run_cli("extend-model", ckpt, "--out", out, "--add", "x", check=False), "exists")
     assert_one_line_error(run_cli("extend-model", tmp_path, "--out", tmp_path / "o2", "--add", "x", check=False),
                           "not a checkpoint folder")
+
+
+def test_extend_model_init_choices_are_the_library_s():
+    """The CLI writes the choices out (importing surgery imports torch; --help must not need it)."""
+    pytest.importorskip("torch")
+    from hf_bbpe.cli.commands.extend_model import INITS
+    from hf_bbpe.surgery import TOKEN_INIT_METHODS
+
+    assert INITS == TOKEN_INIT_METHODS

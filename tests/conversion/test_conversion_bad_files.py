@@ -132,21 +132,16 @@ def test_failed_gpt2_export_writes_nothing(tmp_path):
 
 # ------------------------------------------------------------------ tiktoken files
 
-def test_bad_base64(tmp_path):
+@pytest.mark.parametrize("index, line, message", [
+    (10, b"a$== 10", r"x.tiktoken:11: bad base64 b'a\$=='"),  # a character outside base64
+    (3, b"YWJ 3", r"x.tiktoken:4: bad base64 b'YWJ'"),  # bad padding
+], ids=["character", "padding"])
+def test_bad_base64(tmp_path, index, line, message):
     path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
     lines = path.read_bytes().split(b"\n")
-    lines[10] = b"a$== 10"
+    lines[index] = line
     path.write_bytes(b"\n".join(lines))
-    with pytest.raises(FormatError, match=r"x.tiktoken:11: bad base64 b'a\$=='"):
-        conversion.from_tiktoken(path)
-
-
-def test_bad_base64_padding(tmp_path):
-    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
-    lines = path.read_bytes().split(b"\n")
-    lines[3] = b"YWJ 3"
-    path.write_bytes(b"\n".join(lines))
-    with pytest.raises(FormatError, match=r"x.tiktoken:4: bad base64 b'YWJ'"):
+    with pytest.raises(FormatError, match=message):
         conversion.from_tiktoken(path)
 
 
@@ -310,3 +305,57 @@ def test_bad_minbpe_model(tmp_path):
     path.write_text("minbpe v2\n")
     with pytest.raises(FormatError, match=r"x.model:1: expected the header"):
         conversion.from_minbpe(path)
+
+
+# ------------------------------------------------------------------ special-token ids, in every importer
+
+FAR = 2_000_000_000  # an id that would make a two-billion-row embedding
+
+
+def _added_token(content: str, idx: int) -> dict:
+    return {"id": idx, "content": content, "single_word": False, "lstrip": False, "rstrip": False,
+            "normalized": False, "special": True}
+
+
+@pytest.mark.parametrize("bad_id, problem", [(-1, "negative id -1"), (FAR, "more than 2**20 above")])
+def test_every_importer_rejects_bad_special_ids(tmp_path, bad_id, problem):
+    """The engine's one check runs for tiktoken files, tiktoken Encodings, GPT-2 files, GPT-2-style
+    folders, tokenizer.json and .model files; each error names the file and the token."""
+    import re
+
+    import tiktoken
+
+    def expect(call, source: str) -> None:
+        with pytest.raises(FormatError, match=re.escape(problem)) as caught:
+            call()
+        assert source in str(caught.value) and "'<|bad|>'" in str(caught.value), str(caught.value)
+
+    rank_file = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
+    expect(lambda: conversion.from_tiktoken(rank_file, special_tokens={"<|bad|>": bad_id}), "x.tiktoken")
+    ranks = {token: rank for token, rank in _tiny_ranks()}
+    if bad_id >= 0:  # tiktoken itself refuses negative ids
+        encoding = tiktoken.Encoding("tiny", pat_str=r"\S+|\s+", mergeable_ranks=ranks,
+                                     special_tokens={"<|bad|>": bad_id})
+        expect(lambda: conversion.from_tiktoken(encoding), "'tiny'")
+
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    enc, bpe = _gpt2_pair(gpt2)
+    expect(lambda: conversion.from_gpt2_files(enc, bpe, special_tokens={"<|endoftext|>": 50256, "<|bad|>": bad_id}),
+           "encoder.json")
+    folder = tmp_path / "hf_folder"
+    folder.mkdir()
+    (folder / "vocab.json").write_text(ENCODER, encoding="utf-8")
+    (folder / "merges.txt").write_text(VOCAB_BPE, encoding="utf-8")
+    (folder / "added_tokens.json").write_text(json.dumps({"<|bad|>": bad_id}), encoding="utf-8")
+    expect(lambda: conversion.from_transformers_gpt2(folder), "vocab.json")
+
+    def add_bad(data):
+        data["added_tokens"].append(_added_token("<|bad|>", bad_id))
+        data["model"]["vocab"]["<|bad|>"] = bad_id
+
+    if bad_id >= 0:  # a negative id in model.vocab is refused earlier, as a bad vocabulary id
+        expect(lambda: conversion.from_tokenizer_json(_tokenizer_json(tmp_path, add_bad)), "tokenizer.json")
+        model = tmp_path / "x.model"
+        model.write_text(f"minbpe v1\n\n1\n<|bad|> {bad_id}\n97 98\n")
+        expect(lambda: conversion.from_minbpe(model), "x.model")

@@ -79,8 +79,10 @@ def test_presets_know_the_families(llama3):
     assert preset.vocab == tok.vocab and preset.special_tokens == PRESETS["llama3"].special_tokens
     assert preset.pattern == PRESETS["llama3"].pattern
     assert conversion.load_preset("llama4", LLAMA4_MODEL.parent).n_vocab == 202048  # a folder holding the file
-    with pytest.raises(conversion.FormatError, match=r"sha256 .* is not the known .*check_hash=False"):
+    with pytest.raises(conversion.FormatError, match=r"this is llama4's tokenizer.model \(by its sha256\), not llama3's"):
         conversion.load_preset("llama3", LLAMA4_MODEL)
+    with pytest.raises(conversion.FormatError, match=r"this is tekken's tekken.json"):
+        conversion.load_preset("llama3", TEKKEN_FILES["tekken_240718"])
 
 
 @pytest.mark.parametrize("name", sorted(TEKKEN_FILES))

@@ -173,7 +173,7 @@ def test_r50k_preset_is_gpt2_as_a_rank_file(gpt2, tmp_path):
 def test_preset_refuses_a_file_with_another_hash(tmp_path):
     wrong = tmp_path / "cl100k_base.tiktoken"
     wrong.write_bytes(O200K.read_bytes())
-    with pytest.raises(FormatError, match=r"cl100k_base.tiktoken: sha256 446a9538.* is not the known 223921b7"):
+    with pytest.raises(FormatError, match=r"cl100k_base.tiktoken: this is o200k_base's o200k_base.tiktoken"):
         conversion.load_preset("cl100k_base", wrong)
     # without the hash check, o200k's ranks meet cl100k's special ids: a collision, named
     with pytest.raises(FormatError, match=r"special token '<\|endoftext\|>' has id 100257, which is already a normal token"):

@@ -152,3 +152,42 @@ def test_training_inside_a_pool_worker(big_documents):
     expected = RegexTokenizer()
     expected.train(big_documents, 300, num_workers=1, progress=False)
     assert merges == expected.merges
+
+
+def _without_fork(monkeypatch):
+    """Make this process look like one where fork does not exist (Windows)."""
+    import multiprocessing
+
+    real_get_context = multiprocessing.get_context
+
+    def get_context(method=None):
+        if method == "fork":
+            raise ValueError("cannot find context for 'fork'")
+        return real_get_context(method)
+
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    monkeypatch.setattr(multiprocessing, "get_context", get_context)
+
+
+def test_counting_falls_back_to_one_process_where_fork_does_not_exist(monkeypatch, big_documents):
+    """A long str (counted in forked segments where fork exists) and many documents (counted in
+    forked batches) are counted in this process instead, with the same result."""
+    text = "".join(big_documents)
+    expected_text = sequential_counts([text], GPT4_SPLIT_PATTERN)
+    expected_docs = sequential_counts(big_documents, GPT4_SPLIT_PATTERN)
+    monkeypatch.setattr(chunk_counting, "_SEGMENT_CHARS", len(text) // 5)
+    _without_fork(monkeypatch)
+    assert count_chunks(text, GPT4_SPLIT_PATTERN, num_workers=2) == expected_text
+    assert count_chunks(big_documents, GPT4_SPLIT_PATTERN, num_workers=2) == expected_docs
+
+
+def test_encode_batch_falls_back_to_one_process_where_fork_does_not_exist(monkeypatch, big_documents):
+    from hf_bbpe import batch_encoding
+
+    tok = RegexTokenizer()
+    tok.train(big_documents[:200], 300, progress=False)
+    texts = big_documents[: len(big_documents) // 2]
+    assert sum(map(len, texts)) > batch_encoding._PARALLEL_MIN_CHARS  # the parallel path where fork exists
+    expected = [tok.encode(t) for t in texts]
+    _without_fork(monkeypatch)
+    assert tok.encode_batch(texts, num_workers=2) == expected

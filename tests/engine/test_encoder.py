@@ -7,7 +7,7 @@
 * 1 MB with no split point encodes, instead of hanging, and correctly (equal to tiktoken, decodes back).
 * Equal, whole sequence, to ``tiktoken.Encoding`` built from ``mergeable_ranks()`` on real text.
 * Both chunk encoders, the C kernel and the pure-Python one (which runs in remote-code copies),
-  equal the reference, on both their short-chunk and heap paths.
+  equal the reference, on both their short-chunk and heap paths, and each other on any bytes.
 * The chunk cache never serves ids of an old merge table; encode_batch keeps order, in parallel;
   a pickled tokenizer encodes the same.
 """
@@ -166,6 +166,40 @@ def test_both_chunk_encoders_on_long_chunks(trained, native, text):
     tok = trained["basic"]
     encoder = ChunkEncoder(tok.merges, tok.byte_ids, native=native)
     assert encoder.encode_bytes(text.encode("utf-8")) == naive_encode_chunk(text.encode("utf-8"), tok.merges)
+
+
+@st.composite
+def byte_merge_tables(draw):
+    """A merge table over a few arbitrary byte values (any of 0..255), byte ids permuted or not,
+    and the bytes each token spells (to build chunks that many merges apply to)."""
+    alphabet = draw(st.lists(st.integers(0, 255), min_size=1, max_size=4, unique=True))
+    byte_ids = list(range(256))
+    if draw(st.booleans()):
+        draw(st.randoms(use_true_random=False)).shuffle(byte_ids)
+    spelling = {byte_ids[b]: bytes([b]) for b in alphabet}
+    merges = {}
+    for _ in range(draw(st.integers(0, 40))):
+        pair = (draw(st.sampled_from(sorted(spelling))), draw(st.sampled_from(sorted(spelling))))
+        if pair not in merges:
+            merges[pair] = 256 + len(merges)
+            spelling[merges[pair]] = spelling[pair[0]] + spelling[pair[1]]
+    return merges, byte_ids, spelling
+
+
+@settings(max_examples=200, deadline=None)
+@given(table=byte_merge_tables(), data=st.data())
+def test_c_chunk_encoder_equals_python_twin(table, data):
+    """The kernel against its twin directly, on bytes that need not be UTF-8, short and long (the
+    heap path), glued from the spellings of random tokens, through encode_bytes and the cached
+    encode_chunks."""
+    merges, byte_ids, spelling = table
+    pieces = st.sampled_from(sorted(spelling.values()))
+    chunk = b"".join(data.draw(st.lists(pieces, max_size=200) | st.lists(pieces, min_size=30, max_size=400)))
+    c, python = ChunkEncoder(merges, byte_ids, native=True), ChunkEncoder(merges, byte_ids, native=False)
+    assert c.encode_bytes(chunk) == python.encode_bytes(chunk)
+    characters = st.sampled_from([piece.decode("latin-1") for piece in spelling.values()] + ["日"])
+    texts = data.draw(st.lists(st.lists(characters, max_size=100).map("".join), max_size=6))
+    assert c.encode_chunks(texts + texts) == python.encode_chunks(texts + texts)
 
 
 def test_merge_ids_out_of_order_are_refused():

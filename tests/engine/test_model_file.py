@@ -221,3 +221,41 @@ def test_saved_files_have_a_normal_files_mode(tmp_path, trained):
     (tmp_path / "tok.model").chmod(0o640)
     trained.save(tmp_path / "tok")  # replacing keeps the file's mode
     assert (tmp_path / "tok.model").stat().st_mode & 0o777 == 0o640
+
+
+# ------------------------------------------------------------- load takes what save took
+
+
+def test_load_and_from_file_take_the_save_prefix(tmp_path, trained):
+    """save("ext") writes ext.model; load("ext") and from_file("ext") read it, as minbpe users expect."""
+    trained.save(tmp_path / "ext")
+    assert (tmp_path / "ext.model").is_file() and not (tmp_path / "ext").exists()
+    assert_same_tokenizer(Tokenizer.from_file(tmp_path / "ext"), trained)
+    assert_same_tokenizer(Tokenizer.from_file(str(tmp_path / "ext")), trained)
+    loaded = RegexTokenizer()
+    loaded.load(tmp_path / "ext")
+    assert_same_tokenizer(loaded, trained)
+    basic = BasicTokenizer()
+    basic.train("aaabdaaabac", 259)
+    basic.save(tmp_path / "dotted.v2")  # a prefix with a dot: dotted.v2.model
+    assert_same_tokenizer(Tokenizer.from_file(tmp_path / "dotted.v2"), basic)
+
+
+def test_an_existing_file_named_by_the_prefix_comes_first(tmp_path, trained):
+    trained.save(tmp_path / "ext")
+    (tmp_path / "ext").write_text("not a model\n")
+    with pytest.raises(ModelFileError, match="expected a .model file"):
+        Tokenizer.from_file(tmp_path / "ext")
+    (tmp_path / "ext").unlink()
+    (tmp_path / "ext").mkdir()  # a folder is not a file: the prefix's .model is read
+    assert_same_tokenizer(Tokenizer.from_file(tmp_path / "ext"), trained)
+
+
+@pytest.mark.parametrize("name", ["missing", "missing.model"])
+def test_a_missing_file_names_both_paths_tried(tmp_path, name):
+    path = tmp_path / name
+    message = f"no tokenizer file at {path} or {path}.model"
+    with pytest.raises(FileNotFoundError, match=message.replace(".", r"\.")):
+        Tokenizer.from_file(path)
+    with pytest.raises(FileNotFoundError, match=message.replace(".", r"\.")):
+        RegexTokenizer().load(str(path))

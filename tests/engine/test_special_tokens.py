@@ -125,6 +125,83 @@ def test_registering_taken_ids_is_an_error(tok):
     assert copy.special_tokens == {"<|a|>": 701}
 
 
+def test_a_disallowed_special_token_raises_a_typed_error_naming_it(tok):
+    """Callers (the CLI) catch the error by type and read the token, not the message."""
+    import pickle
+
+    from hf_bbpe import DisallowedSpecialToken
+
+    with pytest.raises(DisallowedSpecialToken) as caught:
+        tok.encode("a <|fim_prefix|> b <|endoftext|>", allowed_special={"<|endoftext|>"})
+    assert caught.value.token == "<|fim_prefix|>"
+    assert isinstance(caught.value, ValueError)
+    again = pickle.loads(pickle.dumps(caught.value))  # as it comes back from an encode_batch worker
+    assert again.token == "<|fim_prefix|>" and str(again) == str(caught.value)
+
+
+@pytest.mark.parametrize("bad_id, problem", [
+    (-1, "negative id -1"),
+    (5.0, "5.0, which is not an int"),
+    ("700", "'700', which is not an int"),
+    (True, "True, which is not an int"),
+    (2_000_000_000, "more than 2**20 above the largest normal id 511"),
+])
+def test_bad_special_ids_are_rejected_naming_the_token(tok, bad_id, problem):
+    copy = RegexTokenizer("gpt4")
+    copy.merges = tok.merges
+    with pytest.raises(ValueError, match=re.escape(problem)) as caught:
+        copy.register_special_tokens({"<|ok|>": 600, "<|bad|>": bad_id})
+    assert "'<|bad|>'" in str(caught.value)
+    assert copy.special_tokens == {}  # nothing registered
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        RegexTokenizer.from_merges(tok.merges, pattern="gpt4", special_tokens={"<|bad|>": bad_id})
+
+
+def test_the_bound_for_large_ids_and_its_override(tok):
+    copy = RegexTokenizer("gpt4")
+    copy.merges = tok.merges
+    limit = 511 + 2**20
+    copy.register_special_tokens({"<|edge|>": limit})  # the largest id allowed by default
+    with pytest.raises(ValueError, match="allow_large_ids=True"):
+        copy.register_special_tokens({"<|past|>": limit + 1})
+    copy.register_special_tokens({"<|far|>": 2_000_000_000}, allow_large_ids=True)
+    assert copy.special_tokens["<|far|>"] == 2_000_000_000
+    import numpy as np
+
+    copy.register_special_tokens({"<|np|>": np.int64(700)})  # numpy's integers are ints
+    assert type(copy.special_tokens["<|np|>"]) is int
+
+
+def test_a_bad_special_tokens_assignment_changes_nothing(tok):
+    copy = RegexTokenizer("gpt4")
+    copy.merges = tok.merges
+    copy.special_tokens = {"<|a|>": 700}
+    with pytest.raises(ValueError, match="already a normal token"):
+        copy.special_tokens = {"<|b|>": 300}
+    assert copy.special_tokens == {"<|a|>": 700}
+    assert copy.encode("<|a|>", allowed_special="all") == [700]
+
+
+def test_from_merges_and_from_file_build_the_class_they_are_called_on(tok, tmp_path):
+    from hf_bbpe import BasicTokenizer, Tokenizer
+
+    class MyTokenizer(RegexTokenizer):
+        pass
+
+    built = MyTokenizer.from_merges(tok.merges, pattern="gpt2")
+    assert type(built) is MyTokenizer and built.pattern == RegexTokenizer("gpt2").pattern
+    assert type(MyTokenizer.from_merges(tok.merges)) is MyTokenizer  # the class's default pattern
+    assert type(BasicTokenizer.from_merges(tok.merges)) is BasicTokenizer
+    with pytest.raises(ValueError, match="BasicTokenizer has no split pattern"):
+        BasicTokenizer.from_merges(tok.merges, pattern="gpt4")
+    assert type(Tokenizer.from_merges(tok.merges, pattern="gpt4")) is RegexTokenizer
+    assert type(Tokenizer.from_merges(tok.merges)) is BasicTokenizer
+    built.save(tmp_path / "mine")
+    assert type(MyTokenizer.from_file(tmp_path / "mine.model")) is MyTokenizer
+    assert type(Tokenizer.from_file(tmp_path / "mine.model")) is RegexTokenizer
+    assert type(built.extend("hello hello", 2, progress=False)) is MyTokenizer
+
+
 # ------------------------------------------------------------------- lone surrogates
 
 SURROGATE_TEXTS = [

@@ -17,6 +17,7 @@ from tests.support.hf import EOT, mix_docs, run_python, trained_engine
 from transformers.dynamic_module_utils import get_imports, get_relative_import_files, get_relative_imports
 
 import hf_bbpe.tokenization_bbpe as tokenization_bbpe
+from hf_bbpe import RegexTokenizer
 from hf_bbpe.tokenization_bbpe import BBPETokenizer
 
 pytestmark = pytest.mark.transformers_compat
@@ -63,3 +64,26 @@ def test_saved_folder_holds_the_closure_and_runs_it_alone(tmp_path):
         """,
         tmp_path, block_hf_bbpe=True)
     assert json.loads(out.splitlines()[-1]) == [hf(doc)["input_ids"] for doc in docs]
+
+
+def test_saved_folder_trains_with_the_python_merge_loop(tmp_path):
+    """A folder holds no compiled module, so its trainer.py runs merge_loop.py: same merges as C."""
+    folder = tmp_path / "folder"
+    BBPETokenizer.from_engine(trained_engine(), eos_token=EOT).save_pretrained(folder)
+    docs = mix_docs()[:80]
+    out = run_python(
+        f"""
+        import importlib, json, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        engine = importlib.import_module("folder.tokenizer")
+        kernel = importlib.import_module("folder.trainer").merge_kernel()
+        tok = engine.RegexTokenizer("gpt4")
+        tok.train({docs!r}, 600, progress=False)
+        print(json.dumps([kernel.__name__, [[a, b, new] for (a, b), new in tok.merges.items()]]))
+        """,
+        tmp_path, block_hf_bbpe=True)
+    kernel, merges = json.loads(out.splitlines()[-1])
+    assert kernel == "folder.merge_loop"
+    expected = RegexTokenizer("gpt4")
+    expected.train(docs, 600, progress=False)
+    assert merges == [[a, b, new] for (a, b), new in expected.merges.items()] and len(merges) == 600 - 256

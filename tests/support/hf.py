@@ -91,7 +91,9 @@ def _clean_env(cwd: Path, env: dict | None) -> dict:
                 if not key.startswith(("HF_", "HUGGINGFACE_", "PYTHON")) or key == "PYTHONPATH"}  # a worktree's code
     full_env.update({"HF_HUB_OFFLINE": "1", "HF_HOME": str(cwd / "hf_home"), "HF_HUB_DISABLE_TELEMETRY": "1",
                      "HF_MODULES_CACHE": str(cwd / "hf_modules"), "PYTHONDONTWRITEBYTECODE": "1",
-                     "TOKENIZERS_PARALLELISM": "false"})
+                     "TOKENIZERS_PARALLELISM": "false",
+                     # the checkout under test, not whichever copy the venv has installed
+                     "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     full_env.update(env or {})
     return full_env
 

@@ -32,10 +32,11 @@ _SEPARATOR = -1
 
 
 def split_chunks(text: str, pattern: str | None) -> list[str]:
-    """The chunks minbpe trains on and encodes: regex matches, or the whole text if no pattern."""
+    """The chunks minbpe trains on and encodes: whole regex matches (as tiktoken; minbpe's findall
+    would return capturing groups instead), or the whole text if no pattern."""
     if not pattern:
         return [text] if text else []
-    return regex.findall(pattern, text)
+    return [match.group() for match in regex.finditer(pattern, text)]
 
 
 def corpus_chunks(documents: Iterable[str], pattern: str | None) -> list[bytes]:

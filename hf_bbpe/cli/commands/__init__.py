@@ -1,6 +1,8 @@
 """The subcommands of ``hf-bbpe``, one module each; each exposes ``register(subparsers)``.
 
-``COMMANDS`` lists the modules in the order ``hf-bbpe --help`` shows them.
+``COMMANDS`` lists the modules in the order ``hf-bbpe --help`` shows them. Every ``register``
+has the same argparse shape (add_parser, arguments, set_defaults); what several commands share
+is defined once in ``cli/arguments.py``, and the rest is each command's own.
 """
 
 COMMANDS = (

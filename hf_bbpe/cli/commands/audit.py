@@ -7,7 +7,7 @@ import argparse
 
 from ...analysis.audit import audit_tokenizer, report_to_json, report_to_text
 from ..arguments import add_tokenizer, load, non_negative_int, positive_int, write_stdout
-from ..text_input import display_name, expand_inputs, read_text
+from ..text_input import expand_inputs, read_texts
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,9 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    paths = expand_inputs(args.corpus)
+    corpus = read_texts(expand_inputs(args.corpus))
     loaded = load(args, args.tokenizer)
-    corpus = [(display_name(p), read_text(p)) for p in paths]
     report = audit_tokenizer(loaded.tokenizer, corpus, name=loaded.name, rare=args.rare)
     write_stdout(report_to_json(report) if args.json else report_to_text(report, top=args.top))
     return 0

@@ -6,7 +6,7 @@ import argparse
 
 from ...analysis.compare import compare_tokenizers, rows_to_csv, rows_to_json, rows_to_table
 from ..arguments import add_tokenizers, load, write_stdout
-from ..text_input import display_name, expand_inputs, read_text
+from ..text_input import expand_inputs, read_texts
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,23 +15,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Encode each file with each tokenizer and print tokens, bytes per token and characters "
                     "per token (higher is more compact), and tokens relative to the first tokenizer; a total "
                     "per tokenizer when there are several files. Special-token strings count as plain text "
-                    "unless --specials.",
+                    "unless --allow-specials.",
     )
     add_tokenizers(p)
     p.add_argument("files", metavar="FILE", nargs="+", help="text files or globs; '-' reads stdin")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--csv", action="store_true", help="print CSV")
     fmt.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--specials", action="store_true", help="encode special-token strings as special tokens")
+    p.add_argument("--allow-specials", action="store_true", help="encode special-token strings as special tokens")
+    # the old spelling, hidden: elsewhere --specials takes a value (raise, allow, text)
+    p.add_argument("--specials", dest="allow_specials", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    paths = expand_inputs(args.files)
+    texts = read_texts(expand_inputs(args.files), each=True)  # one row per file: none may be empty
     tokenizers = [load(args, spec) for spec in args.tokenizers]
     names = _unique([t.name for t in tokenizers])
-    texts = [(display_name(p), read_text(p)) for p in paths]
-    rows = compare_tokenizers([(n, t.tokenizer) for n, t in zip(names, tokenizers)], texts, specials=args.specials)
+    rows = compare_tokenizers([(n, t.tokenizer) for n, t in zip(names, tokenizers)], texts, specials=args.allow_specials)
     if args.csv:
         write_stdout(rows_to_csv(rows))
     elif args.json:

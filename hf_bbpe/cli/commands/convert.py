@@ -11,8 +11,8 @@ from ...patterns import pattern_name, resolve_pattern
 from ...tokenizer import Tokenizer
 from ..arguments import add_import_flags, import_options, parse_special_assignment
 from ..errors import CommandError
+from ..output_dir import check_output, save_folder
 from ..tokenizer_spec import conversion_function, load_tokenizer
-from .train import save_folder
 
 SOURCES = ("auto", "gpt2", "tiktoken", "tekken", "minbpe", "hf", "preset")
 TARGETS = ("gpt2", "tiktoken", "minbpe", "hf")
@@ -103,6 +103,20 @@ def read_source(source: str, inputs: list[str], pattern: str | None, *, strict: 
     return conversion_function("load_preset")(inputs[0], inputs[1], check_hash=check_hash)
 
 
+def check_target(target: str, output: str) -> None:
+    """Fail before reading anything if ``write_target`` could not write ``output``."""
+    if target == "hf" and not output.endswith(".json"):
+        check_output(output, folder=True)
+    elif target == "gpt2":
+        check_output(output, folder=True, make_parents=True)  # to_gpt2_files creates the folder
+    elif target == "minbpe":
+        prefix = output.removesuffix(".model")
+        for suffix in (".model", ".vocab"):
+            check_output(prefix + suffix, folder=False)
+    else:
+        check_output(output, folder=False)
+
+
 def write_target(tok: Tokenizer, target: str, output: str, *, force: bool) -> None:
     """Write ``tok`` as ``target`` at ``output`` (the conversion package writes atomically)."""
     if target == "hf" and not output.endswith(".json"):
@@ -122,6 +136,7 @@ def write_target(tok: Tokenizer, target: str, output: str, *, force: bool) -> No
 
 
 def run(args: argparse.Namespace) -> int:
+    check_target(args.target, args.output)
     extra = dict(parse_special_assignment(s) for s in args.special)
     options = import_options(args)
     tok = read_source(args.source, args.inputs, args.pattern, strict=options["strict"],

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..arguments import add_specials, add_tokenizer, encode_policy, load, write_stdout
-from ..errors import CommandError
+from ...special_tokens import DisallowedSpecialToken
+from ..arguments import add_specials, add_tokenizer, encode_policy, load, special_token_in_text, write_stdout
 from ..text_input import STDIN, text_argument
 
 
@@ -29,11 +29,7 @@ def run(args: argparse.Namespace) -> int:
     tok = load(args, args.tokenizer).tokenizer
     try:
         ids = tok.encode(text, **encode_policy(args.specials))
-    except ValueError as exc:
-        if "disallowed special token" not in str(exc):
-            raise
-        found = next(t for t in sorted(tok.special_tokens, key=len, reverse=True) if t in text)
-        raise CommandError(f"{source} contains the special token {found!r}; pass --specials allow to encode it "
-                           "as its id, or --specials text to encode it as plain text") from None
+    except DisallowedSpecialToken as exc:
+        raise special_token_in_text(source, exc.token) from None
     write_stdout((json.dumps(ids) if args.json else " ".join(map(str, ids))) + "\n")
     return 0

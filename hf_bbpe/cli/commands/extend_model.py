@@ -7,11 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..arguments import non_negative_int, positive_int
+from ..arguments import add_role_options, non_negative_int, positive_int, role_tokens
 from ..errors import CommandError
+from ..output_dir import check_output
 from ..text_input import read_text
 from ..tokenizer_spec import saved_by_bbpe
 
+# surgery.TOKEN_INIT_METHODS, written out: importing surgery imports torch (a test keeps them equal)
 INITS = ("mean", "subtoken_mean", "normal", "zeros")
 
 
@@ -31,9 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--init", choices=INITS, default="mean",
                    help="new rows: mean of the old rows (default), mean of the rows of the ids each token's text "
                         "encodes to (subtoken_mean), normal noise, or zeros")
-    for role in ("bos", "eos", "pad"):
-        p.add_argument(f"--{role}-token", metavar="TOKEN", default=None,
-                       help=f"declare this token as {role} (added as special if new; config ids follow)")
+    add_role_options(p, help="declare this token as {role} (added as special if new; config ids follow)")
     p.add_argument("--pad-to-multiple-of", type=positive_int, default=None,
                    help="round the number of rows up to a multiple of this")
     p.add_argument("--tokenizer", metavar="DIR", default=None,
@@ -59,17 +59,18 @@ def load_hf_tokenizer(folder: Path):
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.out, folder=True, make_parents=True)  # extend_checkpoint creates missing parents
+    if Path(args.out).exists() and not args.overwrite:
+        raise CommandError(f"{args.out}: already exists (pass --overwrite to replace it)")
     tokens = list(args.add)
     if args.tokens_file:
         tokens += [line for line in read_text(args.tokens_file).splitlines() if line]
-    roles = {role: getattr(args, f"{role}_token") for role in ("bos", "eos", "pad") if getattr(args, f"{role}_token")}
+    roles = role_tokens(args)
     if not tokens and not roles:
         raise CommandError("nothing to add: give --add TOKEN, --tokens-file or a --{bos,eos,pad}-token")
     ckpt = Path(args.checkpoint)
     if not (ckpt / "config.json").is_file():
         raise CommandError(f"{ckpt}: not a checkpoint folder (no config.json)")
-    if Path(args.out).exists() and not args.overwrite:
-        raise CommandError(f"{args.out}: already exists (pass --overwrite to replace it)")
     try:
         from ... import surgery
     except ImportError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ...model_file import render_token
+from ...byte_unicode import render_token
 from ...patterns import pattern_name
 from ...analysis.text_table import format_table
 from ...tokenizer import Tokenizer

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..arguments import add_tokenizer, load
 from ..errors import CommandError
 from ..tokenizer_spec import saved_by_bbpe
-from .train import transformers_class
+from ..output_dir import transformers_class
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

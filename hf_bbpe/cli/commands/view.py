@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from ...atomic_write import write_text_atomic
 from ...analysis.token_view import render_html, render_terminal, summary_line, tokenize_for_view
-from ..arguments import add_color, add_specials, add_tokenizers, encode_policy, load, use_color, write_stdout
-from ..errors import CommandError
+from ..arguments import (
+    add_color,
+    add_specials,
+    add_tokenizers,
+    encode_policy,
+    load,
+    non_negative_int,
+    special_token_in_text,
+    use_color,
+    write_stdout,
+)
+from ..output_dir import check_output
 from ..text_input import STDIN, text_argument
+
+HTML_MAX_CHARS = 50_000
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--text", default=None, help="view this text instead of reading a file")
     p.add_argument("--html", metavar="OUT.html", default=None, help="write an HTML page instead")
     p.add_argument("--title", default="hf-bbpe token view", help="title of the HTML page")
+    p.add_argument("--max-chars", type=non_negative_int, default=HTML_MAX_CHARS,
+                   help=f"draw the tokens of at most this many characters in the HTML page (default {HTML_MAX_CHARS}: "
+                        "a page takes about 60 bytes per character and tokenizer); 0 = no limit")
     p.add_argument("--ids", action="store_true", help="show the id after each token")
     p.add_argument("--sep", default="|", help="separator between tokens in plain text (default '|')")
     add_color(p)
@@ -32,6 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.html:
+        check_output(args.html, folder=False)
     text, source = text_argument(args.file, args.text)
     policy = encode_policy(args.specials)
     views = []
@@ -41,14 +59,16 @@ def run(args: argparse.Namespace) -> int:
         if policy["disallowed_special"] == "all":
             found = [t for t in tok.special_tokens if t in text]
             if found:
-                raise CommandError(f"{source} contains the special token {found[0]!r} of {loaded.name}; pass "
-                                   "--specials allow or --specials text")
+                raise special_token_in_text(source, found[0], loaded.name)
         views.append(tokenize_for_view(tok, loaded.name, text, allowed_special=policy["allowed_special"]))
     if args.html:
-        write_text_atomic(args.html, render_html(views, title=args.title, show_ids=args.ids))
+        write_text_atomic(args.html, render_html(views, title=args.title, show_ids=args.ids, max_chars=args.max_chars))
         for view in views:
             print(summary_line(view), file=sys.stderr)
         print(f"wrote {args.html}", file=sys.stderr)
+        if args.max_chars and len(text) > args.max_chars:
+            warnings.warn(f"the page shows the tokens of the first {args.max_chars} of {len(text)} characters; "
+                          "pass --max-chars 0 for the full page (about 60 bytes per character and tokenizer)")
         return 0
     color = use_color(args.color)
     for i, view in enumerate(views):

@@ -1,0 +1,223 @@
+"""The BPE merge loop in pure Python: the readable twin of ``_merge_loop.c``.
+
+``trainer.train_merges`` runs the C kernel when it is built and this module otherwise: in the
+copy of the tokenizer code that transformers saves beside a model for ``trust_remote_code=True``
+(a folder never holds a compiled module), or in a source checkout that was not built. Both have
+the same ``train`` function, take the same arguments and return the same merges in the same
+order; tests/engine/test_merge_loop.py holds the kernel to this file on hypothesis corpora.
+
+The algorithm, step by step (names as in the C file):
+
+* All unique words lie end to end in one list of symbols. Each word is a doubly linked list
+  (``prv``/``nxt``): a merge overwrites the left symbol with the new id and unlinks the right one,
+  so positions never move, and a position identifies one place in the corpus for good.
+* Every adjacent pair has a :class:`_Pair` record: its total count (the sum of the counts of the
+  words it occurs in, once per occurrence) and the positions of its left symbol. Positions are
+  appended in increasing order (all at the start, or during the one merge that created the
+  pair), so each list is sorted. A position goes stale when a neighbouring merge consumes it;
+  it is checked when read (:func:`_occurs_at`), never removed.
+* A max-heap holds ``(count, tie key, pair)``. Updates are lazy: an existing pair's count only
+  falls, so a popped entry whose count or key is out of date is pushed back with the current one;
+  pairs that a merge creates are pushed after that merge.
+* The tie key decides between equal counts, smaller first. ``"smallest_pair"`` (rustbpe's rule):
+  ``left << 32 | right``, i.e. the pair ``(left, right)`` that sorts first. ``"first_occurrence"``
+  (minbpe's rule, words in order of first appearance): the pair's first valid position, which is
+  its first occurrence in the corpus.
+* Merging a pair walks its positions left to right. At each valid one, the pairs with the left
+  and right neighbours lose the word's count, the pairs they now form with the new id gain it,
+  and the merged pair loses it. With ``a == b`` (a run like ``aaaa``) this also removes the
+  overlapping occurrences, exactly as merging left to right does.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+
+DONE, OUT_OF_PAIRS, BELOW_MIN_FREQUENCY = 0, 1, 2
+"""The ``stop`` codes that ``train`` returns with the merges."""
+
+_DEAD = -1  # symbol of a position that a merge consumed; never a token id
+_NO_POSITION = (1 << 64) - 1  # tie key of a pair with no valid position left (sorts last)
+_VETOED = -(1 << 62)  # count given to a pair that allow_pair rejected: never positive again
+_INT32_MAX = (1 << 31) - 1
+
+
+class _Pair:
+    """One adjacent pair (a, b): total count, where it may occur, and bookkeeping."""
+
+    __slots__ = ("a", "b", "count", "positions", "head", "stamp")
+
+    def __init__(self, a: int, b: int) -> None:
+        self.a = a
+        self.b = b
+        self.count = 0
+        self.positions: list[int] = []
+        self.head = 0  # positions[:head] are known to be stale
+        self.stamp = -1  # the last merge that created this pair, so that it is pushed once
+
+
+class _Corpus:
+    """The symbols of all words with their links, the pair table and the tie-break rule."""
+
+    def __init__(self, sym: list[int], lengths: Sequence[int], counts: Sequence[int], by_occurrence: bool) -> None:
+        n = len(sym)
+        self.sym = sym
+        self.prv = [-1] * n
+        self.nxt = [-1] * n
+        self.weight = [0] * n  # the count of the word each position belongs to
+        self.pairs: dict[tuple[int, int], _Pair] = {}
+        self.by_occurrence = by_occurrence
+        start = 0
+        for length, count in zip(lengths, counts):
+            end = start + length
+            if length < 0 or end > n:
+                raise ValueError("word lengths do not add up to the number of symbols")
+            for i in range(start, end):
+                self.weight[i] = count
+                self.prv[i] = i - 1 if i > start else -1
+                self.nxt[i] = i + 1 if i + 1 < end else -1
+            for i in range(start, end - 1):
+                self.bump(sym[i], sym[i + 1], count, i)
+            start = end
+
+    def bump(self, a: int, b: int, delta: int, position: int | None = None) -> _Pair:
+        """Add ``delta`` to the count of (a, b), creating it if new, and record ``position``."""
+        pair = self.pairs.get((a, b))
+        if pair is None:
+            pair = self.pairs[a, b] = _Pair(a, b)
+        pair.count += delta
+        if position is not None:
+            pair.positions.append(position)
+        return pair
+
+    def occurs_at(self, pair: _Pair, i: int) -> bool:
+        """Whether ``pair`` still occurs at position ``i`` (its entry may be stale)."""
+        j = self.nxt[i]
+        return self.sym[i] == pair.a and j >= 0 and self.sym[j] == pair.b
+
+    def tie_key(self, pair: _Pair) -> int:
+        """Smaller wins among equal counts: the pair's ids, or its first valid position."""
+        if not self.by_occurrence:
+            return pair.a << 32 | pair.b
+        positions = pair.positions
+        while pair.head < len(positions) and not self.occurs_at(pair, positions[pair.head]):
+            pair.head += 1
+        return positions[pair.head] if pair.head < len(positions) else _NO_POSITION
+
+    def heap_entry(self, pair: _Pair) -> tuple[int, int, int, int]:
+        """A heap item: heapq is a min-heap, so the count is negated; (a, b) only breaks exact ties."""
+        return (-pair.count, self.tie_key(pair), pair.a, pair.b)
+
+    def merge(self, pair: _Pair, x: int, merge_number: int) -> list[_Pair]:
+        """Replace every occurrence of ``pair``, left to right, by ``x``; return the pairs it created."""
+        a, b = pair.a, pair.b
+        sym, prv, nxt = self.sym, self.prv, self.nxt
+        positions = pair.positions  # no entries are added to it during the pass: new pairs contain x
+        pair.positions = []
+        created: list[_Pair] = []
+        for i in positions[pair.head if self.by_occurrence else 0:]:
+            j = nxt[i]
+            if sym[i] != a or j < 0 or sym[j] != b:
+                continue  # stale: a neighbouring merge consumed this occurrence
+            c = self.weight[i]
+            left, right = prv[i], nxt[j]
+            made = []
+            if left >= 0:
+                self.bump(sym[left], a, -c)
+                made.append(self.bump(sym[left], x, c, left))
+            if right >= 0:
+                self.bump(b, sym[right], -c)
+                made.append(self.bump(x, sym[right], c, i))
+            pair.count -= c
+            for new_pair in made:
+                if new_pair.stamp != merge_number:
+                    new_pair.stamp = merge_number
+                    created.append(new_pair)
+            sym[i] = x
+            sym[j] = _DEAD
+            nxt[i] = right
+            if right >= 0:
+                prv[right] = i
+        return created
+
+
+def train(
+    symbols: bytes | Sequence[int],
+    lengths: Sequence[int],
+    counts: Sequence[int],
+    num_merges: int,
+    first_id: int,
+    taken: set[int] | None,
+    by_occurrence: bool,
+    min_frequency: int,
+    on_merge: Callable[[int, int, int, int], object] | None,
+    allow_pair: Callable[[int, int], bool] | None = None,
+) -> tuple[list[tuple[int, int, int, int]], int]:
+    """Learn up to ``num_merges`` merges; the same function as ``_merge_loop.train``.
+
+    ``symbols``: the token ids of all words end to end (``bytes`` or a buffer of int32);
+    ``lengths``: int32 per word; ``counts``: int64 per word. New ids count up from ``first_id``,
+    skipping those in ``taken``. ``on_merge(a, b, new_id, count)`` is called after each merge;
+    ``allow_pair(a, b)``, asked when a pair is about to be merged, vetoes it for good.
+
+    Returns ``(merges, stop)``: merges as ``[(a, b, new_id, count), ...]`` in order; stop is
+    :data:`DONE`, :data:`OUT_OF_PAIRS` or :data:`BELOW_MIN_FREQUENCY`.
+    """
+    symbols, lengths, counts = _checked_buffers(symbols, lengths, counts)
+    corpus = _Corpus(symbols, lengths, counts, bool(by_occurrence))
+    heap = [corpus.heap_entry(pair) for pair in corpus.pairs.values() if pair.count > 0]
+    heapq.heapify(heap)
+
+    merges: list[tuple[int, int, int, int]] = []
+    next_id = first_id
+    stop = DONE
+    while len(merges) < num_merges:
+        if not heap:
+            stop = OUT_OF_PAIRS
+            break
+        entry = heapq.heappop(heap)
+        pair = corpus.pairs[entry[2], entry[3]]
+        if pair.count <= 0:
+            continue  # merged or vetoed since this entry was pushed
+        current = corpus.heap_entry(pair)
+        if current != entry:
+            heapq.heappush(heap, current)  # out of date: requeue with the current count and key
+            continue
+        if pair.count < min_frequency:
+            stop = BELOW_MIN_FREQUENCY
+            break
+        if allow_pair is not None and not allow_pair(pair.a, pair.b):
+            pair.count = _VETOED
+            continue
+        while taken is not None and next_id in taken:
+            next_id += 1
+        if next_id > _INT32_MAX:
+            raise OverflowError("token ids past 2**31")
+        x = next_id
+        next_id += 1
+        count = pair.count
+        for new_pair in corpus.merge(pair, x, len(merges)):
+            if new_pair.count > 0:
+                heapq.heappush(heap, corpus.heap_entry(new_pair))
+        merges.append((pair.a, pair.b, x, count))
+        if on_merge is not None:
+            on_merge(pair.a, pair.b, x, count)
+    return merges, stop
+
+
+def _checked_buffers(symbols: object, lengths: object, counts: object) -> list[list[int]]:
+    """The three buffers as lists, with the C kernel's checks of their item sizes."""
+    symbols, lengths, counts = memoryview(symbols), memoryview(lengths), memoryview(counts)
+    if (
+        symbols.itemsize not in (1, 4)
+        or lengths.itemsize != 4
+        or counts.itemsize != 8
+        or lengths.nbytes // 4 != counts.nbytes // 8
+    ):
+        raise ValueError("symbols must be uint8 or int32, lengths int32, counts int64, one per word")
+    if symbols.nbytes // symbols.itemsize >= _INT32_MAX:
+        raise OverflowError("too many symbols for one training run (2**31)")
+    # read the raw bytes as the C kernel does: uint8 or int32 symbols, int32 lengths, int64 counts
+    symbol_format = "B" if symbols.itemsize == 1 else "i"
+    return [view.cast("B").cast(fmt).tolist() for view, fmt in ((symbols, symbol_format), (lengths, "i"), (counts, "q"))]

@@ -1,0 +1,194 @@
+"""The C merge loop (``_merge_loop.c``) and its pure-Python twin (``merge_loop.py``) are one function.
+
+* On hypothesis corpora given straight to both kernels (small alphabets to force ties, runs,
+  empty and one-symbol words, counts past 2**32, bytes and int32 symbols, taken ids, both
+  tie-break rules, min_frequency, more merges than the corpus supports, a vetoing allow_pair), the
+  two return the same merges in the same order, the same stop code, and call on_merge and
+  allow_pair with the same arguments in the same order.
+* The twin alone equals the naive reference trainer (tests/support/reference_bpe.py) under both
+  tie-break rules.
+* With the C module unimportable (a fresh interpreter), training falls back to the twin and
+  learns the same merges on taylorswift.txt as the C kernel does here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from array import array
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.support.reference_bpe import corpus_chunks, naive_train
+
+from hf_bbpe import RegexTokenizer, merge_loop, trainer
+from hf_bbpe.patterns import GPT4_SPLIT_PATTERN
+
+ROOT = Path(__file__).resolve().parents[2]
+TAYLORSWIFT = ROOT / "tests" / "data" / "text" / "taylorswift.txt"
+KERNEL = trainer.merge_kernel()
+TWIN = merge_loop
+
+COUNTS = st.one_of(
+    st.integers(1, 4),  # small and equal counts: ties
+    st.integers(2**32 - 3, 2**32 + 3),  # wrong if a count were cut to 32 bits
+    st.integers(0, 2**40),
+)
+
+
+@st.composite
+def kernel_inputs(draw) -> dict:
+    """Arguments for ``train`` of either kernel: words over a few symbols, with counts."""
+    as_bytes = draw(st.booleans())
+    pool = [97, 98, 99, 200] if as_bytes else [0, 5, 300, 70_000, 2**31 - 2]
+    alphabet = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3, unique=True))
+    run = st.builds(lambda symbol, n: [symbol] * n, st.sampled_from(alphabet), st.integers(1, 6))  # "aaaa"
+    word = st.lists(run, max_size=5).map(lambda runs: [s for r in runs for s in r])
+    words = draw(st.lists(word, max_size=12))
+    first_id = 256 if as_bytes else 2**31 - 40
+    taken = draw(st.none() | st.sets(st.integers(first_id, first_id + 30), min_size=1))
+    return {
+        "symbols": bytes(s for w in words for s in w) if as_bytes else array("i", [s for w in words for s in w]),
+        "lengths": array("i", map(len, words)),
+        "counts": array("q", [draw(COUNTS) for _ in words]),
+        "num_merges": draw(st.integers(0, 40)),
+        "first_id": first_id,
+        "taken": taken,
+        "by_occurrence": draw(st.booleans()),
+        "min_frequency": draw(st.sampled_from([1, 1, 2, 3, 2**32])),
+    }
+
+
+def run_kernel(kernel, args: dict, veto: int | None) -> dict:
+    """Everything a kernel returns and calls back with, for one set of arguments."""
+    calls = []
+
+    def on_merge(a, b, new_id, count):
+        calls.append(("merged", a, b, new_id, count))
+
+    def allow_pair(a, b):
+        calls.append(("asked", a, b))
+        return (a * 7 + b) % veto != 0
+
+    try:
+        merges, stop = kernel.train(
+            args["symbols"], args["lengths"], args["counts"], args["num_merges"], args["first_id"], args["taken"],
+            args["by_occurrence"], args["min_frequency"], on_merge, allow_pair if veto else None,
+        )
+    except OverflowError as error:  # new ids past 2**31 - 1
+        return {"error": str(error), "calls": calls}
+    return {"merges": merges, "stop": stop, "calls": calls}
+
+
+def test_merge_kernel_is_built():
+    """Otherwise the C-versus-twin tests below would compare the twin with itself."""
+    assert KERNEL.__name__ == "hf_bbpe._merge_loop"
+    assert TWIN.__name__ == "hf_bbpe.merge_loop"
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(args=kernel_inputs(), veto=st.sampled_from([None, None, 3, 5]))
+def test_c_kernel_equals_twin(args, veto):
+    assert run_kernel(KERNEL, args, veto) == run_kernel(TWIN, args, veto)
+
+
+@pytest.mark.parametrize("kernel", [KERNEL, TWIN], ids=["C", "python"])
+def test_counts_past_32_bits_decide_the_order(kernel):
+    """(a, b) occurs 2**32 + 1 times, (c, d) 2 times: cut to 32 bits, (c, d) would come first."""
+    args = {"symbols": b"abcd", "lengths": array("i", [2, 2]), "counts": array("q", [2**32 + 1, 2]),
+            "num_merges": 5, "first_id": 256, "taken": None, "by_occurrence": False, "min_frequency": 1}
+    out = run_kernel(kernel, args, None)
+    assert out["merges"] == [(97, 98, 256, 2**32 + 1), (99, 100, 257, 2)]
+    assert out["stop"] == merge_loop.OUT_OF_PAIRS
+
+
+@pytest.mark.parametrize("kernel", [KERNEL, TWIN], ids=["C", "python"])
+@pytest.mark.parametrize(
+    "by_occurrence, expected",
+    [
+        (True, [(97, 97, 256), (256, 97, 257), (257, 98, 258)]),  # minbpe: the tie that occurs first
+        (False, [(97, 97, 256), (97, 98, 257), (256, 257, 258)]),  # rustbpe: the smaller pair
+    ],
+)
+def test_both_tie_breaks_on_wikipedias_example(kernel, by_occurrence, expected):
+    """The two rules give different merges here, so a test that swapped them would fail."""
+    args = {"symbols": b"aaabdaaabac", "lengths": array("i", [11]), "counts": array("q", [1]),
+            "num_merges": 3, "first_id": 256, "taken": None, "by_occurrence": by_occurrence, "min_frequency": 1}
+    assert [m[:3] for m in run_kernel(kernel, args, None)["merges"]] == expected
+
+
+@pytest.mark.parametrize("kernel", [KERNEL, TWIN], ids=["C", "python"])
+def test_bad_buffers_are_refused_alike(kernel):
+    with pytest.raises(ValueError, match="one per word"):
+        kernel.train(b"ab", array("i", [2]), array("i", [1]), 1, 256, None, False, 1, None)
+    with pytest.raises(ValueError, match="do not add up"):
+        kernel.train(b"ab", array("i", [3]), array("q", [1]), 1, 256, None, False, 1, None)
+
+
+# ---------------------------------------------------------- the twin and the naive reference
+
+CHAR_POOL = list("aab b1 \n'sé日🙂")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    docs=st.lists(st.text(st.sampled_from(CHAR_POOL), max_size=60), min_size=1, max_size=5),
+    split=st.booleans(),
+    by_occurrence=st.booleans(),
+    num_merges=st.integers(0, 40),
+    min_frequency=st.sampled_from([1, 1, 2, 3]),
+)
+def test_twin_equals_naive_reference(docs, split, by_occurrence, num_merges, min_frequency):
+    chunks = corpus_chunks(docs, GPT4_SPLIT_PATTERN if split else None)
+    tie_break = "first_occurrence" if by_occurrence else "smallest_pair"
+    expected = naive_train(chunks, num_merges, tie_break, min_frequency)
+    unique = Counter(chunks)  # in order of first appearance, as the trainer gives words
+    merges, _ = TWIN.train(
+        b"".join(unique), array("i", map(len, unique)), array("q", unique.values()), num_merges, 256, None,
+        by_occurrence, min_frequency, None,
+    )
+    assert [((a, b), new) for a, b, new, _ in merges] == list(expected.items())
+
+
+# ------------------------------------------------------------ training without the C module
+
+FALLBACK_SCRIPT = """
+import json, sys
+sys.modules["hf_bbpe._merge_loop"] = None  # importing it now raises ImportError, as if never built
+from hf_bbpe import BasicTokenizer, RegexTokenizer, trainer
+text = open(sys.argv[1], encoding="utf-8").read()
+out = {"kernel": trainer.merge_kernel().__name__, "merges": {}}
+for tie_break in ("smallest_pair", "first_occurrence"):
+    tok = RegexTokenizer("gpt4")
+    tok.train(text, 1024, tie_break=tie_break, progress=False)
+    out["merges"][tie_break] = [[a, b, new] for (a, b), new in tok.merges.items()]
+tok = BasicTokenizer()
+tok.train(text, 512, tie_break="first_occurrence", progress=False)
+out["merges"]["basic"] = [[a, b, new] for (a, b), new in tok.merges.items()]
+print(json.dumps(out))
+"""
+
+
+def test_training_without_the_c_module_learns_the_same_merges():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FALLBACK_SCRIPT), str(TAYLORSWIFT)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    out = json.loads(result.stdout.splitlines()[-1])
+    assert out["kernel"] == "hf_bbpe.merge_loop"
+    text = TAYLORSWIFT.read_text(encoding="utf-8")
+    for tie_break in ("smallest_pair", "first_occurrence"):
+        tok = RegexTokenizer("gpt4")
+        tok.train(text, 1024, tie_break=tie_break, progress=False)
+        assert out["merges"][tie_break] == [[a, b, new] for (a, b), new in tok.merges.items()], tie_break
+        assert len(tok.merges) == 1024 - 256
+    expected = naive_train(corpus_chunks([text], None), 256, "first_occurrence")
+    assert out["merges"]["basic"] == [[a, b, new] for (a, b), new in expected.items()]
