@@ -73,6 +73,20 @@ def test_llama3_reaches_the_tokens_no_merge_builds(llama3):
     assert 100769 in ids and 100421 in ids  # ' việc', '.:.:'
 
 
+def test_llama3_every_token_no_merge_builds_encodes_as_llama_models(llama3):
+    """Each of the 678 tokens as text on its own, inside words and repeated: the pieces that reach them."""
+    tok, reference = llama3
+    texts = []
+    for data in tok.unmerged_tokens.values():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        texts += [text, f"x{text}y", f"{text}{text} {text}.", f"Chúng tôi{text}"]
+    assert len(texts) > 2000
+    assert differing(tok.encode_ordinary, lambda d: reference.encode(d, bos=False, eos=False), texts) == []
+
+
 def test_presets_know_the_families(llama3):
     tok, _ = llama3
     preset = conversion.load_preset("llama3", LLAMA3_MODEL)
