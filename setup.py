@@ -1,4 +1,4 @@
-"""Build the C kernels (training merge loop, chunk encoder, pre-tokenizer, merge recovery); metadata is in pyproject.toml."""
+"""Build the C kernels (training merge loop, chunk encoder with merge recovery, pre-tokenizer); metadata is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -14,6 +14,5 @@ setup(
         kernel("hf_bbpe._merge_loop", "hf_bbpe/_merge_loop.c", (HASH_H,)),
         kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", (HASH_H,)),
         kernel("hf_bbpe._pretokenize", "hf_bbpe/_pretokenize.c"),
-        kernel("conversion._rank_splits", "conversion/_rank_splits.c"),
     ]
 )

@@ -11,7 +11,10 @@ Every format both ways, with the reference's ids::
     tok = conversion.from_tokenizer_json("tokenizer.json")
     conversion.to_tokenizer_json(tok, "tokenizer.json")
     tok = conversion.from_minbpe("x.model"); conversion.to_minbpe(tok, "prefix")
+    tok = conversion.from_tekken("tekken.json")                         # Mistral
     tok = conversion.load_preset("cl100k_base", "path/to/cl100k_base.tiktoken")
+    tok = conversion.load_preset("llama3", "Meta-Llama-3/tokenizer.model")  # also llama4, tekken
+    tok = conversion.load("any/file/or/folder")                         # the format read from the content
 
 Every failure on bad input raises :class:`FormatError` (a ValueError) naming the file and the
 line or token at fault, and nothing is written. ``to_tiktoken`` refuses merges that tiktoken's
@@ -21,9 +24,11 @@ representability.py for the rule).
 
 from .errors import FormatError
 from .gpt2_files import from_gpt2_files, from_transformers_gpt2, to_gpt2_files
+from .loading import detect_format, load
 from .minbpe_model import from_minbpe, to_minbpe
 from .presets import PRESETS, load_preset
 from .representability import RepresentabilityError, check_rank_representable
+from .tekken import from_tekken
 from .tiktoken_ranks import from_tiktoken, to_tiktoken
 from .tokenizer_json import from_tokenizer_json, to_tokenizer_json
 
@@ -32,11 +37,14 @@ __all__ = [
     "RepresentabilityError",
     "PRESETS",
     "check_rank_representable",
+    "detect_format",
     "from_gpt2_files",
     "from_minbpe",
+    "from_tekken",
     "from_tiktoken",
     "from_tokenizer_json",
     "from_transformers_gpt2",
+    "load",
     "load_preset",
     "to_gpt2_files",
     "to_minbpe",

@@ -22,6 +22,8 @@ def assemble_tokenizer(
     recovered: bool = False,
     pre_tokenizer: PreTokenizer | None = None,
     normalizer: Normalizer | None = None,
+    unmerged_tokens: Mapping[int, bytes] | None = None,
+    mode: str = "merges",
 ) -> Tokenizer:
     """A RegexTokenizer (BasicTokenizer if ``pattern`` is empty) with these merges and ids;
     ``pre_tokenizer`` (a pipeline, instead of ``pattern``) and ``normalizer`` as the engine takes them.
@@ -34,6 +36,6 @@ def assemble_tokenizer(
     try:
         return Tokenizer.from_merges(merges, pattern=pattern or None, special_tokens=special_tokens,
                                      byte_ids=byte_ids, check=not recovered, pre_tokenizer=pre_tokenizer,
-                                     normalizer=normalizer)
+                                     normalizer=normalizer, unmerged_tokens=unmerged_tokens, mode=mode)
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None

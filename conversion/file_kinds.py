@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_bbpe.model_file import EXTENDED_HEADER, MINBPE_HEADER
+from hf_bbpe.model_file import EXTENDED_HEADER, EXTENDED_HEADER_V2, MINBPE_HEADER
 
 TOKENIZER_JSON = "tokenizer.json"
 TEKKEN = "tekken"
@@ -70,16 +70,18 @@ def text_kind(path: str | os.PathLike) -> str | None:
             head = handle.read(4096)
     except OSError:
         return None
+    head = head.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark, which tiktoken reads past
     if b"\0" in head or not _is_utf8_prefix(head):
         return BINARY
     line = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", errors="replace")
-    if line in (MINBPE_HEADER, EXTENDED_HEADER):
+    if line in (MINBPE_HEADER, EXTENDED_HEADER, EXTENDED_HEADER_V2):
         return MINBPE
     if line.startswith("#version"):
         return MERGES
+    words = line.split()
+    if len(words) == 2 and words[1].lstrip("+").replace("_", "").isdigit() and _is_base64(words[0]):
+        return TIKTOKEN  # what tiktoken's load_tiktoken_bpe reads: base64, then an int() rank
     fields = line.split(" ")
-    if len(fields) == 2 and fields[1].isdigit() and _is_base64(fields[0]):
-        return TIKTOKEN
     if len(fields) == 2 and all(fields):
         return MERGES
     return None

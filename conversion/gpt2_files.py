@@ -8,9 +8,11 @@ that module leaves out (the ``#version`` header, the alphabet, JSON syntax with 
 after a ``#version: 0.2`` line, one ``left right`` pair per line. Ids are kept as the files give
 them (GPT-2's single bytes have ids in the alphabet's order: id 0 is "!"), so ids equal
 tiktoken's ``gpt2`` encoding. Entries of ``encoder.json`` that no merge builds and that are not
-single bytes are special tokens (GPT-2: ``<|endoftext|>`` = 50256) if they are spelled like one
-(``<...>``, ``[...]``) or listed in ``added_tokens.json``; any other such entry is an error (a
-merge line is missing), unless ``special_tokens=`` declares it.
+single bytes are special tokens (GPT-2: ``<|endoftext|>`` = 50256) if ``special_tokens=`` or
+``added_tokens.json`` declare them, or, when neither does, if they are spelled like one
+(``<...>``, ``[...]``); every other such entry is a normal token that no merge builds (the
+engine keeps it as an unmerged token: decoded, never produced, as ``tokenizers`` and
+transformers' GPT2Tokenizer do with such a file).
 
 Writing gives OpenAI's exact layout (``json.dumps`` with default separators and ASCII escapes,
 no final newline; ``vocab.bpe`` ending in a newline), so GPT-2 round-trips byte for byte.
@@ -26,7 +28,7 @@ from pathlib import Path
 from hf_bbpe.atomic_write import write_bytes_atomic
 from hf_bbpe.byte_unicode import bytes_to_unicode, spell_vocab
 from hf_bbpe.tokenizer import Tokenizer
-from hf_bbpe.vocab_merges_files import MERGES_HEADER, VERSION_PREFIX, read_vocab_merges
+from hf_bbpe.vocab_merges_files import MERGES_HEADER, VERSION_PREFIX, read_vocab_merges, split_extra_tokens
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError
@@ -61,8 +63,8 @@ def _tokenizer_from_files(
 ) -> Tokenizer:
     """Check both files, read them with hf_bbpe's reader, and build the tokenizer.
 
-    Vocabulary entries that are neither bytes nor built by a merge become special tokens, or,
-    if ``special_tokens`` is given, must be among them with the same ids.
+    Vocabulary entries that are neither bytes nor built by a merge become special tokens or
+    unmerged tokens (see the module doc); ``special_tokens`` given must have the file's ids.
     """
     read_json_object(vocab_file, "an object of token -> id")  # JSON errors with line numbers
     check_merges_text(merges_file, require_version=require_version)
@@ -75,30 +77,17 @@ def _tokenizer_from_files(
         if extra.get(token, idx) != idx:
             raise FormatError(f"{vocab_file}: {token!r} has id {extra[token]} but {idx} in added_tokens.json")
         extra[token] = idx
-    if special_tokens is None:
-        listed = set(added or {})
-        for token, idx in extra.items():
-            if token not in listed and not _looks_special(token):
-                raise FormatError(f"{vocab_file}: token {token!r} (id {idx}) is neither a byte nor built by a merge "
-                                  f"of {merges_file.name} (a missing merge line?); pass special_tokens= to declare "
-                                  "it a special token")
-        specials = extra
-    else:
-        specials = dict(special_tokens)
-        for token, idx in extra.items():
-            if token not in specials:
-                raise FormatError(f"{vocab_file}: token {token!r} (id {idx}) is neither a byte nor built by a "
-                                  "merge, and is not among the special tokens given")
-            if specials[token] != idx:
-                raise FormatError(f"{vocab_file}: special token {token!r} has id {idx} here but "
-                                  f"{specials[token]} was given")
+    declared = None
+    if special_tokens is not None or added:
+        declared = set(special_tokens or {}) | set(added or {})
+    in_file, unmerged = split_extra_tokens(extra, declared)
+    specials = dict(in_file)
+    for token, idx in (special_tokens or {}).items():
+        if extra.get(token, idx) != idx:
+            raise FormatError(f"{vocab_file}: special token {token!r} has id {extra[token]} here but {idx} was given")
+        specials[token] = idx
     return assemble_tokenizer(parsed.merges, parsed.byte_ids, pattern=pattern, special_tokens=specials,
-                              source=vocab_file)
-
-
-def _looks_special(token: str) -> bool:
-    """Spelled like a special token (``<|endoftext|>``, ``<pad>``, ``[PAD]``), not like a word."""
-    return len(token) > 2 and (token[0], token[-1]) in (("<", ">"), ("[", "]"))
+                              source=vocab_file, unmerged_tokens=unmerged)
 
 
 def from_gpt2_files(

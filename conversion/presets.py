@@ -1,8 +1,15 @@
-"""OpenAI's encodings by name, from local files: the reference's pattern and special tokens.
+"""Known tokenizers by name, from local files: the owner's pattern and special tokens.
 
-``load_preset(name, path)`` never downloads. It checks the file's sha256 against the hash
-tiktoken itself checks, so a wrong or damaged file is reported instead of silently giving
-other ids (``check_hash=False`` skips that, e.g. for a deliberately edited file).
+OpenAI's encodings (``gpt2``, ``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``, as
+tiktoken defines them), Meta's ``llama3`` and ``llama4`` (the rank file shipped as
+``tokenizer.model``, with the special tokens llama_models' ``Tokenizer`` defines: 256 from id
+128000 for Llama 3, 2048 from id 200000 for Llama 4) and Mistral's ``tekken`` (a Tekken JSON
+file, which names its own pattern and special tokens).
+
+``load_preset(name, path)`` never downloads. It checks the file's sha256 against the known
+hashes (tiktoken's ``expected_hash`` for OpenAI's; the files llama-models 0.3.0 and
+mistral-common 1.13.1 ship for the others), so a wrong or damaged file is reported instead of
+silently giving other ids (``check_hash=False`` skips that, e.g. for a deliberately edited file).
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN
+from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, O200K_SPLIT_PATTERN
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
@@ -27,17 +34,46 @@ class Preset:
     special_tokens: Mapping[str, int]
     files: tuple[str, ...]
     """File names, in the order ``path`` gives them when it is a tuple."""
-    sha256: Mapping[str, str] = field(default_factory=dict)
-    """Known sha256 of each file (tiktoken's ``expected_hash``)."""
+    sha256: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
+    """Known sha256 of each file (tiktoken's ``expected_hash``), or the several known versions."""
+    reader: str = "tiktoken"
+    """How the file is read: "tiktoken" (a rank file), "gpt2" (encoder.json + vocab.bpe), "tekken"."""
 
 
 _EOT = "<|endoftext|>"
+
+
+def llama3_special_tokens() -> dict[str, int]:
+    """Llama 3's 256 special tokens from id 128000, named as llama_models' Tokenizer names them."""
+    named = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>", "<|reserved_special_token_1|>",
+             "<|finetune_right_pad_id|>", "<|step_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>",
+             "<|eot_id|>", "<|python_tag|>", "<|image|>"]
+    names = named + [f"<|reserved_special_token_{2 + i}|>" for i in range(256 - len(named))]
+    return {token: 128000 + i for i, token in enumerate(names)}
+
+
+def llama4_special_tokens() -> dict[str, int]:
+    """Llama 4's 2048 special tokens from id 200000, named as llama_models' llama4 Tokenizer names them."""
+    def reserved(kind: str, count: int, start: int = 0) -> list[str]:
+        return [f"<|{kind}_reserved_special_token_{i}|>" for i in range(start, start + count)]
+
+    text = ["<|header_start|>", "<|header_end|>", "<|eom|>", "<|eot|>", "<|step|>", *reserved("text_post_train", 6),
+            "<|python_start|>", "<|python_end|>", "<|finetune_right_pad|>", *reserved("text_post_train", 61, 8)]
+    vision = ["<|image_start|>", "<|image_end|>", *reserved("vision", 2), "<|tile_x_separator|>",
+              "<|tile_y_separator|>", *reserved("vision", 4, 2), "<|image|>", *reserved("vision", 1, 6), "<|patch|>",
+              *reserved("vision", 1041, 7)]
+    reasoning = [*reserved("reasoning", 8), "<|reasoning_thinking_start|>", "<|reasoning_thinking_end|>"]
+    names = ["<|begin_of_text|>", "<|end_of_text|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+             *text, *vision, *reasoning]
+    names += [f"<|reserved_special_token_{i}|>" for i in range(2048 - len(names))]
+    return {token: 200000 + i for i, token in enumerate(names)}
 
 PRESETS: dict[str, Preset] = {
     "gpt2": Preset(
         "gpt2", GPT2_SPLIT_PATTERN, {_EOT: 50256}, ("encoder.json", "vocab.bpe"),
         {"encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
          "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"},
+        reader="gpt2",
     ),
     "r50k_base": Preset(
         "r50k_base", GPT2_SPLIT_PATTERN, {_EOT: 50256}, ("r50k_base.tiktoken",),
@@ -58,6 +94,20 @@ PRESETS: dict[str, Preset] = {
         "o200k_base", O200K_SPLIT_PATTERN, {_EOT: 199999, "<|endofprompt|>": 200018}, ("o200k_base.tiktoken",),
         {"o200k_base.tiktoken": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"},
     ),
+    "llama3": Preset(
+        "llama3", LLAMA3_SPLIT_PATTERN, llama3_special_tokens(), ("tokenizer.model",),
+        {"tokenizer.model": "82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55"},
+    ),
+    "llama4": Preset(
+        "llama4", O200K_SPLIT_PATTERN, llama4_special_tokens(), ("tokenizer.model",),
+        {"tokenizer.model": "d0bdbaf59b0762c8c807617e2d8ea51420eb1b1de266df2495be755c8e0ed6ed"},
+    ),
+    "tekken": Preset(
+        "tekken", "", {}, ("tekken.json",),
+        {"tekken.json": ("eccd1665d2e477697c33cb7f0daa6f6dfefc57a0a6bceb66d4be52952f827516",  # tekken_240718
+                         "1948e2d48b0e7377f1bb5f1210f1ae5f984934e75713fc07e2452729b8365316")},  # tekken_240911
+        reader="tekken",
+    ),
 }
 
 
@@ -75,32 +125,52 @@ def _resolve_files(preset: Preset, path: str | os.PathLike | tuple) -> list[Path
     return [path]
 
 
-def check_sha256(path: Path, expected: str, *, preset: str | None = None) -> None:
-    """Raise FormatError if ``path``'s sha256 is not ``expected``; when it is another preset's
-    known file, the message names that preset (``preset`` is the one asked for)."""
-    actual = hashlib.sha256(read_bytes(path)).hexdigest()
-    if actual == expected:
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(read_bytes(path)).hexdigest()
+
+
+def _known(hashes: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (hashes,) if isinstance(hashes, str) else tuple(hashes)
+
+
+def check_sha256(path: Path, expected: str | tuple[str, ...], *, preset: str | None = None) -> None:
+    """Raise FormatError if ``path``'s sha256 is not ``expected`` (or one of them); when it is
+    another preset's known file, the message names that preset (``preset`` is the one asked for)."""
+    actual = file_sha256(path)
+    expected = _known(expected)
+    if actual in expected:
         return
-    asked = next((f"{preset}'s {name}" for name, known in PRESETS[preset].sha256.items() if known == expected),
+    asked = next((f"{preset}'s {name}" for name, known in PRESETS[preset].sha256.items() if _known(known) == expected),
                  f"{preset}'s file") if preset in PRESETS else "the expected file"
     for other in PRESETS.values():
         for file_name, known in other.sha256.items():
-            if known == actual and other.name != preset:
+            if actual in _known(known) and other.name != preset:
                 where = "its folder" if len(other.files) > 1 else "this file"
                 raise FormatError(f"{path}: this is {other.name}'s {file_name} (by its sha256), not {asked}; "
                                   f"load it with load_preset({other.name!r}, {where})")
-    raise FormatError(f"{path}: sha256 {actual} is not the known {expected} ({asked}); this is not the "
-                      "reference file (pass check_hash=False to load it anyway)")
+    raise FormatError(f"{path}: sha256 {actual} is not the known {' or '.join(expected)} ({asked}); this is not the "
+                      "reference file (pass check_hash=False to load it anyway)", option="check_hash")
+
+
+def preset_of_file(path: Path) -> str | None:
+    """The name of the single-file preset whose known file ``path`` is (by sha256), else None."""
+    actual = file_sha256(path)
+    for preset in PRESETS.values():
+        if len(preset.files) == 1 and actual in _known(preset.sha256.get(preset.files[0], ())):
+            return preset.name
+    return None
 
 
 def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool = True) -> Tokenizer:
-    """The named OpenAI encoding ("gpt2", "r50k_base", "p50k_base", "cl100k_base",
-    "o200k_base") from local files, with tiktoken's pattern, special tokens and ids.
+    """The named tokenizer ("gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base",
+    "llama3", "llama4", "tekken") from local files, with its owner's pattern, special tokens and ids.
 
-    ``path`` is the ``.tiktoken`` file, or for "gpt2" the directory holding ``encoder.json`` and
-    ``vocab.bpe`` (or a tuple of the two paths).
+    ``path`` is the rank file (``.tiktoken``; Meta's ``tokenizer.model``), the Tekken JSON file,
+    or for "gpt2" the directory holding ``encoder.json`` and ``vocab.bpe`` (or a tuple of the two
+    paths); a directory holding the preset's file name works for every preset.
     """
     from .gpt2_files import from_gpt2_files
+    from .tekken import from_tekken
     from .tiktoken_ranks import from_tiktoken
 
     preset = PRESETS.get(name)
@@ -112,6 +182,8 @@ def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool 
             raise FormatError(f"{file}: no such file (preset {name!r} reads local files only, never downloads)")
         if check_hash:
             check_sha256(file, preset.sha256[file_name], preset=name)
-    if name == "gpt2":
+    if preset.reader == "gpt2":
         return from_gpt2_files(files[0], files[1], pattern=preset.pattern, special_tokens=preset.special_tokens)
+    if preset.reader == "tekken":
+        return from_tekken(files[0])
     return from_tiktoken(files[0], pattern=preset.pattern, special_tokens=preset.special_tokens)

@@ -16,7 +16,9 @@ Why it is needed: a token that fails (2) encodes differently on its own bytes. E
 ``bc``) but as ``[abc]`` by ranks (``a`` + ``bc`` spells the token ``abc``).
 
 The check recovers the merges the ranks imply (merge_recovery.py) and compares them with the
-tokenizer's; it takes well under a second for cl100k-sized vocabularies.
+tokenizer's; it takes well under a second for cl100k-sized vocabularies. A tokenizer in
+``"ranks"`` mode runs tiktoken's algorithm already, so only (1) is checked; in the other modes a
+non-empty token that no merge builds is an error (tiktoken can produce it, merges never do).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
-from .merge_recovery import rank_bpe, recover_merges
+from .merge_recovery import rank_bpe
 
 
 class RepresentabilityError(FormatError):
@@ -45,11 +47,20 @@ def check_rank_representable(tok: Tokenizer) -> None:
                 f"(a rank file keeps one id per byte string: written with force=True, id {seen[token]} is dropped)"
             )
         seen[token] = idx
+    if tok.mode == "ranks":
+        return
+    dead = next((idx for idx, token in sorted(tok.unmerged_tokens.items()) if token), None)
+    if dead is not None:
+        raise RepresentabilityError(
+            f"token {tok.vocab[dead]!r} (id {dead}) is built by no merge, so this tokenizer never produces it, but "
+            f"tiktoken would. Write with force=True to keep the ranks anyway."
+        )
     ranks = tok.mergeable_ranks()
     try:
-        recovered, _ = recover_merges(ranks, "the tokenizer's ranks")
-    except FormatError as exc:
-        raise RepresentabilityError(str(exc)) from None
+        as_ranks = Tokenizer.from_ranks(ranks)
+    except ValueError as exc:
+        raise RepresentabilityError(f"the tokenizer's ranks: {exc}") from None
+    recovered = as_ranks.merges
     if recovered == tok.merges:
         return
     by_id = {new: pair for pair, new in tok.merges.items()}

@@ -1,13 +1,23 @@
 """tiktoken rank files (``<base64 token> <rank>`` per line) and ``tiktoken.Encoding`` objects.
 
-Reading recovers the merge pairs from the ranks (see merge_recovery.py); ids are the ranks, so
-cl100k's permuted single-byte ranks, holes in the id space and special tokens above the ranks
-all come out as tiktoken has them. Writing lists every non-special token by id, so a file read
-and written again is byte-identical to the original.
+Reading gives a tokenizer in ``"ranks"`` mode, tiktoken's own algorithm (hf_bbpe/tokenizer.py):
+ids are the ranks, so cl100k's permuted single-byte ranks, holes in the id space, special
+tokens above the ranks and tokens that no merge builds (Llama 3 has 678) all come out as
+tiktoken has them; the merge list is recovered from the ranks only when something asks for it.
+Writing lists every non-special token by id, so a file read and written again is
+byte-identical to the original.
 
-Writing checks that the ranks mean the same thing as the merges (see representability.py):
-tiktoken merges any two adjacent pieces whose bytes form a token, by that token's rank, while
-our merges are pairs of ids.
+The reader accepts what tiktoken's ``load_tiktoken_bpe`` + ``Encoding`` accept and decodes it
+to the same ranks: a UTF-8 byte-order mark, an empty token (a line ``= 5``), ranks written
+``+5`` or ``1_000``, base64 with characters outside its alphabet (dropped, as tiktoken drops
+them, with a warning naming the line). It refuses, naming the file and line, what they refuse
+(a line without exactly two fields, bad padding, a rank that is not an integer or does not fit,
+two tokens with one rank) and, unlike them, a token listed twice (tiktoken silently keeps the
+last rank and leaves a hole at the first).
+
+Writing a tokenizer in another mode checks that the ranks mean the same thing as the merges
+(see representability.py): tiktoken merges any two adjacent pieces whose bytes form a token,
+by that token's rank, while merges are pairs of ids.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ import functools
 import os
 import sys
 import warnings
+from array import array
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,11 +36,11 @@ from typing import Any
 import numpy as np
 
 from hf_bbpe.atomic_write import write_bytes_atomic
+from hf_bbpe.chunk_encoder import DuplicateTokensError, TokenTable
+from hf_bbpe.patterns import resolve_pattern
 from hf_bbpe.tokenizer import Tokenizer
 
-from .assembly import assemble_tokenizer
 from .errors import FormatError
-from .merge_recovery import recover_merges, recover_merges_from_arrays
 from .reading import read_bytes
 from .representability import RepresentabilityError, check_rank_representable
 
@@ -39,14 +50,21 @@ else:  # pragma: no cover - strict_mode is new in 3.11
     _b64decode = functools.partial(base64.b64decode, validate=True)
 
 
+_BOM = b"\xef\xbb\xbf"
+MAX_RANK = 2**31 - 1
+"""The largest id the engine stores (tiktoken's own limit is 2**32 - 1)."""
+
+
 def read_tiktoken_file(path: str | os.PathLike) -> tuple[list[bytes], list[int]]:
     """The tokens and ranks of a rank file, in file order; any defect raises FormatError.
 
-    Accepts what tiktoken's ``load_tiktoken_bpe`` accepts (blank lines, any whitespace between
-    the two fields) but, unlike it, rejects invalid base64 and duplicate tokens or ranks.
+    Accepts what tiktoken's ``load_tiktoken_bpe`` accepts (see the module doc) but rejects a
+    token listed twice.
     """
     path = Path(path)
     data = read_bytes(path)
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
     lines = data.splitlines()
     tokens, ranks = _read_lines_slowly(path, lines)
     if len(set(tokens)) != len(tokens) or len(set(ranks)) != len(ranks):
@@ -139,37 +157,51 @@ def _decode_regular(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | 
 
 
 def _read_lines_slowly(path: Path, lines: list[bytes]) -> tuple[list[bytes], list[int]]:
-    """Line by line, to name the first bad line."""
+    """Line by line, as ``load_tiktoken_bpe`` reads them, to name the first bad line."""
     tokens: list[bytes] = []
     ranks: list[int] = []
+    lenient: list[int] = []
     for lineno, line in enumerate(lines, 1):
-        if not line.strip():
+        if not line:
             continue
         parts = line.split()
         if len(parts) != 2:
             raise FormatError(f"{path}:{lineno}: expected '<base64 token> <rank>', got {len(parts)} fields: {line[:80]!r}")
         try:
-            tokens.append(_b64decode(parts[0]))
-        except (ValueError, binascii.Error) as exc:
-            raise FormatError(f"{path}:{lineno}: bad base64 {parts[0][:80]!r} ({exc})") from None
-        if not parts[1].isdigit():
-            raise FormatError(f"{path}:{lineno}: rank {parts[1][:40]!r} is not a non-negative integer")
-        ranks.append(int(parts[1]))
+            token = _b64decode(parts[0]) if parts[0].strip(b"=") else b""  # "=": the empty token
+        except (ValueError, binascii.Error):
+            try:
+                token = binascii.a2b_base64(parts[0])  # tiktoken's decoding: other characters are dropped
+            except (ValueError, binascii.Error) as exc:
+                raise FormatError(f"{path}:{lineno}: bad base64 {parts[0][:80]!r} ({exc})") from None
+            lenient.append(lineno)
+        tokens.append(token)
+        try:
+            rank = int(parts[1])
+        except ValueError:
+            raise FormatError(f"{path}:{lineno}: rank {parts[1][:40]!r} is not an integer") from None
+        if not 0 <= rank <= MAX_RANK:
+            raise FormatError(f"{path}:{lineno}: rank {parts[1][:40]!r} is out of range 0 .. {MAX_RANK}")
+        ranks.append(rank)
+    if lenient:
+        warnings.warn(f"{path}:{lenient[0]}: base64 with characters outside its alphabet, dropped as tiktoken drops "
+                      f"them ({len(lenient)} line(s))", stacklevel=3)
     return tokens, ranks
 
 
 def _raise_duplicate(path: Path, lines: list[bytes]) -> None:
     seen_tokens: dict[bytes, int] = {}
-    seen_ranks: dict[bytes, int] = {}
+    seen_ranks: dict[int, int] = {}
     for lineno, line in enumerate(lines, 1):
         parts = line.split()
         if len(parts) != 2:
             continue
-        token, rank = parts[0], str(int(parts[1])).encode()
-        if token in seen_tokens:
-            raise FormatError(f"{path}:{lineno}: token {_b64decode(token)!r} already has a rank on line {seen_tokens[token]}")
+        token, rank = binascii.a2b_base64(parts[0]), int(parts[1])
         if rank in seen_ranks:
-            raise FormatError(f"{path}:{lineno}: rank {int(rank)} is already used on line {seen_ranks[rank]}")
+            raise FormatError(f"{path}:{lineno}: rank {rank} is already used on line {seen_ranks[rank]}")
+        if token in seen_tokens:
+            raise FormatError(f"{path}:{lineno}: token {token!r} already has a rank on line {seen_tokens[token]} "
+                              "(tiktoken would keep only this one)")
         seen_tokens[token] = lineno
         seen_ranks[rank] = lineno
     raise FormatError(f"{path}: duplicate tokens or ranks")  # pragma: no cover - found above
@@ -196,14 +228,59 @@ def from_tiktoken(
         if special_tokens is not None or pattern != "gpt4":
             raise TypeError("from_tiktoken(encoding) takes the pattern and special tokens from the encoding")
         name = f"tiktoken.Encoding {getattr(source, 'name', '?')!r}"
-        merges, byte_ids = recover_merges(source._mergeable_ranks, name)
-        return assemble_tokenizer(merges, byte_ids, pattern=source._pat_str,
-                                  special_tokens=dict(source._special_tokens), source=name, recovered=True)
+        return tokenizer_from_ranks(source._mergeable_ranks, pattern=source._pat_str,
+                                    special_tokens=dict(source._special_tokens), source=name)
     path = Path(source)
     buf, lengths, ranks = read_tiktoken_arrays(path)
-    merges, byte_ids = recover_merges_from_arrays(buf, lengths, ranks, path)
-    return assemble_tokenizer(merges, byte_ids, pattern=pattern, special_tokens=special_tokens,
-                              source=path, recovered=True)
+    return tokenizer_from_arrays(buf, lengths, ranks, pattern=pattern, special_tokens=special_tokens, source=path)
+
+
+def tokenizer_from_ranks(
+    ranks: Mapping[bytes, int], *, pattern: str | None, special_tokens: Mapping[str, int] | None, source: object
+) -> Tokenizer:
+    """A ``"ranks"``-mode tokenizer from ``{token bytes: rank}``; errors name ``source``."""
+    tokens = list(ranks)
+    return tokenizer_from_arrays(
+        np.frombuffer(b"".join(tokens), dtype=np.uint8),
+        np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens)),
+        np.fromiter(ranks.values(), dtype=np.int64, count=len(tokens)),
+        pattern=pattern, special_tokens=special_tokens, source=source,
+    )
+
+
+def tokenizer_from_arrays(
+    buf: np.ndarray,
+    lengths: np.ndarray,
+    ranks: np.ndarray,
+    *,
+    pattern: str | None,
+    special_tokens: Mapping[str, int] | None,
+    source: object,
+) -> Tokenizer:
+    """A ``"ranks"``-mode tokenizer from tokens laid end to end in ``buf`` (cut by ``lengths``)
+    with distinct ``ranks``; a token listed twice, a missing byte or a bad special token raises
+    FormatError naming ``source``. Nothing here makes a Python object per token."""
+    if len(ranks) and (int(ranks.min()) < 0 or int(ranks.max()) > MAX_RANK):
+        bad = int(ranks[(ranks < 0) | (ranks > MAX_RANK)][0])
+        raise FormatError(f"{source}: rank {bad} is out of range 0 .. {MAX_RANK}")
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    singles = np.flatnonzero(lengths == 1)
+    byte_rank = np.full(256, -1, dtype=np.int64)
+    order = singles[np.argsort(-ranks[singles], kind="stable")]  # the lowest rank of a byte listed twice wins
+    byte_rank[buf[starts[order]]] = ranks[order]
+    table = TokenTable(np.ascontiguousarray(buf, dtype=np.uint8).tobytes(),
+                       array("q", np.ascontiguousarray(lengths, dtype=np.int64).tobytes()),
+                       array("q", np.ascontiguousarray(ranks, dtype=np.int64).tobytes()))
+    try:
+        tok = Tokenizer._from_token_table(table, byte_rank.tolist(), pattern=resolve_pattern(pattern or None),
+                                          special_tokens=special_tokens)
+    except DuplicateTokensError as exc:
+        first, second = sorted((int(ranks[exc.first]), int(ranks[exc.second])))
+        raise FormatError(f"{source}: token {exc.token!r} has two ranks, {first} and {second}") from None
+    except ValueError as exc:
+        raise FormatError(f"{source}: {exc}") from None
+    return tok
 
 
 def to_tiktoken(tok: Tokenizer, path: str | os.PathLike, *, force: bool = False) -> None:

@@ -23,10 +23,12 @@ list occur:
   that rank-based BPE uses.
 
 ``ignore_merges=True`` (Llama-3, Qwen2) makes ``tokenizers`` emit a pre-token that is itself in
-the vocabulary as that one token, without merging. The engine has no such lookup, so the file is
-accepted only if that lookup never changes the result: every vocabulary token must come out of
-the merges as itself (always true for the second kind, checked for the first); otherwise the
-import fails naming the first token that would differ.
+the vocabulary as that one token, without merging: the engine's ``"ignore_merges"`` mode, or its
+``"ranks"`` mode when the ids are tiktoken ranks (the second kind, and the first kind when its
+merges are exactly those the ids imply). Vocabulary tokens that no merge builds (Llama 3's
+``.:.:``) are kept as the engine's unmerged tokens. Export writes the mode back: ``ignore_merges``
+for the two modes that look whole pieces up, and in ``"ranks"`` mode with unmerged tokens every
+split of every token as the merge list, as transformers' TikTokenConverter does.
 
 What does not change ids is not imported: the decoder, the post-processor (e.g. a BOS token
 added by a template; the transformers glue handles those), padding and truncation. What would
@@ -47,18 +49,16 @@ from typing import Any
 
 from hf_bbpe.atomic_write import write_text_atomic
 from hf_bbpe.byte_unicode import unicode_to_token
-from hf_bbpe.chunk_encoder import ChunkEncoder
 from hf_bbpe.normalizers import Normalizer, normalizer_from_json
 from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig
 from hf_bbpe.patterns import NATIVE_PATTERNS
 from hf_bbpe.pre_tokenizers import ByteLevel, PreTokenizer, pre_tokenizer_from_json
 from hf_bbpe.tokenizer import Tokenizer
-from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict
+from hf_bbpe.tokenizer_json_writer import token_splits, tokenizer_json_dict
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError
 from .file_kinds import TOKENIZER_JSON, json_kind, text_kind, wrong_kind_message
-from .merge_recovery import recover_merges
 from .reading import read_json_object
 
 def to_tokenizer_json(
@@ -154,6 +154,11 @@ def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Toke
     other = wrong_kind_message(source, json_kind(data), TOKENIZER_JSON)
     if other:
         raise FormatError(other)
+    return tokenizer_from_json_data(data, source, strict=strict)
+
+
+def tokenizer_from_json_data(data: Mapping[str, Any], source: Path, *, strict: bool = True) -> Tokenizer:
+    """:func:`from_tokenizer_json` for an already parsed file; errors name ``source``."""
     model = data.get("model")
     _check_model(model, source)
     normalizer = _normalizer_of(data.get("normalizer"), source, strict)
@@ -209,54 +214,68 @@ def from_tokenizer_json(path: str | os.PathLike, *, strict: bool = True) -> Toke
         if result_ids[i] < result_ids[i - 1]:
             raise FormatError(f"{source}: model.merges[{i}] = {' '.join(merges[i])!r} builds id {result_ids[i]} after "
                               f"a merge built id {result_ids[i - 1]}; merge priority must follow the ids")
-    built = set(result_ids)
-    byte_id = {token[0]: idx for idx, token in token_bytes.items() if len(token) == 1}
+    byte_id = {token[0]: idx for idx, token in sorted(token_bytes.items(), reverse=True) if len(token) == 1}
     if len(byte_id) != 256:
         missing = next(b for b in range(256) if b not in byte_id)
         raise FormatError(f"{source}: no token for the single byte {bytes([missing])!r}; byte-level BPE needs all 256")
-    orphans = [idx for idx, token in token_bytes.items() if len(token) > 1 and idx not in built]
-    if orphans:
-        idx = min(orphans)
-        raise FormatError(f"{source}: model.vocab token {token_bytes[idx]!r} (id {idx}) is built by no merge")
     byte_ids = [byte_id[b] for b in range(256)]
+    ignore_merges = bool(model.get("ignore_merges"))
 
-    if len(built) == len(result_ids):
+    if len(set(result_ids)) == len(result_ids):
+        built = set(result_ids)
         engine_merges = dict(zip(pair_ids, result_ids))
-        if model.get("ignore_merges"):
-            _check_whole_tokens(engine_merges, byte_ids, token_bytes, source)
-    else:
-        engine_merges = _merges_from_ranks(token_bytes, set(pair_ids), source)
-    return assemble_tokenizer(engine_merges, byte_ids, pattern=None, special_tokens=specials, source=source,
-                              pre_tokenizer=pre_tokenizer, normalizer=normalizer)
+        unmerged = {idx: token for idx, token in token_bytes.items() if idx not in built and idx not in byte_ids}
+        mode = "ignore_merges" if ignore_merges else "merges"
+        if ignore_merges and _is_rank_vocabulary(token_bytes, engine_merges):
+            return _ranks_tokenizer(token_bytes, pre_tokenizer, normalizer, specials, source)
+        return assemble_tokenizer(engine_merges, byte_ids, pattern=None, special_tokens=specials, source=source,
+                                  pre_tokenizer=pre_tokenizer, normalizer=normalizer, unmerged_tokens=unmerged,
+                                  mode=mode)
+    _check_rank_pairs(token_bytes, set(pair_ids), ignore_merges, source)
+    return _ranks_tokenizer(token_bytes, pre_tokenizer, normalizer, specials, source)
 
 
-def _merges_from_ranks(token_bytes: Mapping[int, bytes], file_pairs: set[tuple[int, int]],
-                       source: Path) -> dict[tuple[int, int], int]:
-    """Merges of a file that lists several splits per token: recovered from the ids as ranks."""
-    ranks = {token: idx for idx, token in token_bytes.items()}
-    merges, _ = recover_merges(ranks, source)
-    for pair, new in merges.items():
-        if pair not in file_pairs:
-            raise FormatError(f"{source}: model.merges lacks {token_bytes[pair[0]]!r} + {token_bytes[pair[1]]!r} "
-                              f"-> {token_bytes[new]!r} (id {new}), the pair that rank-based BPE uses for it")
-    return merges
+def _ranks_tokenizer(token_bytes: Mapping[int, bytes], pre_tokenizer: PreTokenizer, normalizer: Normalizer | None,
+                     specials: Mapping[str, int], source: Path) -> Tokenizer:
+    try:
+        return Tokenizer.from_ranks({token: idx for idx, token in token_bytes.items()}, special_tokens=specials,
+                                    pre_tokenizer=pre_tokenizer, normalizer=normalizer)
+    except ValueError as exc:
+        raise FormatError(f"{source}: {exc}") from None
 
 
-def _check_whole_tokens(merges: dict[tuple[int, int], int], byte_ids: list[int],
-                        token_bytes: Mapping[int, bytes], source: Path) -> None:
-    """With ignore_merges, every token must come out of the merges as itself."""
+def _is_rank_vocabulary(token_bytes: Mapping[int, bytes], merges: Mapping[tuple[int, int], int]) -> bool:
+    """Whether the ids, read as tiktoken ranks, imply exactly these merges and nothing else (then
+    ``"ranks"`` mode, one merge per token and ``ignore_merges`` all encode alike)."""
+    try:
+        as_ranks = Tokenizer.from_ranks({token: idx for idx, token in token_bytes.items()})
+    except ValueError:
+        return False
+    return as_ranks.merges == merges and not any(as_ranks.unmerged_tokens.values())
+
+
+def _check_rank_pairs(token_bytes: Mapping[int, bytes], file_pairs: set[tuple[int, int]], ignore_merges: bool,
+                      source: Path) -> None:
+    """A file that lists several splits per token (transformers' TikTokenConverter) is read as
+    tiktoken ranks; ``tokenizers`` then merges as tiktoken does if the file lists every pair
+    that tiktoken's rule merges: the recovered merges when every token is built by one, else
+    every split of every token into two tokens, with ``ignore_merges`` for the tokens that only
+    whole pieces reach."""
     ranks = {token: idx for idx, token in token_bytes.items()}
     try:
-        recovered, _ = recover_merges(ranks, source)
-        if recovered == merges:
-            return  # rank-representable: every token is reachable
-    except FormatError:
-        pass
-    encoder = ChunkEncoder(merges, byte_ids)
-    for idx in sorted(token_bytes):
-        ids = encoder.encode_bytes(token_bytes[idx])
-        if ids != [idx]:
-            raise FormatError(
-                f"{source}: model.ignore_merges=true and token {token_bytes[idx]!r} (id {idx}) comes out of the "
-                f"merges as {ids}: tokenizers would emit {idx} for that word, the engine cannot"
-            )
+        as_ranks = Tokenizer.from_ranks(ranks)
+    except ValueError as exc:
+        raise FormatError(f"{source}: {exc}") from None
+    if not any(as_ranks.unmerged_tokens.values()):
+        needed = as_ranks.merges
+    else:
+        if not ignore_merges:
+            idx = next(i for i, t in sorted(as_ranks.unmerged_tokens.items()) if t)
+            raise FormatError(f"{source}: token {token_bytes[idx]!r} (id {idx}) is built by no merge of lower ids and "
+                              "model.ignore_merges is false: tokenizers merges pairs of it that tiktoken's rule would "
+                              "not, which the engine cannot do")
+        needed = {(a, b): idx for a, b, idx in token_splits(as_ranks.vocab, set(token_bytes))}
+    for pair, new in needed.items():
+        if pair not in file_pairs:
+            raise FormatError(f"{source}: model.merges lacks {token_bytes[pair[0]]!r} + {token_bytes[pair[1]]!r} "
+                              f"-> {token_bytes[new]!r} (id {new}), a pair that tiktoken's rule merges")

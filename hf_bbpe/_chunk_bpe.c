@@ -2,9 +2,17 @@
  * The chunk encoder's kernel in C (hot path of encoding), used by hf_bbpe/chunk_encoder.py.
  *
  * Same algorithm and result as the Python ChunkEncoder: repeatedly merge the adjacent pair with
- * the lowest merge id, all its occurrences left to right (minbpe's _encode_chunk). Chunks of up
- * to SHORT_CHUNK tokens use that loop directly; longer ones a heap of (merge id, position) over
- * a doubly linked list, O(n log n). A dict caches the ids of short chunks, cleared when full.
+ * the lowest merged id, leftmost first (minbpe's _encode_chunk, tiktoken's byte_pair_merge).
+ * Chunks of up to SHORT_CHUNK tokens use that loop directly, keeping each pair's lookup until a
+ * merge next to it changes it; longer ones a heap of (merged id, position) over a doubly linked
+ * list, O(n log n). A dict caches the ids of short chunks, cleared when full.
+ *
+ * Which pairs merge depends on the mode (see chunk_encoder.py). In "merges" and "ignore_merges"
+ * modes a hash table of (left id, right id) -> merged id holds the merges. In "ranks" mode
+ * (tiktoken's rule) two adjacent parts merge when their bytes together are a token, by that
+ * token's id: the vocabulary is a byte-string hash table whose polynomial hash of a
+ * concatenation is computed from the parts' hashes, so a pair costs one probe and two memcmp.
+ * In "ignore_merges" and "ranks" modes a chunk whose bytes are a token is that token.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -17,6 +25,12 @@
 #define SHORT_CHUNK 32
 #define CACHE_MAX_CHARS 128
 #define NO_MERGE INT64_MAX
+#define HASH_BASE 0x9E3779B97F4A7C15ULL
+
+typedef struct {
+    uint32_t tag; /* high bits of the mixed hash */
+    int32_t tok;  /* token index, -1 for an empty slot */
+} Slot;
 
 typedef struct {
     PyObject_HEAD
@@ -26,9 +40,67 @@ typedef struct {
     int32_t byte_ids[256];
     PyObject *cache;
     Py_ssize_t cache_max;
+    int rank_mode;
+    /* the vocabulary as a byte-string hash table (NULL in "merges" mode) */
+    uint8_t *tok_buf;
+    int64_t *tok_start;
+    int32_t *tok_len;
+    int32_t *tok_id;
+    uint64_t *tok_hash;
+    Slot *slots;
+    uint64_t tok_mask;
+    uint64_t *powers;  /* HASH_BASE^k for k up to the longest token */
+    int32_t max_len;
+    int32_t *index_of; /* token index of each id up to max_id, -1 if none ("ranks" mode) */
+    int64_t max_id;
+    int64_t dup_first, dup_second; /* ids of the first two tokens found with the same bytes, or -1 */
 } ChunkBPE;
 
+/* Polynomial hash sum((p[i] + 1) * B^i): the hash of a concatenation x + y is
+ * h(x) + B^len(x) * h(y). */
+static inline uint64_t bytes_hash(const uint8_t *p, Py_ssize_t n) {
+    uint64_t h = 0, power = 1;
+    for (Py_ssize_t i = 0; i < n; i++) { h += (uint64_t)(p[i] + 1) * power; power *= HASH_BASE; }
+    return h;
+}
+
+/* Index of the token equal to p[0:n] (hash h), or -1. */
+static inline int64_t token_lookup(const ChunkBPE *self, uint64_t h, const uint8_t *p, Py_ssize_t n) {
+    uint64_t m = mix64(h), j = m & self->tok_mask;
+    uint32_t tag = (uint32_t)(m >> 32);
+    for (;;) {
+        Slot s = self->slots[j];
+        if (s.tok < 0) return -1;
+        if (s.tag == tag && self->tok_len[s.tok] == n &&
+            memcmp(self->tok_buf + self->tok_start[s.tok], p, (size_t)n) == 0)
+            return s.tok;
+        j = (j + 1) & self->tok_mask;
+    }
+}
+
+/* "ranks" mode: the id of the token spelled by tokens a then b, or NO_MERGE. */
+static inline int64_t rank_of_bytes(const ChunkBPE *self, int32_t a, int32_t b) {
+    if (a < 0 || b < 0 || a > self->max_id || b > self->max_id) return NO_MERGE;
+    int32_t ta = self->index_of[a], tb = self->index_of[b];
+    if (ta < 0 || tb < 0) return NO_MERGE;
+    int32_t la = self->tok_len[ta], lb = self->tok_len[tb];
+    if (la + lb > self->max_len) return NO_MERGE;
+    uint64_t m = mix64(self->tok_hash[ta] + self->powers[la] * self->tok_hash[tb]), j = m & self->tok_mask;
+    uint32_t tag = (uint32_t)(m >> 32);
+    const uint8_t *pa = self->tok_buf + self->tok_start[ta], *pb = self->tok_buf + self->tok_start[tb];
+    for (;;) {
+        Slot s = self->slots[j];
+        if (s.tok < 0) return NO_MERGE;
+        if (s.tag == tag && self->tok_len[s.tok] == la + lb) {
+            const uint8_t *pt = self->tok_buf + self->tok_start[s.tok];
+            if (memcmp(pt, pa, (size_t)la) == 0 && memcmp(pt + la, pb, (size_t)lb) == 0) return self->tok_id[s.tok];
+        }
+        j = (j + 1) & self->tok_mask;
+    }
+}
+
 static inline int64_t rank_of(const ChunkBPE *self, int32_t a, int32_t b) {
+    if (self->rank_mode) return rank_of_bytes(self, a, b);
     uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
     uint64_t j = mix64(key) & self->mask;
     while (self->keys[j] != UINT64_MAX) {
@@ -38,22 +110,30 @@ static inline int64_t rank_of(const ChunkBPE *self, int32_t a, int32_t b) {
     return NO_MERGE;
 }
 
-static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n) {
+static inline int64_t rank_below(const ChunkBPE *self, int32_t a, int32_t b, int64_t limit) {
+    int64_t r = rank_of(self, a, b);
+    return r < limit ? r : NO_MERGE;
+}
+
+/* Merge the lowest pair below limit, leftmost on ties, one at a time; each pair's rank is looked
+ * up once and again only when a merge next to it changes it. */
+static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, int64_t limit) {
+    int64_t ranks[SHORT_CHUNK];
+    for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = rank_below(self, ids[i], ids[i + 1], limit);
     while (n >= 2) {
         int64_t best = NO_MERGE;
         Py_ssize_t at = -1;
         for (Py_ssize_t i = 0; i + 1 < n; i++) {
-            int64_t r = rank_of(self, ids[i], ids[i + 1]);
-            if (r < best) { best = r; at = i; }
+            if (ranks[i] < best) { best = ranks[i]; at = i; }
         }
         if (at < 0) break;
-        int32_t a = ids[at], b = ids[at + 1];
-        Py_ssize_t j = 0;
-        for (Py_ssize_t i = 0; i < n;) {
-            if (i + 1 < n && ids[i] == a && ids[i + 1] == b) { ids[j++] = (int32_t)best; i += 2; }
-            else ids[j++] = ids[i++];
-        }
-        n = j;
+        ids[at] = (int32_t)best;
+        size_t tail = (size_t)(n - at - 2);
+        memmove(ids + at + 1, ids + at + 2, tail * sizeof(int32_t));
+        if (tail > 1) memmove(ranks + at + 1, ranks + at + 2, (tail - 1) * sizeof(int64_t));
+        n--;
+        if (at + 1 < n) ranks[at] = rank_below(self, ids[at], ids[at + 1], limit);
+        if (at > 0) ranks[at - 1] = rank_below(self, ids[at - 1], ids[at], limit);
     }
     return n;
 }
@@ -88,8 +168,8 @@ static Job job_pop(Job *heap, Py_ssize_t *len) {
     return top;
 }
 
-/* Heap over a linked list; returns the new length or -1 (memory). */
-static Py_ssize_t merge_long(const ChunkBPE *self, int32_t *ids, Py_ssize_t n) {
+/* Heap over a linked list, merges below limit; returns the new length or -1 (memory). */
+static Py_ssize_t merge_long(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, int64_t limit) {
     Py_ssize_t *nxt = malloc(n * sizeof(Py_ssize_t)), *prv = malloc(n * sizeof(Py_ssize_t));
     /* Each merge pushes at most two jobs, and there are at most n - 1 merges. */
     Job *heap = malloc((3 * n + 1) * sizeof(Job));
@@ -100,7 +180,7 @@ static Py_ssize_t merge_long(const ChunkBPE *self, int32_t *ids, Py_ssize_t n) {
         prv[i] = i - 1;
     }
     for (Py_ssize_t i = 0; i + 1 < n; i++) {
-        int64_t r = rank_of(self, ids[i], ids[i + 1]);
+        int64_t r = rank_below(self, ids[i], ids[i + 1], limit);
         if (r != NO_MERGE) { Job job = {r, i}; job_push(heap, &hlen, job); }
     }
     while (hlen > 0) {
@@ -113,12 +193,12 @@ static Py_ssize_t merge_long(const ChunkBPE *self, int32_t *ids, Py_ssize_t n) {
         nxt[i] = k;
         if (k >= 0) {
             prv[k] = i;
-            int64_t r = rank_of(self, ids[i], ids[k]);
+            int64_t r = rank_below(self, ids[i], ids[k], limit);
             if (r != NO_MERGE) { Job nj = {r, i}; job_push(heap, &hlen, nj); }
         }
         Py_ssize_t p = prv[i];
         if (p >= 0) {
-            int64_t r = rank_of(self, ids[p], ids[i]);
+            int64_t r = rank_below(self, ids[p], ids[i], limit);
             if (r != NO_MERGE) { Job nj = {r, p}; job_push(heap, &hlen, nj); }
         }
     }
@@ -130,11 +210,20 @@ static Py_ssize_t merge_long(const ChunkBPE *self, int32_t *ids, Py_ssize_t n) {
 
 /* Encode raw bytes into a new list of ids. */
 static PyObject *encode_raw(const ChunkBPE *self, const unsigned char *data, Py_ssize_t n) {
+    if (self->slots && n > 1) {
+        int64_t t = token_lookup(self, bytes_hash(data, n), data, n);
+        if (t >= 0) {
+            PyObject *out = PyList_New(1), *v = out ? PyLong_FromLong(self->tok_id[t]) : NULL;
+            if (!v) { Py_XDECREF(out); return NULL; }
+            PyList_SET_ITEM(out, 0, v);
+            return out;
+        }
+    }
     int32_t small[SHORT_CHUNK * 4];
     int32_t *ids = n <= (Py_ssize_t)(sizeof(small) / sizeof(small[0])) ? small : malloc((n + 1) * sizeof(int32_t));
     if (!ids) return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
-    Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n) : merge_long(self, ids, n);
+    Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE) : merge_long(self, ids, n, NO_MERGE);
     PyObject *out = NULL;
     if (m < 0) PyErr_NoMemory();
     else if ((out = PyList_New(m))) {
@@ -148,12 +237,94 @@ static PyObject *encode_raw(const ChunkBPE *self, const unsigned char *data, Py_
     return out;
 }
 
+static void free_tables(ChunkBPE *self) {
+    free(self->keys); free(self->vals);
+    free(self->tok_buf); free(self->tok_start); free(self->tok_len); free(self->tok_id); free(self->tok_hash);
+    free(self->slots); free(self->powers); free(self->index_of);
+    self->keys = NULL; self->vals = NULL; self->tok_buf = NULL; self->tok_start = NULL; self->tok_len = NULL;
+    self->tok_id = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
+}
+
+/* The vocabulary (one byte buffer cut by int64 lengths, with int64 ids) as a byte-string hash
+ * table; a byte string listed twice is found as its lowest id. Returns 0, or -1 with an error. */
+static int build_token_table(ChunkBPE *self, PyObject *tokens) {
+    Py_buffer bbuf, blen, bids;
+    if (!PyArg_ParseTuple(tokens, "y*y*y*", &bbuf, &blen, &bids)) return -1;
+    Py_ssize_t count = blen.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *lengths = blen.buf, *idv = bids.buf;
+    int ok = -1;
+    if (bids.len != blen.len || count >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "tokens: lengths and ids differ in size");
+        goto done;
+    }
+    uint64_t cap = 16;
+    while (cap < (uint64_t)count * 2 + 2) cap <<= 1;
+    self->tok_buf = malloc((size_t)bbuf.len + 1);
+    self->tok_start = malloc((size_t)(count + 1) * sizeof(int64_t));
+    self->tok_len = malloc((size_t)(count + 1) * sizeof(int32_t));
+    self->tok_id = malloc((size_t)(count + 1) * sizeof(int32_t));
+    self->tok_hash = malloc((size_t)(count + 1) * sizeof(uint64_t));
+    self->slots = malloc(cap * sizeof(Slot));
+    if (!self->tok_buf || !self->tok_start || !self->tok_len || !self->tok_id || !self->tok_hash || !self->slots) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(self->tok_buf, bbuf.buf, (size_t)bbuf.len);
+    for (uint64_t j = 0; j < cap; j++) self->slots[j].tok = -1;
+    self->tok_mask = cap - 1;
+    self->max_len = 1;
+    self->max_id = -1;
+    self->dup_first = self->dup_second = -1;
+    int64_t at = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (lengths[i] < 0 || at + lengths[i] > bbuf.len || lengths[i] >= INT32_MAX || idv[i] < 0 || idv[i] > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "tokens: a length or an id is out of range");
+            goto done;
+        }
+        const uint8_t *p = self->tok_buf + at;
+        Py_ssize_t n = (Py_ssize_t)lengths[i];
+        self->tok_start[i] = at;
+        self->tok_len[i] = (int32_t)n;
+        self->tok_id[i] = (int32_t)idv[i];
+        self->tok_hash[i] = bytes_hash(p, n);
+        if (n > self->max_len) self->max_len = (int32_t)n;
+        if (idv[i] > self->max_id) self->max_id = idv[i];
+        uint64_t m = mix64(self->tok_hash[i]), j = m & self->tok_mask;
+        for (;;) {
+            Slot *s = &self->slots[j];
+            if (s->tok < 0) { s->tok = (int32_t)i; s->tag = (uint32_t)(m >> 32); break; }
+            if (self->tok_len[s->tok] == n && memcmp(self->tok_buf + self->tok_start[s->tok], p, (size_t)n) == 0) {
+                if (self->dup_first < 0) { self->dup_first = self->tok_id[s->tok]; self->dup_second = self->tok_id[i]; }
+                if (self->tok_id[i] < self->tok_id[s->tok]) s->tok = (int32_t)i;
+                break;
+            }
+            j = (j + 1) & self->tok_mask;
+        }
+        at += n;
+    }
+    self->powers = malloc((size_t)(self->max_len + 1) * sizeof(uint64_t));
+    self->index_of = malloc((size_t)(self->max_id + 2) * sizeof(int32_t));
+    if (!self->powers || !self->index_of) { PyErr_NoMemory(); goto done; }
+    self->powers[0] = 1;
+    for (int32_t k = 1; k <= self->max_len; k++) self->powers[k] = self->powers[k - 1] * HASH_BASE;
+    memset(self->index_of, 0xff, (size_t)(self->max_id + 2) * sizeof(int32_t));
+    for (Py_ssize_t i = count - 1; i >= 0; i--) self->index_of[self->tok_id[i]] = (int32_t)i;
+    ok = 0;
+done:
+    PyBuffer_Release(&bbuf); PyBuffer_Release(&blen); PyBuffer_Release(&bids);
+    return ok;
+}
+
 static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"merges", "byte_ids", "cache_max", NULL};
-    PyObject *merges, *byte_ids;
+    static char *kwlist[] = {"merges", "byte_ids", "cache_max", "tokens", "rank_mode", NULL};
+    PyObject *merges, *byte_ids, *tokens = Py_None;
     Py_ssize_t cache_max = 1 << 18;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O|n", kwlist, &PyDict_Type, &merges, &byte_ids, &cache_max))
+    int rank_mode = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O|nOp", kwlist, &PyDict_Type, &merges, &byte_ids, &cache_max,
+                                     &tokens, &rank_mode))
         return -1;
+    free_tables(self);
+    self->rank_mode = 0;
     PyObject *seq = PySequence_Fast(byte_ids, "byte_ids must be a sequence of 256 ints");
     if (!seq) return -1;
     if (PySequence_Fast_GET_SIZE(seq) != 256) {
@@ -167,27 +338,32 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         self->byte_ids[b] = (int32_t)v;
     }
     Py_DECREF(seq);
+    if (tokens != Py_None && build_token_table(self, tokens) < 0) { free_tables(self); return -1; }
+    if (rank_mode && tokens == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "rank_mode needs the tokens");
+        return -1;
+    }
+    self->rank_mode = rank_mode;
     uint64_t cap = 16;
     while (cap < (uint64_t)PyDict_Size(merges) * 2 + 2) cap <<= 1;
-    free(self->keys);
-    free(self->vals);
     self->keys = malloc(cap * sizeof(uint64_t));
     self->vals = malloc(cap * sizeof(int32_t));
-    if (!self->keys || !self->vals) { PyErr_NoMemory(); return -1; }
+    if (!self->keys || !self->vals) { free_tables(self); PyErr_NoMemory(); return -1; }
     memset(self->keys, 0xff, cap * sizeof(uint64_t));
     self->mask = cap - 1;
     PyObject *key, *value;
     Py_ssize_t pos = 0;
-    while (PyDict_Next(merges, &pos, &key, &value)) {
+    while (!rank_mode && PyDict_Next(merges, &pos, &key, &value)) {
         long a, b, r;
         if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2) {
             PyErr_SetString(PyExc_TypeError, "merges keys must be (int, int) tuples");
+            free_tables(self);
             return -1;
         }
         a = PyLong_AsLong(PyTuple_GET_ITEM(key, 0));
         b = PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
         r = PyLong_AsLong(value);
-        if (PyErr_Occurred()) return -1;
+        if (PyErr_Occurred()) { free_tables(self); return -1; }
         uint64_t k = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
         uint64_t j = mix64(k) & self->mask;
         while (self->keys[j] != UINT64_MAX && self->keys[j] != k) j = (j + 1) & self->mask;
@@ -200,8 +376,7 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
 }
 
 static void ChunkBPE_dealloc(ChunkBPE *self) {
-    free(self->keys);
-    free(self->vals);
+    free_tables(self);
     Py_XDECREF(self->cache);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -260,11 +435,69 @@ static PyObject *ChunkBPE_clear_cache(ChunkBPE *self, PyObject *Py_UNUSED(ignore
     Py_RETURN_NONE;
 }
 
+/* "ranks" mode: the merge list the ranks imply (minbpe's recover_merges). Token t of id r is made
+ * by the two parts that this same merge loop, allowed only ids below r, leaves on t's bytes; a
+ * token it leaves in more (or fewer) parts is built by no merge. Returns
+ * ({(left, right): id} in id order, [ids built by no merge]). */
+static PyObject *ChunkBPE_recover_merges(ChunkBPE *self, PyObject *Py_UNUSED(ignored)) {
+    if (!self->rank_mode) {
+        PyErr_SetString(PyExc_ValueError, "recover_merges needs rank mode");
+        return NULL;
+    }
+    int32_t *ids = malloc((size_t)(self->max_len + 1) * sizeof(int32_t));
+    PyObject *merges = PyDict_New(), *unmerged = PyList_New(0), *result = NULL;
+    if (!ids || !merges || !unmerged) { PyErr_NoMemory(); goto done; }
+    /* 100k+ new tuples would run the cycle collector many times over objects it cannot free */
+    int gc_was_on = PyGC_Disable();
+    for (int64_t id = 0; id <= self->max_id; id++) {
+        int32_t t = self->index_of[id];
+        if (t < 0) continue;
+        int32_t n = self->tok_len[t];
+        const uint8_t *p = self->tok_buf + self->tok_start[t];
+        if (n == 1 && self->byte_ids[p[0]] == id) continue;
+        Py_ssize_t m = -2;
+        if (n >= 2 && token_lookup(self, self->tok_hash[t], p, n) == t) {
+            for (int32_t i = 0; i < n; i++) ids[i] = self->byte_ids[p[i]];
+            m = n <= SHORT_CHUNK ? merge_short(self, ids, n, id) : merge_long(self, ids, n, id);
+            if (m < 0) { PyErr_NoMemory(); break; }
+        }
+        int failed;
+        if (m == 2) {
+            PyObject *a = PyLong_FromLong(ids[0]), *b = PyLong_FromLong(ids[1]);
+            PyObject *key = (a && b) ? PyTuple_Pack(2, a, b) : NULL;
+            PyObject *value = key ? PyLong_FromLongLong(id) : NULL;
+            failed = value == NULL || PyDict_SetItem(merges, key, value) < 0;
+            Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(key); Py_XDECREF(value);
+        } else {
+            PyObject *value = PyLong_FromLongLong(id);
+            failed = value == NULL || PyList_Append(unmerged, value) < 0;
+            Py_XDECREF(value);
+        }
+        if (failed) break;
+    }
+    if (gc_was_on) PyGC_Enable();
+    if (!PyErr_Occurred()) result = PyTuple_Pack(2, merges, unmerged);
+done:
+    free(ids);
+    Py_XDECREF(merges);
+    Py_XDECREF(unmerged);
+    return result;
+}
+
+static PyObject *ChunkBPE_first_duplicate(ChunkBPE *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->dup_first < 0) Py_RETURN_NONE;
+    return Py_BuildValue("(LL)", (long long)self->dup_first, (long long)self->dup_second);
+}
+
 static PyMethodDef ChunkBPE_methods[] = {
     {"encode_chunks", (PyCFunction)ChunkBPE_encode_chunks, METH_O,
      "Encode each str of an iterable and return all ids in one list (cached)."},
     {"encode_bytes", (PyCFunction)ChunkBPE_encode_bytes, METH_O, "Encode one chunk given as bytes (no cache)."},
     {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS, "Empty the chunk cache."},
+    {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,
+     "(id, id) of the first two vocabulary tokens found with the same bytes, or None."},
+    {"recover_merges", (PyCFunction)ChunkBPE_recover_merges, METH_NOARGS,
+     "Rank mode: ({(left, right): id} in id order, [ids no merge builds])."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -273,7 +506,9 @@ static PyTypeObject ChunkBPEType = {
     .tp_name = "hf_bbpe._chunk_bpe.ChunkBPE",
     .tp_basicsize = sizeof(ChunkBPE),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "ChunkBPE(merges, byte_ids, cache_max=2**18): BPE of chunks with fixed merges.",
+    .tp_doc = "ChunkBPE(merges, byte_ids, cache_max=2**18, tokens=None, rank_mode=False): BPE of chunks.\n\n"
+              "tokens=(buf, lengths, ids) (int64 buffers) turns on the whole-piece lookup; rank_mode merges "
+              "two parts when their bytes together are a token (tiktoken's rule) instead of by the merges.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)ChunkBPE_init,
     .tp_dealloc = (destructor)ChunkBPE_dealloc,

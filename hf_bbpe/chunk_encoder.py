@@ -1,10 +1,20 @@
 """The chunk encoder: applies learned merges to one pre-tokenized chunk.
 
-The result is minbpe's ``_encode_chunk``: repeatedly merge the adjacent pair with the lowest
-merge id, all its occurrences left to right. Short chunks (nearly all of them) use that loop
-directly, with the pair lookups done in C by ``map``; long chunks use a heap over a linked list,
-as tiktoken does for long pieces, so 1 MB without a split point costs O(n log n), not O(n^2).
-A bounded cache maps frequent chunks to their ids.
+The result is minbpe's ``_encode_chunk`` and tiktoken's ``byte_pair_merge``: repeatedly merge
+the adjacent pair with the lowest merged id, the leftmost one on ties. Short chunks (nearly all
+of them) use that loop directly, keeping each pair's lookup until a merge next to it changes it;
+long chunks use a heap over a linked list, so 1 MB without a split point costs O(n log n), not
+O(n^2). A bounded cache maps frequent chunks to their ids.
+
+Three modes say which pairs merge (see ``Tokenizer.mode``):
+
+* ``"merges"``: the pairs of the merge list (minbpe, GPT-2, ``tokenizers``' default);
+* ``"ignore_merges"``: the same, but a chunk whose bytes are a token is that token, as
+  ``tokenizers`` does with ``ignore_merges: true``;
+* ``"ranks"``: tiktoken's rule. Any two adjacent parts whose bytes together are a token merge,
+  by that token's id (its rank), and a chunk that is a token is that token. The pair table then
+  holds every split of every token into two tokens, so tokens that no merge builds are reached
+  as tiktoken reaches them.
 
 The same algorithm is compiled in ``_chunk_bpe.c``, which does the work when the extension is
 built (an installed hf_bbpe). This Python version is what runs where only source files can go:
@@ -16,7 +26,9 @@ from __future__ import annotations
 
 import heapq
 import importlib
-from collections.abc import Iterable, Sequence
+import operator
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
@@ -30,32 +42,123 @@ _CACHE_MAX_ENTRIES = 1 << 18
 _CACHE_MAX_CHUNK = 128  # characters; longer chunks are rare and not worth keeping
 
 
+MODES = ("merges", "ignore_merges", "ranks")
+
+
+class DuplicateTokensError(ValueError):
+    """Two ids of a vocabulary that must be distinct byte strings spell the same bytes."""
+
+    def __init__(self, token: bytes, first: int, second: int) -> None:
+        super().__init__(f"token {token!r} has two ids, {min(first, second)} and {max(first, second)}")
+        self.token, self.first, self.second = token, first, second
+
+
+class TokenTable:
+    """A vocabulary ``{id: bytes}`` as three flat buffers, the form the C kernel reads.
+
+    Token ``i`` is ``data[start_i : start_i + lengths[i]]`` (tokens laid end to end) with id
+    ``ids[i]``; ``lengths`` and ``ids`` are int64 arrays. Importers build one straight from a
+    file (no Python object per token), which is what keeps loading a 200k-token vocabulary fast.
+    """
+
+    __slots__ = ("data", "lengths", "ids")
+
+    def __init__(self, data: bytes, lengths: Sequence[int], ids: Sequence[int]) -> None:
+        self.data = bytes(data)
+        self.lengths = lengths if isinstance(lengths, array) and lengths.typecode == "q" else array("q", lengths)
+        self.ids = ids if isinstance(ids, array) and ids.typecode == "q" else array("q", ids)
+        if len(self.lengths) != len(self.ids) or sum(self.lengths) != len(self.data):
+            raise ValueError("token table: lengths, ids and data do not match")
+
+    @classmethod
+    def from_vocab(cls, vocab: Mapping[int, bytes]) -> TokenTable:
+        values = list(vocab.values())
+        return cls(b"".join(values), array("q", map(len, values)), array("q", vocab.keys()))
+
+    def to_vocab(self) -> dict[int, bytes]:
+        """``{id: bytes}`` in id order."""
+        data = self.data
+        vocab: dict[int, bytes] = {}
+        pos = 0
+        for n, idx in zip(self.lengths, self.ids):
+            vocab[idx] = data[pos : pos + n]
+            pos += n
+        if any(map(operator.gt, self.ids, self.ids[1:])):
+            vocab = dict(sorted(vocab.items()))
+        return vocab
+
+
 class ChunkEncoder:
     """Encodes chunks of text with a fixed set of merges.
 
     ``merges`` maps ``(left_id, right_id)`` to the merged id, where a lower merged id means an
     earlier merge. ``byte_ids[b]`` is the id of the single byte ``b`` (the identity for trained
-    tokenizers; a permutation for GPT-2 and cl100k).
+    tokenizers; a permutation for GPT-2 and cl100k). ``mode`` is one of :data:`MODES` (see the
+    module doc); the two other than ``"merges"`` need ``vocab``, ``{id: bytes}`` of every
+    normal token, or the same as a :class:`TokenTable` (a byte string listed under two ids is
+    found as the lower one).
     """
 
-    def __init__(self, merges: dict[tuple[int, int], int], byte_ids: Sequence[int], *, native: bool = True) -> None:
+    def __init__(
+        self,
+        merges: dict[tuple[int, int], int],
+        byte_ids: Sequence[int],
+        *,
+        mode: str = "merges",
+        vocab: Mapping[int, bytes] | TokenTable | None = None,
+        native: bool = True,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
+        if mode != "merges" and vocab is None:
+            raise ValueError(f"mode {mode!r} needs the vocabulary")
         self.merges = merges
         self.byte_ids = tuple(byte_ids)
+        self.mode = mode
+        self.vocab = vocab if mode != "merges" else None
         self._identity = self.byte_ids == tuple(range(256))
         self._cache: dict[str, tuple[int, ...]] = {}
         if native and _native is not None:
-            kernel = _native.ChunkBPE(merges, self.byte_ids, _CACHE_MAX_ENTRIES)
+            tokens = None
+            if self.vocab is not None:
+                table = self.vocab if isinstance(self.vocab, TokenTable) else TokenTable.from_vocab(self.vocab)
+                tokens = (table.data, table.lengths, table.ids)
+            kernel = _native.ChunkBPE(merges, self.byte_ids, _CACHE_MAX_ENTRIES, tokens, mode == "ranks")
+            self._kernel = kernel
             self.encode_chunks = kernel.encode_chunks
             self.encode_bytes = kernel.encode_bytes
             self.clear_cache = kernel.clear_cache
-        else:  # only the Python loops need the inverse table
-            self._pair_of = {new: pair for pair, new in merges.items()}
+        else:
+            self._whole: dict[bytes, int] | None = None
+            self._pair_rank = merges.get
+            if isinstance(self.vocab, TokenTable):
+                self.vocab = self.vocab.to_vocab()
+            self._duplicate = None
+            if self.vocab is not None:
+                self._whole = whole = {}
+                for idx, data in self.vocab.items():
+                    first = whole.setdefault(data, idx)
+                    if first != idx:
+                        self._duplicate = self._duplicate or (first, idx)
+                        whole[data] = min(first, idx)
+                if mode == "ranks":
+                    self._pair_rank = self._rank_of_bytes
+
+    def _rank_of_bytes(self, pair: tuple[int, int], default: int | None = None) -> int | None:
+        """``"ranks"`` mode: the id of the token that the two parts spell together, if any."""
+        vocab = self.vocab
+        try:
+            return self._whole.get(vocab[pair[0]] + vocab[pair[1]], default)
+        except KeyError:
+            return default
 
     def __getstate__(self) -> dict:
-        return {"merges": self.merges, "byte_ids": self.byte_ids, "native": "encode_chunks" in self.__dict__}
+        return {"merges": self.merges, "byte_ids": self.byte_ids, "mode": self.mode, "vocab": self.vocab,
+                "native": "encode_chunks" in self.__dict__}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["merges"], state["byte_ids"], native=state["native"])
+        self.__init__(state["merges"], state["byte_ids"], mode=state.get("mode", "merges"), vocab=state.get("vocab"),
+                      native=state["native"])
 
     def clear_cache(self) -> None:
         self._cache.clear()
@@ -80,6 +183,10 @@ class ChunkEncoder:
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Encode one chunk given as bytes (no cache)."""
+        if self._whole is not None and len(data) > 1:
+            idx = self._whole.get(data)
+            if idx is not None:
+                return [idx]
         ids = list(data) if self._identity else [self.byte_ids[b] for b in data]
         if len(ids) < 2:
             return ids
@@ -87,35 +194,43 @@ class ChunkEncoder:
             return self._merge_long(ids)
         return self._merge_short(ids)
 
-    def _merge_short(self, ids: list[int]) -> list[int]:
-        get = self.merges.get
-        pair_of = self._pair_of
-        while len(ids) >= 2:
-            best = min(map(get, zip(ids, ids[1:]), repeat(_NO_MERGE)))
+    def _rank_getter(self, limit: int | None):
+        """``get(pair, default)``: the pair's merged id, only ids below ``limit`` if given."""
+        get = self._pair_rank
+        if limit is None:
+            return get
+
+        def below(pair: tuple[int, int], default: int | None = None) -> int | None:
+            rank = get(pair)
+            return rank if rank is not None and rank < limit else default
+
+        return below
+
+    def _merge_short(self, ids: list[int], limit: int | None = None) -> list[int]:
+        """Merge the lowest pair, leftmost on ties, one at a time; ``ranks[i]`` is the pair at i."""
+        get = self._rank_getter(limit)
+        ranks = list(map(get, zip(ids, ids[1:]), repeat(_NO_MERGE)))
+        while ranks:
+            best = min(ranks)
             if best == _NO_MERGE:
                 break
-            a, b = pair_of[best]
-            out: list[int] = []
-            i = 0
-            n = len(ids)
-            while i < n:
-                if i < n - 1 and ids[i] == a and ids[i + 1] == b:
-                    out.append(best)
-                    i += 2
-                else:
-                    out.append(ids[i])
-                    i += 1
-            ids = out
+            at = ranks.index(best)
+            ids[at : at + 2] = [best]
+            del ranks[at]
+            if at < len(ranks):
+                ranks[at] = get((best, ids[at + 1]), _NO_MERGE)
+            if at > 0:
+                ranks[at - 1] = get((ids[at - 1], best), _NO_MERGE)
         return ids
 
-    def _merge_long(self, ids: list[int]) -> list[int]:
-        """Heap of (merge id, position) over a doubly linked list of tokens.
+    def _merge_long(self, ids: list[int], limit: int | None = None) -> list[int]:
+        """Heap of (merge id, position) over a doubly linked list of tokens (ids below ``limit``).
 
         Popping in (merge id, position) order merges the lowest pair first and its occurrences
         left to right, exactly like the short loop; entries made stale by a neighbouring merge
         are recognised because the pair at that position no longer maps to the same id.
         """
-        get = self.merges.get
+        get = self._rank_getter(limit)
         n = len(ids)
         nxt = list(range(1, n + 1))
         prv = list(range(-1, n - 1))
@@ -155,3 +270,37 @@ class ChunkEncoder:
             out.append(ids[i])
             i = nxt[i]
         return out
+
+    def first_duplicate(self) -> tuple[int, int] | None:
+        """The ids of the first two vocabulary tokens found with the same bytes, or None."""
+        if "encode_chunks" in self.__dict__:
+            return self._kernel.first_duplicate()
+        return self._duplicate
+
+    def recover_merges(self) -> tuple[dict[tuple[int, int], int], list[int]]:
+        """``"ranks"`` mode: the merge list the ranks imply, and the ids no merge builds.
+
+        The token of id ``r`` is made by the two parts that this encoder's merge loop, allowed
+        only ids below ``r``, leaves on its bytes (minbpe's ``recover_merges``); a token left in
+        more parts is built by no merge (Llama 3 has 678 such tokens). Returns ``({(left, right):
+        id} in id order, [unmerged ids])``; single bytes are neither.
+        """
+        if self.mode != "ranks":
+            raise ValueError("recover_merges needs rank mode")
+        if "encode_chunks" in self.__dict__:
+            return self._kernel.recover_merges()
+        merges: dict[tuple[int, int], int] = {}
+        unmerged: list[int] = []
+        byte_ids = self.byte_ids
+        for idx, data in sorted(self.vocab.items()):
+            if len(data) == 1 and byte_ids[data[0]] == idx:
+                continue
+            parts: list[int] = []
+            if len(data) >= 2 and self._whole.get(data) == idx:
+                ids = [byte_ids[b] for b in data]
+                parts = self._merge_long(ids, idx) if len(ids) > _LONG_CHUNK else self._merge_short(ids, idx)
+            if len(parts) == 2:
+                merges[(parts[0], parts[1])] = idx
+            else:
+                unmerged.append(idx)
+        return merges, unmerged

@@ -11,15 +11,18 @@
 That layout fixes byte ids to 0..255 and merge ids to 256 upwards. A tokenizer outside it (GPT-2
 and cl100k permute the byte ids; an extended vocabulary skips ids taken by special tokens) is
 written as ``hf_bbpe v1``: the same layout plus one line with the 256 byte ids, and merge
-lines ``<left> <right> <id>``. A tokenizer with a normalizer or a pre-tokenizer pipeline (not
-one plain split pattern) is written as ``hf_bbpe v2``: v1 with one more line after the pattern,
-a JSON object ``{"normalizer": ..., "pre_tokenizer": ...}`` in ``tokenizers``' JSON forms (the
-pipeline's patterns in Python ``regex`` syntax; the pattern line is then empty). minbpe reads
-neither variant; hf_bbpe reads all three, and writes the first one that holds the tokenizer.
+lines ``<left> <right> <id>``. A tokenizer that v1 cannot describe is written as ``hf_bbpe v2``:
+v1 plus two sections. After the pattern, one line holding a JSON object ``{"normalizer": ...,
+"pre_tokenizer": ...}`` in ``tokenizers``' JSON forms (the pipeline's patterns in Python
+``regex`` syntax; the pattern line is then empty), for a normalizer or a pre-tokenizer pipeline.
+After the byte ids, a line ``mode <merges|ignore_merges|ranks>``, the number of tokens that no
+merge builds (Llama 3 has 678) and one ``<id> <base64 bytes>`` line for each. minbpe reads only
+its own layout; hf_bbpe reads all three, and writes the first one that holds the tokenizer.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from dataclasses import dataclass, field
@@ -30,8 +33,9 @@ from .byte_unicode import render_token
 
 MINBPE_HEADER = "minbpe v1"
 EXTENDED_HEADER = "hf_bbpe v1"
-PIPELINE_HEADER = "hf_bbpe v2"
-HEADERS = (MINBPE_HEADER, EXTENDED_HEADER, PIPELINE_HEADER)
+EXTENDED_HEADER_V2 = "hf_bbpe v2"
+HEADERS = (MINBPE_HEADER, EXTENDED_HEADER, EXTENDED_HEADER_V2)
+MODES = ("merges", "ignore_merges", "ranks")
 
 
 class ModelFileError(ValueError):
@@ -48,6 +52,8 @@ class ModelFileContents:
     """JSON form of the normalizer (None: none)."""
     pre_tokenizer: dict | None = None
     """JSON form of a pre-tokenizer pipeline; None when ``pattern`` says how text is split."""
+    mode: str = "merges"
+    unmerged: dict[int, bytes] = field(default_factory=dict)
 
 
 def is_minbpe_layout(merges: dict[tuple[int, int], int], byte_ids: list[int]) -> bool:
@@ -68,10 +74,11 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
                 "format cannot hold (in a regex, write it as \\n)"
             )
     pipeline = contents.normalizer is not None or contents.pre_tokenizer is not None
-    minbpe = not pipeline and is_minbpe_layout(contents.merges, contents.byte_ids)
-    header = PIPELINE_HEADER if pipeline else MINBPE_HEADER if minbpe else EXTENDED_HEADER
+    v2 = pipeline or contents.mode != "merges" or bool(contents.unmerged)
+    minbpe = not v2 and is_minbpe_layout(contents.merges, contents.byte_ids)
+    header = EXTENDED_HEADER_V2 if v2 else MINBPE_HEADER if minbpe else EXTENDED_HEADER
     lines = [header, contents.pattern]
-    if pipeline:
+    if v2:
         options = {"normalizer": contents.normalizer, "pre_tokenizer": contents.pre_tokenizer}
         lines.append(json.dumps(options, ensure_ascii=True, separators=(",", ":")))
     lines.append(str(len(contents.special_tokens)))
@@ -80,6 +87,9 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
         lines += [f"{a} {b}" for a, b in contents.merges]
     else:
         lines.append(" ".join(map(str, contents.byte_ids)))
+        if v2:
+            lines += [f"mode {contents.mode}", str(len(contents.unmerged))]
+            lines += [f"{idx} {base64.b64encode(data).decode('ascii')}" for idx, data in contents.unmerged.items()]
         lines += [f"{a} {b} {new}" for (a, b), new in contents.merges.items()]
     write_text_atomic(path, "\n".join(lines) + "\n")
 
@@ -118,11 +128,11 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
         return ModelFileError(f"{path}:{lineno}: {message}")
 
     if not lines or lines[0] not in HEADERS:
-        raise fail(1, f"expected the header {MINBPE_HEADER!r}, {EXTENDED_HEADER!r} or {PIPELINE_HEADER!r}")
+        raise fail(1, f"expected the header {MINBPE_HEADER!r}, {EXTENDED_HEADER!r} or {EXTENDED_HEADER_V2!r}")
     extended = lines[0] != MINBPE_HEADER
     contents = ModelFileContents(pattern=lines[1] if len(lines) > 1 else "")
     lineno = 2
-    if lines[0] == PIPELINE_HEADER:
+    if lines[0] == EXTENDED_HEADER_V2:
         lineno = 3
         try:
             options = json.loads(lines[2]) if len(lines) > 2 else None
@@ -155,7 +165,9 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
         if len(fields) != 256 or not all(f.isdigit() for f in fields):
             raise fail(lineno, "expected the 256 byte ids")
         contents.byte_ids = [int(f) for f in fields]
-    known = set(contents.byte_ids)
+    if lines[0] == EXTENDED_HEADER_V2:
+        lineno = _read_v2_section(lines, lineno, contents, fail)
+    known = set(contents.byte_ids) | set(contents.unmerged)
     next_id = 256
     for line in lines[lineno:]:
         lineno += 1
@@ -176,6 +188,34 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
     if taken:
         raise fail(3, f"special token id {min(taken)} is also a normal token id")
     return contents
+
+
+def _read_v2_section(lines: list[str], lineno: int, contents: ModelFileContents, fail) -> int:
+    """The ``mode`` line and the unmerged tokens of an ``hf_bbpe v2`` file; returns the last line read."""
+    lineno += 1
+    key, _, mode = (lines[lineno - 1] if lineno <= len(lines) else "").partition(" ")
+    if key != "mode" or mode not in MODES:
+        raise fail(lineno, f"expected 'mode <{'|'.join(MODES)}>'")
+    contents.mode = mode
+    lineno += 1
+    count = lines[lineno - 1] if lineno <= len(lines) else ""
+    if not count.isdigit():
+        raise fail(lineno, f"expected the number of unmerged tokens, got {count!r}")
+    for _ in range(int(count)):
+        lineno += 1
+        if lineno > len(lines):
+            raise fail(lineno, "file ends inside the unmerged tokens")
+        idx, _, encoded = lines[lineno - 1].partition(" ")
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except ValueError:
+            data = None
+        if not idx.isdigit() or data is None:
+            raise fail(lineno, f"expected '<id> <base64 bytes>', got {lines[lineno - 1]!r}")
+        if int(idx) in contents.unmerged or int(idx) in contents.byte_ids:
+            raise fail(lineno, f"unmerged token id {idx} repeats an id")
+        contents.unmerged[int(idx)] = data
+    return lineno
 
 
 def write_vocab_file(path: str | os.PathLike, vocab: dict[int, bytes], merges: dict[tuple[int, int], int]) -> None:

@@ -37,6 +37,10 @@ O200K_SPLIT_PATTERN = "|".join(
 )
 """GPT-4o / o200k_base."""
 
+LLAMA3_SPLIT_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+"""Llama 3, character for character as llama_models' ``Tokenizer.pat_str`` (Llama 4 uses o200k's)."""
 NATIVE_PATTERNS: dict[str, str] = {"gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN}
 """The canonical name of each built-in pattern (the C scanner in ``_pretokenize.c`` splits these)."""
 
@@ -49,6 +53,7 @@ SPLIT_PATTERNS: dict[str, str] = {
     "cl100k_base": GPT4_SPLIT_PATTERN,
     "gpt4o": O200K_SPLIT_PATTERN,
     "o200k_base": O200K_SPLIT_PATTERN,
+    "llama3": LLAMA3_SPLIT_PATTERN,
 }
 """Names accepted wherever a pattern is asked for, in any letter case; any other string is a regex."""
 

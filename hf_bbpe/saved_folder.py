@@ -157,6 +157,7 @@ def portable_config(config: Mapping[str, Any], tok: BBPETokenizer) -> dict[str, 
         config.pop("additional_special_tokens", None)
     engine = tok.engine
     config["pattern"] = engine.plain_pattern
+    config["bpe_mode"] = engine.mode
     if config["pattern"] is None:
         config["pre_tokenizer"] = engine.pre_tokenizer.to_json()
     if engine.normalizer is not None:

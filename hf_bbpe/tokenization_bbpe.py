@@ -62,7 +62,7 @@ from .transformers_compat import (
     in_target_context,
     loading_saved_folder,
 )
-from .vocab_merges_files import read_vocab_merges, write_vocab_merges
+from .vocab_merges_files import read_vocab_merges, split_extra_tokens, write_vocab_merges
 
 if TYPE_CHECKING:
     # transformers 4.57 copies into its module cache only the modules that a local folder's
@@ -104,7 +104,13 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
             (normalizers.py): applied to text before it is split, as in ``tokenizers``.
         add_bos_token, add_eos_token: put ``bos_token`` / ``eos_token`` around each sequence when
             ``add_special_tokens=True`` (the default of ``tokenizer(...)``).
+        bpe_mode: the engine's mode ("merges", "ignore_merges" or "ranks", see
+            hf_bbpe/tokenizer.py); saved in tokenizer_config.json, "merges" if absent.
         engine: an engine :class:`Tokenizer` to wrap instead of files (use :meth:`from_engine`).
+
+    Tokens of ``vocab.json`` that no merge builds are special tokens if the saved added tokens
+    declare them (or, for a folder that declares none, if spelled ``<...>``/``[...]``), and
+    otherwise normal tokens that no merge builds (Llama 3 has 678 of them).
     """
 
     vocab_files_names = VOCAB_FILES_NAMES
@@ -119,6 +125,7 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         add_eos_token: bool | None = None,
         add_prefix_space: bool = False,
         clean_up_tokenization_spaces: bool = False,
+        bpe_mode: str | None = None,
         *,
         engine: Tokenizer | None = None,
         pre_tokenizer: Mapping[str, Any] | None = None,
@@ -128,13 +135,17 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         if engine is not None:
             if vocab_file is not None or merges_file is not None:
                 raise ValueError("pass either engine or vocab_file + merges_file, not both")
-            core = _copy_engine(engine, pattern, pre_tokenizer, normalizer)
+            core = _copy_engine(engine, pattern, pre_tokenizer, normalizer, bpe_mode)
             file_specials: dict[str, int] = {}
         elif vocab_file is not None and merges_file is not None:
             files = read_vocab_merges(vocab_file, merges_file)
+            saved = kwargs.get("added_tokens_decoder")
+            declared = {str(token) if not isinstance(token, dict) else token["content"] for token in saved.values()} \
+                if saved else None
+            file_specials, unmerged = split_extra_tokens(files.extra_tokens, declared)
             split = {"pre_tokenizer": pre_tokenizer} if pre_tokenizer is not None else {"pattern": _pattern_or_gpt2(pattern)}
-            core = Tokenizer.from_merges(files.merges, byte_ids=files.byte_ids, normalizer=normalizer, **split)
-            file_specials = files.extra_tokens
+            core = Tokenizer.from_merges(files.merges, byte_ids=files.byte_ids, normalizer=normalizer,
+                                         unmerged_tokens=unmerged, mode=bpe_mode or "merges", **split)
         else:
             raise ValueError(
                 "BBPETokenizer needs vocab_file and merges_file (from_pretrained passes them), "
@@ -514,11 +525,16 @@ def _pattern_or_gpt2(pattern: str | None) -> str | None:
     return resolve_pattern(pattern) if pattern else None
 
 
-def _copy_engine(engine: Tokenizer, pattern: str | None, pre_tokenizer: Any, normalizer: Any) -> Tokenizer:
+def _copy_engine(engine: Tokenizer, pattern: str | None, pre_tokenizer: Any, normalizer: Any,
+                 mode: str | None) -> Tokenizer:
     if pattern is not None and resolve_pattern(pattern or None) != (engine.pattern or None):
         raise ValueError(f"pattern {pattern!r} differs from the engine's split pattern {engine.pattern!r}")
+    if mode is not None and mode != engine.mode:
+        raise ValueError(f"bpe_mode {mode!r} differs from the engine's mode {engine.mode!r}")
     copy = Tokenizer.from_merges(engine.merges, special_tokens=engine.special_tokens, byte_ids=engine.byte_ids,
-                                 pre_tokenizer=engine.pre_tokenizer, normalizer=engine.normalizer)
+                                 check=False, unmerged_tokens=engine.unmerged_tokens, mode=engine.mode,
+                                 pre_tokenizer=engine.pre_tokenizer, normalizer=engine.normalizer,
+                                 allow_large_ids=True)  # the engine checked its special ids when they were registered
     for name, given, resolve in (("pre_tokenizer", pre_tokenizer, resolve_pre_tokenizer),
                                  ("normalizer", normalizer, resolve_normalizer)):
         if given is not None and resolve(given) != getattr(copy, name):

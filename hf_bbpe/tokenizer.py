@@ -2,9 +2,17 @@
 
 A tokenizer is fully described by: how text is cut into chunks (an optional ``normalizer``, then
 the split ``pattern`` or a ``pre_tokenizer`` pipeline), the ordered ``merges``
-``{(left_id, right_id): new_id}``, and the ids of the 256 single bytes (``byte_ids``, the
-identity unless imported from GPT-2 or cl100k), plus ``special_tokens``. Everything else
-(``vocab``, the chunk encoder, the special-token regex) is derived and rebuilt when those change.
+``{(left_id, right_id): new_id}``, the ids of the 256 single bytes (``byte_ids``, the identity
+unless imported from GPT-2 or cl100k), the ``unmerged_tokens`` that no merge builds (none
+unless imported), the ``mode`` that says how chunks are encoded, and ``special_tokens``.
+Everything else (``vocab``, the chunk encoder, the special-token regex) is derived and rebuilt
+when those change.
+
+Modes (see chunk_encoder.py): ``"merges"`` applies the merges (minbpe, GPT-2); ``"ignore_merges"``
+first looks a whole chunk up in the vocabulary (``tokenizers``' ``ignore_merges: true``);
+``"ranks"`` is tiktoken's algorithm: the whole-chunk lookup, then any two adjacent parts whose
+bytes form a token merge, lowest id first. In ``"ranks"`` mode the vocabulary is what counts and
+the merges are the ones the ranks imply, recovered when first asked for.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .chunk_counting import count_chunks
-from .chunk_encoder import ChunkEncoder
+from .chunk_encoder import MODES, ChunkEncoder, DuplicateTokensError, TokenTable
 from .model_file import (
     ModelFileContents,
     ModelFileError,
@@ -63,8 +71,12 @@ class Tokenizer:
         normalizer: Normalizer | str | Mapping | None = None,
     ) -> None:
         self._set_chunking(pattern, pre_tokenizer, normalizer)
-        self._merges: Merges = {}
+        self._mode = "merges"
+        self._merges: Merges | None = {}
         self._byte_ids: list[int] = list(range(256))
+        self._unmerged: dict[int, bytes] = {}
+        self._rank_table: TokenTable | None = None  # "ranks" mode before its merges are recovered
+        self._rank_vocab: dict[int, bytes] | None = None  # the same as a dict, made when first needed
         self._special_tokens: dict[str, int] = {}
         self._rebuild()
 
@@ -81,16 +93,20 @@ class Tokenizer:
         check: bool = True,
         pre_tokenizer: PreTokenizer | Mapping | None = None,
         normalizer: Normalizer | str | Mapping | None = None,
+        unmerged_tokens: Mapping[int, bytes] | None = None,
+        mode: str = "merges",
         allow_large_ids: bool = False,
     ) -> Tokenizer:
         """Build a tokenizer from merges in order (for importers and converters).
 
-        ``byte_ids[b]`` is the id of byte ``b`` (default: ``b``). Raises ValueError if a merge
-        names an id that is neither a byte nor an earlier merge, or if ids collide.
-        ``check=False`` skips those merge checks, for merges valid by construction (recovered
-        from ranks: each names two lower ranks); the merges must then be a dict of int pairs to
-        ints in increasing order. Special tokens are checked as :meth:`register_special_tokens`
-        checks them. ``pre_tokenizer`` and ``normalizer`` as in the constructor.
+        ``byte_ids[b]`` is the id of byte ``b`` (default: ``b``). ``unmerged_tokens`` are
+        normal tokens ``{id: bytes}`` that no merge builds; merges may name them. Raises
+        ValueError if a merge names an id that is neither a byte, an unmerged token nor an
+        earlier merge, or if ids collide. ``check=False`` skips those merge checks, for merges
+        valid by construction (recovered from ranks); the merges must then be a dict of int
+        pairs to ints in increasing order. ``mode``: see the module doc. Special tokens are
+        checked as :meth:`register_special_tokens` checks them. ``pre_tokenizer`` and
+        ``normalizer`` as in the constructor.
 
         ``Tokenizer.from_merges`` gives a RegexTokenizer, or a BasicTokenizer when there is no
         pattern or pipeline; called on a subclass, it gives that class.
@@ -99,8 +115,10 @@ class Tokenizer:
         byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
         if len(byte_ids) != 256 or len(set(byte_ids)) != 256:
             raise ValueError("byte_ids must give 256 distinct ids, one per byte value")
+        tok._mode = _checked_mode(mode)
         tok._byte_ids = byte_ids
-        tok._merges = _checked_merges(merges, byte_ids) if check else dict(merges)
+        tok._unmerged = _checked_unmerged(unmerged_tokens or {}, byte_ids)
+        tok._merges = _checked_merges(merges, byte_ids, tok._unmerged) if check else dict(merges)
         tok._special_tokens = tok._checked_specials(special_tokens or {}, allow_large_ids=allow_large_ids)
         tok._rebuild()  # once: tables for 100k+ merges take a while to build
         return tok
@@ -212,14 +230,115 @@ class Tokenizer:
             return cls(**options)
         return cls(pattern or None, **options)
 
+    @classmethod
+    def from_ranks(
+        cls,
+        mergeable_ranks: Mapping[bytes, int],
+        *,
+        pattern: str | None = None,
+        special_tokens: Mapping[str, int] | None = None,
+        pre_tokenizer: PreTokenizer | Mapping | None = None,
+        normalizer: Normalizer | str | Mapping | None = None,
+    ) -> Tokenizer:
+        """A ``"ranks"``-mode tokenizer: tiktoken's ``Encoding`` for the same arguments.
+
+        ``mergeable_ranks`` maps every normal token's bytes to its id, as tiktoken's
+        ``Encoding(mergeable_ranks=...)`` takes it; every single byte needs a rank (tiktoken
+        fails on a byte that has none). The merges are recovered from the ranks when first
+        needed (:attr:`merges`); tokens that no merge of lower ranks builds are kept as
+        :attr:`unmerged_tokens`. Raises ValueError for a missing byte, a negative id or two
+        tokens with one id.
+        """
+        vocab: dict[int, bytes] = {}
+        for data, idx in mergeable_ranks.items():
+            idx = int(idx)
+            if idx in vocab:
+                raise ValueError(f"tokens {vocab[idx]!r} and {bytes(data)!r} have the same id {idx}")
+            vocab[idx] = bytes(data)
+        byte_ids = [-1] * 256
+        for idx, data in vocab.items():
+            if len(data) == 1 and (byte_ids[data[0]] < 0 or idx < byte_ids[data[0]]):
+                byte_ids[data[0]] = idx
+        return cls._from_token_table(TokenTable.from_vocab(dict(sorted(vocab.items()))), byte_ids,
+                                     pattern=pattern, special_tokens=special_tokens,
+                                     pre_tokenizer=pre_tokenizer, normalizer=normalizer)
+
+    @classmethod
+    def _from_token_table(
+        cls,
+        table: TokenTable,
+        byte_ids: Sequence[int],
+        *,
+        pattern: str | None,
+        special_tokens: Mapping[str, int] | None,
+        pre_tokenizer: PreTokenizer | Mapping | None = None,
+        normalizer: Normalizer | str | Mapping | None = None,
+    ) -> Tokenizer:
+        """:meth:`from_ranks` for a vocabulary given as a table with distinct ids (importers
+        read files straight into one); ``byte_ids[b]`` is the id of byte ``b``, -1 if none."""
+        if -1 in byte_ids:
+            missing = list(byte_ids).index(-1)
+            raise ValueError(f"the single byte {bytes([missing])!r} has no rank ({list(byte_ids).count(-1)} bytes "
+                             "missing); byte-level BPE needs all 256")
+        if len(table.ids) and (min(table.ids) < 0 or max(table.ids) > _MAX_ID):
+            bad = next(i for i in table.ids if not 0 <= i <= _MAX_ID)
+            raise ValueError(f"token id {bad} is out of range 0 .. {_MAX_ID}")
+        tok = cls._blank(pattern, pre_tokenizer, normalizer)
+        tok._mode = "ranks"
+        tok._byte_ids = [int(i) for i in byte_ids]
+        tok._merges = None
+        tok._unmerged = {}
+        tok._rank_table = table
+        tok._rank_vocab = None
+        tok._special_tokens = tok._checked_specials(special_tokens or {})
+        tok._rebuild()
+        duplicate = tok._encoder.first_duplicate()
+        if duplicate is not None:
+            raise DuplicateTokensError(tok._normal_vocab()[duplicate[0]], *duplicate)
+        return tok
+
+    @property
+    def mode(self) -> str:
+        """How chunks are encoded: ``"merges"``, ``"ignore_merges"`` or ``"ranks"`` (module doc)."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: str) -> None:
+        mode = _checked_mode(mode)
+        if mode != self._mode:
+            self._recover_merges()
+            self._mode = mode
+            self._rebuild()
+
+    @property
+    def unmerged_tokens(self) -> dict[int, bytes]:
+        """``{id: bytes}`` of the normal tokens that no merge builds (treat it as read-only).
+
+        A ``"merges"``-mode tokenizer never produces them; the other modes reach them as whole
+        chunks, and ``"ranks"`` also by merging two parts that spell them.
+        """
+        self._recover_merges()
+        return self._unmerged
+
+    def _recover_merges(self) -> None:
+        """In ``"ranks"`` mode, recover the merges from the ranks once (see from_ranks)."""
+        if self._merges is None:
+            merges, unmerged = self._encoder.recover_merges()
+            vocab = self._normal_vocab()
+            self._unmerged = {idx: vocab[idx] for idx in unmerged}
+            self._merges = merges
+            self._rank_table = self._rank_vocab = None
+
     @property
     def merges(self) -> Merges:
         """``{(left_id, right_id): new_id}`` in merge order. Assign a new dict to change it."""
+        self._recover_merges()
         return self._merges
 
     @merges.setter
     def merges(self, merges: Mapping[tuple[int, int], int]) -> None:
-        self._merges = _checked_merges(merges, self._byte_ids)
+        self._recover_merges()
+        self._merges = _checked_merges(merges, self._byte_ids, self._unmerged)
         self._rebuild()
 
     @property
@@ -255,13 +374,35 @@ class Tokenizer:
         return checked_special_tokens(
             special_tokens,
             existing={} if replace else self._special_tokens,
-            normal_ids=set(self._byte_ids) | set(self._merges.values()),
+            normal_ids=self._normal_ids(),
             allow_large_ids=allow_large_ids,
         )
 
+    def _normal_ids(self) -> set[int]:
+        if self._rank_table is not None:
+            return set(self._rank_table.ids)
+        return set(self._byte_ids) | set(self._unmerged) | set(self._merges.values())
+
+    def _normal_vocab(self) -> dict[int, bytes]:
+        """``{id: bytes}`` of every non-special token: bytes, unmerged tokens, then merges."""
+        if self._rank_table is not None:
+            if self._rank_vocab is None:
+                self._rank_vocab = self._rank_table.to_vocab()
+            return self._rank_vocab
+        vocab = {idx: bytes([b]) for b, idx in enumerate(self._byte_ids)}
+        vocab.update(self._unmerged)
+        for (a, b), new in self._merges.items():
+            vocab[new] = vocab[a] + vocab[b]
+        return vocab
+
     def _rebuild(self) -> None:
         self._vocab: dict[int, bytes] | None = None  # built on first use: encoding never needs it
-        self._encoder = ChunkEncoder(self._merges, self._byte_ids)
+        if self._mode == "merges":
+            self._encoder = ChunkEncoder(self._merges, self._byte_ids)
+        else:
+            normal = self._rank_table if self._rank_table is not None else self._normal_vocab()
+            merges = {} if self._mode == "ranks" else self._merges
+            self._encoder = ChunkEncoder(merges, self._byte_ids, mode=self._mode, vocab=normal)
         self._inverse_special = {idx: token for token, idx in self._special_tokens.items()}
         self._special_regex_cache: dict[frozenset[str], object] = {}
         self._policy_cache: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
@@ -270,9 +411,7 @@ class Tokenizer:
     def vocab(self) -> dict[int, bytes]:
         """``{id: token bytes}`` for every token, special tokens included (treat it as read-only)."""
         if self._vocab is None:
-            vocab = {idx: bytes([b]) for b, idx in enumerate(self._byte_ids)}
-            for (a, b), new in self._merges.items():
-                vocab[new] = vocab[a] + vocab[b]
+            vocab = dict(self._normal_vocab())
             for token, idx in self._special_tokens.items():
                 vocab[idx] = token.encode("utf-8")
             self._vocab = vocab
@@ -281,8 +420,12 @@ class Tokenizer:
     @property
     def n_vocab(self) -> int:
         """One more than the largest token id (tiktoken's definition)."""
-        last_merge = next(reversed(self._merges.values()), -1)  # merge ids increase in merge order
-        return max(max(self._byte_ids), last_merge, max(self._special_tokens.values(), default=-1)) + 1
+        if self._rank_table is not None:
+            last = max(self._rank_table.ids, default=-1)
+        else:
+            last = max(next(reversed(self._merges.values()), -1),  # merge ids increase in merge order
+                       max(self._unmerged, default=-1))
+        return max(max(self._byte_ids), last, max(self._special_tokens.values(), default=-1)) + 1
 
     def mergeable_ranks(self) -> dict[bytes, int]:
         """``{token bytes: id}`` for every non-special token, ready for ``tiktoken.Encoding``."""
@@ -342,8 +485,11 @@ class Tokenizer:
             if count > 0 and data:
                 words.append(data)
                 weights.append(int(count))
+        self._mode = "merges"
         self._byte_ids = list(range(256))
         self._merges = {}
+        self._unmerged = {}
+        self._rank_table = self._rank_vocab = None
         self._rebuild()
         self._merges = self._learn(words, weights, vocab_size - 256, tie_break, min_frequency, verbose, progress)
         self._rebuild()
@@ -367,7 +513,10 @@ class Tokenizer:
         Every old id keeps its bytes, every old merge is kept in order, special tokens keep their
         ids, new ids start above the highest normal id and skip ids that are taken, and no new
         token repeats the bytes of an existing one. Because new merge ids are all higher than the
-        old ones, text in which no new merge applies encodes exactly as before.
+        old ones, text in which no new merge applies encodes exactly as before. The mode is kept:
+        in ``"ranks"`` mode the new tokens join the vocabulary, and text that does not contain
+        a new token's bytes encodes exactly as before (tiktoken's rule only builds a token from
+        its own bytes).
         """
         counts = count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
         words: list[list[int]] = []
@@ -378,7 +527,8 @@ class Tokenizer:
                 words.append(ids)
                 weights.append(count)
         extended = type(self).from_merges(
-            self._merges, special_tokens=self._special_tokens, byte_ids=self._byte_ids,
+            self.merges, special_tokens=self._special_tokens, byte_ids=self._byte_ids,
+            check=False, unmerged_tokens=self._unmerged, mode=self._mode,
             allow_large_ids=True,  # the ids were checked when they were registered here
             pre_tokenizer=self.pre_tokenizer, normalizer=self.normalizer,
         )
@@ -429,7 +579,7 @@ class Tokenizer:
             words,
             weights,
             num_merges,
-            first_id=max([*self._byte_ids, *self._merges.values()]) + 1,
+            first_id=max(self._normal_ids()) + 1,
             taken_ids=self.vocab.keys(),
             tie_break=tie_break,
             min_frequency=min_frequency,
@@ -437,7 +587,7 @@ class Tokenizer:
             allow_pair=allow_pair if unique_bytes else None,
         )
         bar.close()
-        merges = dict(self._merges)
+        merges = dict(self.merges)
         merges.update(learned)
         return merges
 
@@ -579,10 +729,14 @@ class Tokenizer:
     # ----------------------------------------------------------- persistence
 
     def save(self, file_prefix: str | os.PathLike) -> None:
-        """Write ``<prefix>.model`` (minbpe v1, loadable by minbpe) and ``<prefix>.vocab``."""
+        """Write ``<prefix>.model`` (minbpe v1, loadable by minbpe, when the tokenizer fits its
+        layout; else hf_bbpe's extension, see model_file.py) and ``<prefix>.vocab``."""
         prefix = Path(file_prefix)
-        contents = ModelFileContents(self._chunker.plain_pattern or "", dict(self._special_tokens), dict(self._merges),
-                                     list(self._byte_ids))
+        mode = self._mode
+        if mode == "ranks" and not any(self.unmerged_tokens.values()):
+            mode = "merges"  # every token is its recovered merge: the merges encode alike (minbpe can read it)
+        contents = ModelFileContents(self._chunker.plain_pattern or "", dict(self._special_tokens), dict(self.merges),
+                                     list(self._byte_ids), mode=mode, unmerged=dict(self._unmerged))
         if not self.is_plain:
             contents.normalizer = None if self.normalizer is None else self.normalizer.to_json()
             contents.pre_tokenizer = None if self.pre_tokenizer is None else self.pre_tokenizer.to_json()
@@ -602,15 +756,19 @@ class Tokenizer:
                 chunker = _chunker(None, contents.pre_tokenizer, contents.normalizer)
             else:
                 chunker = _chunker(contents.pattern, None, contents.normalizer)
-            merges = _checked_merges(contents.merges, contents.byte_ids)
+            unmerged = _checked_unmerged(contents.unmerged, contents.byte_ids)
+            merges = _checked_merges(contents.merges, contents.byte_ids, unmerged)
             specials = checked_special_tokens(contents.special_tokens, existing={},
-                                              normal_ids=set(contents.byte_ids) | set(merges.values()))
+                                              normal_ids=set(contents.byte_ids) | set(unmerged) | set(merges.values()))
         except ValueError as exc:
             raise ModelFileError(f"{model_file}: {exc}") from None
         self._chunker = chunker
         self._set_hot_path()
+        self._mode = contents.mode
         self._byte_ids = contents.byte_ids
+        self._unmerged = unmerged
         self._merges = merges
+        self._rank_table = self._rank_vocab = None
         self._special_tokens = specials
         self._rebuild()
 
@@ -627,10 +785,9 @@ class Tokenizer:
         return tok
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(n_vocab={self.n_vocab}, merges={len(self._merges)}, "
-            f"special_tokens={len(self._special_tokens)})"
-        )
+        merges = "" if self._merges is None else f", merges={len(self._merges)}"
+        mode = "" if self._mode == "merges" else f", mode={self._mode!r}"
+        return f"{type(self).__name__}(n_vocab={self.n_vocab}{merges}{mode}, special_tokens={len(self._special_tokens)})"
 
 
 class BasicTokenizer(Tokenizer):
@@ -668,9 +825,12 @@ def _chunker(pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
     return ChunkSplitter(resolve_normalizer(normalizer), pre)
 
 
-def _checked_merges(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int]) -> Merges:
-    """``merges`` as a dict of ints, after checking that each one builds on known ids with a new,
-    increasing id; a ValueError names the first merge at fault.
+def _checked_merges(
+    merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int], unmerged: Mapping[int, bytes] = {}
+) -> Merges:
+    """``merges`` as a dict of ints, after checking that each one builds on known ids (bytes,
+    unmerged tokens, earlier merges) with a new, increasing id; a ValueError names the first
+    merge at fault.
 
     The check runs as a few bulk passes (importers hand over 200k merges); only when one fails
     does the merge-by-merge loop run, to name the culprit.
@@ -679,8 +839,8 @@ def _checked_merges(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[in
         pairs = [(int(a), int(b)) for a, b in merges]
         news = [int(new) for new in merges.values()]
     except (TypeError, ValueError):
-        return _checked_merges_one_by_one(merges, byte_ids)
-    known = set(byte_ids)
+        return _checked_merges_one_by_one(merges, byte_ids, unmerged)
+    known = set(byte_ids).union(unmerged)
     made = set(news)
     lefts = [a for a, _ in pairs]
     rights = [b for _, b in pairs]
@@ -693,11 +853,13 @@ def _checked_merges(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[in
                  for a, b, new in zip(lefts, rights, news))
     if ok:
         return dict(zip(pairs, news))
-    return _checked_merges_one_by_one(merges, byte_ids)
+    return _checked_merges_one_by_one(merges, byte_ids, unmerged)
 
 
-def _checked_merges_one_by_one(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int]) -> Merges:
-    known = set(byte_ids)
+def _checked_merges_one_by_one(
+    merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int], unmerged: Mapping[int, bytes]
+) -> Merges:
+    known = set(byte_ids).union(unmerged)
     last = -1
     checked: Merges = {}
     for (a, b), new in merges.items():
@@ -715,6 +877,30 @@ def _checked_merges_one_by_one(merges: Mapping[tuple[int, int], int], byte_ids: 
         checked[(a, b)] = new
         known.add(new)
         last = new
+    return checked
+
+
+_MAX_ID = 2**31 - 1
+"""Token ids are stored as 32-bit signed ints by the C kernels."""
+
+
+def _checked_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    return mode
+
+
+def _checked_unmerged(unmerged: Mapping[int, bytes], byte_ids: Sequence[int]) -> dict[int, bytes]:
+    """Unmerged tokens as ``{int: bytes}``, sorted by id; an id that is a byte's raises."""
+    checked: dict[int, bytes] = {}
+    bytes_taken = set(byte_ids)
+    for idx, data in sorted(unmerged.items()):
+        idx = int(idx)
+        if not isinstance(data, (bytes, bytearray)):
+            raise ValueError(f"unmerged token {idx} must be bytes, got {data!r}")
+        if idx in bytes_taken or not 0 <= idx <= _MAX_ID:
+            raise ValueError(f"unmerged token {bytes(data)!r} has id {idx}, which is a byte's or out of range")
+        checked[idx] = bytes(data)
     return checked
 
 

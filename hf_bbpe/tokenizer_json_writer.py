@@ -5,6 +5,10 @@ The file runs in the Rust ``tokenizers`` library with the same ids as the engine
 * model: ``BPE`` with the vocabulary spelled in GPT-2's byte-to-unicode alphabet under the
   tokenizer's real ids (holes in the id space and permuted byte ids are kept) and the merges in
   merge order, so the Rust BPE (lowest merge rank first) is the engine's algorithm;
+  ``ignore_merges`` is true in the engine's ``"ignore_merges"`` and ``"ranks"`` modes (a
+  pre-token that is a token is that token), and a ``"ranks"``-mode tokenizer with tokens that
+  no merge builds lists every split of every token into two tokens, by the token's id, as
+  transformers' ``TikTokenConverter`` does, so that the Rust BPE merges like tiktoken;
 * normalizer: the tokenizer's own (NFC/NFD/NFKC/NFKD/Sequence), or none;
 * pre-tokenizer: ``Split(Regex(pattern), "isolated")`` then ``ByteLevel(use_regex=False)``, where
   the pattern is translated for Oniguruma (see :mod:`onig_regex`); a pipeline is written step by
@@ -42,6 +46,31 @@ def _pre_tokenizer_json(pre: PreTokenizer | None, byte_level: dict[str, Any]) ->
     return {"type": "Sequence", "pretokenizers": [*steps, dict(byte_level)]}
 
 
+
+def token_splits(vocab: Mapping[int, bytes], ids: Iterable[int]) -> list[tuple[int, int, int]]:
+    """``(left id, right id, token id)`` for every split of every token of ``ids`` into two
+    tokens of ``ids`` (``vocab`` gives their bytes), by token id, then left and right id.
+
+    These are the pairs that tiktoken's rule merges (``"ranks"`` mode), in the order that makes
+    ``tokenizers``' merge-list BPE agree with it (transformers' ``TikTokenConverter`` order).
+    """
+    token_id: dict[bytes, int] = {}
+    for idx in sorted(ids, reverse=True):  # a byte string listed twice is its lowest id
+        token_id[vocab[idx]] = idx
+    splits = []
+    for data, idx in token_id.items():
+        found = []
+        for k in range(1, len(data)):
+            a = token_id.get(data[:k])
+            if a is not None:
+                b = token_id.get(data[k:])
+                if b is not None:
+                    found.append((a, b, idx))
+        splits += found
+    splits.sort(key=lambda split: (split[2], split[0], split[1]))
+    return splits
+
+
 _ADDED_TOKEN_DEFAULTS = {"single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
 
 
@@ -70,7 +99,11 @@ def tokenizer_json_dict(
     special_ids = set(specials.values())
     spelled = spell_vocab(tok.vocab, skip=special_ids)
     vocab = {text: idx for idx, text in spelled.items()}
-    merges = [[spelled[a], spelled[b]] for a, b in tok.merges]
+    if tok.mode == "ranks" and any(tok.unmerged_tokens.values()):
+        pairs = [(a, b) for a, b, _ in token_splits(tok.vocab, set(spelled))]
+    else:
+        pairs = list(tok.merges)
+    merges = [[spelled[a], spelled[b]] for a, b in pairs]
 
     added = [_added_token(content, idx) for content, idx in specials.items()]
     for extra in added_tokens_extra or ():
@@ -114,7 +147,7 @@ def tokenizer_json_dict(
             "end_of_word_suffix": None,
             "fuse_unk": False,
             "byte_fallback": False,
-            "ignore_merges": False,
+            "ignore_merges": tok.mode != "merges",
             "vocab": vocab,
             "merges": merges,
         },

@@ -7,8 +7,10 @@ GPT-2's byte-to-unicode alphabet, to its id; ``merges.txt`` lists the merges in 
 ``left + right`` whose id ``vocab.json`` gives. Because every id is explicit, the pair can hold
 what minbpe's format cannot: permuted byte ids (GPT-2, cl100k) and holes in the id space.
 
-Entries of ``vocab.json`` that are neither a byte nor made by a merge (GPT-2's
-``<|endoftext|>``) are returned as ``extra_tokens``: the caller treats them as special tokens.
+Entries of ``vocab.json`` that are neither a byte nor made by a merge are returned as
+``extra_tokens``: special tokens (GPT-2's ``<|endoftext|>``) or normal tokens that no merge
+builds (Llama 3's ``.:.:``); :func:`split_extra_tokens` tells them apart. A merge may name such a
+token as a part.
 
 This module is part of the code that ``save_pretrained`` copies beside a tokenizer for
 ``trust_remote_code=True``: it imports flat sibling modules only, relatively.
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .atomic_write import write_text_atomic
-from .byte_unicode import bytes_to_unicode
+from .byte_unicode import bytes_to_unicode, unicode_to_token
 
 VERSION_PREFIX = "#version"
 """How an optional first line of ``merges.txt`` (mandatory in OpenAI's ``vocab.bpe``) starts."""
@@ -58,38 +61,69 @@ def read_vocab_merges(vocab_file: str | os.PathLike, merges_file: str | os.PathL
     made_by: dict[int, int] = {idx: 0 for idx in byte_ids}  # id -> line that made it (0: a byte)
     last_new = -1
     with open(merges_file, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if (number == 1 and line.startswith(VERSION_PREFIX)) or not line:
-                continue
-            parts = line.split(" ")
-            where = f"{merges_file}, line {number}"
-            if len(parts) != 2 or not parts[0] or not parts[1]:
-                raise ValueError(f"{where}: expected two tokens separated by one space, got {line!r}")
-            left, right = parts
-            for side in (left, right):
-                if side not in vocab:
-                    raise ValueError(f"{where}: token {side!r} is not in {vocab_file}")
-            a, b, new = vocab[left], vocab[right], vocab.get(left + right)
-            if new is None:
-                raise ValueError(f"{where}: the merged token {left + right!r} is not in {vocab_file}")
-            for side, idx in ((left, a), (right, b)):
-                if idx not in made_by:
-                    raise ValueError(f"{where}: token {side!r} is used before a merge makes it")
-            if new in made_by:
-                earlier = made_by[new]
-                what = "is a byte" if earlier == 0 else f"was already made on line {earlier}"
-                raise ValueError(f"{where}: the merged token {left + right!r} {what}; each merge must make a new token")
-            if new < last_new:
-                raise ValueError(
-                    f"{where}: {left + right!r} has id {new}, below the id {last_new} made by an earlier "
-                    "merge; merges must make ids in increasing order"
-                )
-            merges[(a, b)] = new
-            made_by[new] = number
-            last_new = new
+        lines = [line.rstrip("\r\n") for line in handle]
+    pairs: list[tuple[int, str, str]] = []
+    for number, line in enumerate(lines, start=1):
+        if (number == 1 and line.startswith(VERSION_PREFIX)) or not line:
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2 or not parts[0] or not parts[1]:
+            raise ValueError(f"{merges_file}, line {number}: expected two tokens separated by one space, got {line!r}")
+        pairs.append((number, parts[0], parts[1]))
+    built = {vocab.get(left + right) for _, left, right in pairs}
+    for number, left, right in pairs:
+        where = f"{merges_file}, line {number}"
+        for side in (left, right):
+            if side not in vocab:
+                raise ValueError(f"{where}: token {side!r} is not in {vocab_file}")
+        a, b, new = vocab[left], vocab[right], vocab.get(left + right)
+        if new is None:
+            raise ValueError(f"{where}: the merged token {left + right!r} is not in {vocab_file}")
+        for side, idx in ((left, a), (right, b)):
+            if idx not in made_by and idx in built:
+                raise ValueError(f"{where}: token {side!r} is used before a merge makes it")
+        if new in made_by:
+            earlier = made_by[new]
+            what = "is a byte" if earlier == 0 else f"was already made on line {earlier}"
+            raise ValueError(f"{where}: the merged token {left + right!r} {what}; each merge must make a new token")
+        if new < last_new:
+            raise ValueError(
+                f"{where}: {left + right!r} has id {new}, below the id {last_new} made by an earlier "
+                "merge; merges must make ids in increasing order"
+            )
+        merges[(a, b)] = new
+        made_by[new] = number
+        last_new = new
     extra = {token: idx for token, idx in vocab.items() if idx not in made_by}
     return VocabMerges(byte_ids, merges, extra)
+
+
+def looks_special(token: str) -> bool:
+    """Spelled like a special token (``<|endoftext|>``, ``<pad>``, ``[PAD]``), not like a word."""
+    return len(token) > 2 and (token[0], token[-1]) in (("<", ">"), ("[", "]"))
+
+
+def split_extra_tokens(
+    extra: Mapping[str, int], declared: Collection[str] | None = None
+) -> tuple[dict[str, int], dict[int, bytes]]:
+    """``(special tokens, unmerged normal tokens {id: bytes})`` among a file pair's extra tokens.
+
+    A token is special if ``declared`` names it, or, when nothing is declared, if it is spelled
+    like one (:func:`looks_special`); a token that is not spelled in GPT-2's byte alphabet can
+    only be special. Every other one is a normal token that no merge builds.
+    """
+    specials: dict[str, int] = {}
+    unmerged: dict[int, bytes] = {}
+    for token, idx in extra.items():
+        special = token in declared if declared is not None else looks_special(token)
+        if not special:
+            try:
+                unmerged[idx] = unicode_to_token(token)
+                continue
+            except KeyError:
+                pass
+        specials[token] = idx
+    return specials, unmerged
 
 
 def _read_vocab(path: Path) -> dict[str, int]:

@@ -41,10 +41,9 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from ..chunk_encoder import ChunkEncoder
 from ..byte_unicode import render_token
 from ..progress import progress_bar
 from .text_table import format_table
@@ -123,22 +122,22 @@ class UnreachableToken:
 
 def unreachable_tokens(tok: Tokenizer) -> list[UnreachableToken]:
     """Ordinary tokens that ``encode`` can never produce, in id order (criteria in the module doc)."""
-    encoder = ChunkEncoder(tok.merges, tok.byte_ids)
     out = []
     specials = set(tok.special_tokens.values())
     # not mergeable_ranks(): two merges may spell the same bytes, and both must be checked
     for idx, data in sorted(tok.vocab.items()):
         if idx in specials:
             continue
-        found = check_reachable(encoder, idx, data)
+        found = check_reachable(tok.encode_single_piece, idx, data)
         if found.reasons:
             out.append(found)
     return out
 
 
-def check_reachable(encoder: ChunkEncoder, idx: int, data: bytes) -> UnreachableToken:
-    """Token ``idx`` with bytes ``data`` and the reasons (none if reachable) encode cannot produce it."""
-    encoded = tuple(encoder.encode_bytes(data))
+def check_reachable(encode_piece: Callable[[bytes], list[int]], idx: int, data: bytes) -> UnreachableToken:
+    """Token ``idx`` with bytes ``data`` and the reasons (none if reachable) encode cannot produce it;
+    ``encode_piece`` is the tokenizer's ``encode_single_piece`` (its mode decides)."""
+    encoded = tuple(encode_piece(data))
     reasons = []
     if encoded != (idx,):
         reasons.append(REASON_MERGE_ORDER)

@@ -33,9 +33,25 @@ def add_tokenizers(parser: argparse.ArgumentParser) -> None:
 
 
 def add_pattern_for_ranks(parser: argparse.ArgumentParser) -> None:
+    """``--pattern`` and the flags for lossy or unverified imports (``--no-strict``, ``--no-check-hash``)."""
     parser.add_argument("--pattern", default=None,
-                        help=f"split pattern for .tiktoken files that are not presets: {PATTERN_NAMES} or a "
-                             "regex (default gpt4)")
+                        help="split pattern for files that record none: tiktoken rank files that are not a known "
+                             f"preset's, GPT-2 files (default gpt2); {PATTERN_NAMES}, llama3 or a regex")
+    add_import_flags(parser)
+
+
+def add_import_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-strict", action="store_true",
+                        help="import a tokenizer.json even if part of it cannot be kept (e.g. a normalizer: dropped "
+                             "with a warning; texts it would change then encode differently)")
+    parser.add_argument("--no-check-hash", action="store_true",
+                        help="load a PRESET:PATH file whose sha256 is not the preset's known one (an edited file)")
+
+
+def import_options(args: argparse.Namespace) -> dict:
+    """Keyword arguments of ``load_tokenizer`` for the import flags (absent flags: defaults)."""
+    return {"pattern": getattr(args, "pattern", None), "strict": not getattr(args, "no_strict", False),
+            "check_hash": not getattr(args, "no_check_hash", False)}
 
 
 def add_specials(parser: argparse.ArgumentParser, default: str) -> None:
@@ -60,7 +76,7 @@ def encode_policy(specials: str) -> dict:
 
 
 def load(args: argparse.Namespace, spec: str) -> LoadedTokenizer:
-    return load_tokenizer(spec, pattern=args.pattern)
+    return load_tokenizer(spec, **import_options(args))
 
 
 def add_training_options(parser: argparse.ArgumentParser) -> None:

@@ -10,3 +10,18 @@ def one_line(exc: BaseException) -> str:
     text = str(exc.args[0]) if isinstance(exc, KeyError) and len(exc.args) == 1 else str(exc)
     text = text.strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+IMPORT_FLAGS = {
+    "strict": ("strict=False", "--no-strict"),
+    "check_hash": ("check_hash=False", "--no-check-hash"),
+    "pattern": ("pattern=", "--pattern"),
+}
+"""The keyword of the conversion API that accepts an input anyway -> the flag that does it here."""
+
+
+def with_flag_names(exc: BaseException, text: str) -> str:
+    """``text`` (an error's message) with the keyword it suggests spelled as this CLI's flag: a
+    conversion error carries the keyword in ``exc.option``."""
+    keyword, flag = IMPORT_FLAGS.get(getattr(exc, "option", None) or "", (None, None))
+    return text.replace(keyword, flag) if keyword else text

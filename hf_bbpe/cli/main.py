@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from .. import __version__
 from .commands import COMMANDS
-from .errors import CommandError, one_line
+from .errors import CommandError, one_line, with_flag_names
 
 PROG = "hf-bbpe"
 
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CommandError, ValueError, KeyError, OSError) as exc:
         if os.environ.get("HF_BBPE_TRACEBACK"):
             raise
-        print(f"{PROG} {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {with_flag_names(exc, one_line(exc))}", file=sys.stderr)
         return 1
     except Exception as exc:  # e.g. a network error from the Hub client: still one line, and a way to see more
         if os.environ.get("HF_BBPE_TRACEBACK"):

@@ -3,16 +3,16 @@
 Accepted forms (``TOKENIZER`` in every subcommand's help):
 
 * ``PRESET:PATH``: a preset of the conversion package (``gpt2``, ``r50k_base``,
-  ``cl100k_base``, ``o200k_base``) read from a local file or folder, e.g.
-  ``cl100k_base:/data/cl100k_base.tiktoken`` (pattern and special tokens come with the preset);
-* a ``.model`` file (minbpe, or hf_bbpe's extended variant);
-* a ``.tiktoken`` rank file: a preset when the file name is one (``cl100k_base.tiktoken``),
-  else ranks with the ``--pattern`` given (default gpt4) and no special tokens;
-* a ``tokenizer.json`` file, or any other ``.json`` holding a byte-level BPE tokenizer;
-* GPT-2 files: ``encoder.json`` or ``vocab.bpe`` (the other one beside it);
-* a folder: a save_pretrained folder (its ``tokenizer.json``), a GPT-2 folder
-  (``encoder.json`` + ``vocab.bpe``) or a transformers GPT-2-style folder (``vocab.json`` +
-  ``merges.txt``), or a folder holding exactly one ``.model`` file.
+  ``cl100k_base``, ``o200k_base``, ``llama3``, ``llama4``, ``tekken``) read from a local file or
+  folder, e.g. ``llama3:Meta-Llama-3/tokenizer.model`` (pattern and special tokens come with the
+  preset; ``--no-check-hash`` loads a file whose sha256 is not the preset's);
+* any file or folder that ``conversion.load`` reads, the format told by the content, not the
+  name: a tiktoken rank file (also Meta's ``tokenizer.model``; a known file gets its preset,
+  another needs ``--pattern``), a Tekken ``tekken.json``, a ``tokenizer.json`` (``--no-strict``
+  drops what the engine cannot do), GPT-2 files (``encoder.json`` or ``vocab.bpe``, the other
+  beside it), a minbpe ``.model``, or a folder holding one of them;
+* a folder saved by hf_bbpe (``hf-bbpe train``'s ``tokenizer.model``, or a BBPETokenizer
+  save_pretrained folder), read as hf_bbpe wrote it.
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..tokenizer import Tokenizer
-from .errors import CommandError, one_line
+from .errors import CommandError, one_line, with_flag_names
 
 SPEC_HELP = (
-    "a tokenizer: a .model file, a save_pretrained or GPT-2 folder, encoder.json/vocab.bpe, "
-    "a tokenizer.json, a .tiktoken file, or PRESET:PATH (gpt2, r50k_base, cl100k_base, o200k_base), "
-    "e.g. cl100k_base:cl100k_base.tiktoken"
+    "a tokenizer file or folder, its format read from the content (tiktoken ranks, Meta's tokenizer.model, "
+    "tekken.json, tokenizer.json, encoder.json/vocab.bpe, a minbpe .model, a save_pretrained folder), or "
+    "PRESET:PATH (gpt2, r50k_base, p50k_base, cl100k_base, o200k_base, llama3, llama4, tekken), "
+    "e.g. llama3:Meta-Llama-3/tokenizer.model"
 )
 
 _PRESET_SPEC = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):(.+)$")
@@ -61,27 +62,30 @@ def conversion_module():
     return conversion
 
 
-def load_tokenizer(spec: str, *, pattern: str | None = None) -> LoadedTokenizer:
+def load_tokenizer(spec: str, *, pattern: str | None = None, strict: bool = True,
+                   check_hash: bool = True) -> LoadedTokenizer:
     """Resolve ``spec`` (see the module docstring) to a tokenizer and a short display name.
 
-    ``pattern`` applies to bare ``.tiktoken`` files only. Every failure is a CommandError whose
-    message names the file.
+    ``pattern`` applies to files that record no split pattern; ``strict=False`` and
+    ``check_hash=False`` are the conversion package's options for lossy and unverified imports
+    (the ``--no-strict`` and ``--no-check-hash`` flags). Every failure is a CommandError whose
+    message names the file, and the flag that would accept it if there is one.
     """
     try:
-        tok, name = _load(spec, pattern)
+        tok, name = _load(spec, pattern, strict, check_hash)
     except CommandError:
         raise
     except FileNotFoundError as exc:
         raise CommandError(f"{exc.filename or spec}: no such file") from None
-    except (ValueError, KeyError, OSError) as exc:
+    except (ValueError, KeyError, OSError, TypeError) as exc:
         message = one_line(exc)
         if spec not in message and os.path.basename(spec) not in message:
             message = f"{spec}: {message}"
-        raise CommandError(message) from None
+        raise CommandError(with_flag_names(exc, message)) from None
     return LoadedTokenizer(name=name, tokenizer=tok, source=spec)
 
 
-def _load(spec: str, pattern: str | None) -> tuple[Tokenizer, str]:
+def _load(spec: str, pattern: str | None, strict: bool, check_hash: bool) -> tuple[Tokenizer, str]:
     path = Path(spec)
     if not path.exists():
         preset = _PRESET_SPEC.match(spec)
@@ -89,48 +93,40 @@ def _load(spec: str, pattern: str | None) -> tuple[Tokenizer, str]:
             name, preset_path = preset.groups()
             if not Path(preset_path).exists():
                 raise CommandError(f"{preset_path}: no such file (for preset {name})")
-            return conversion_function("load_preset")(name, preset_path), name
+            return conversion_function("load_preset")(name, preset_path, check_hash=check_hash), name
         raise CommandError(f"{spec}: no such file or folder")
+    if not check_hash:
+        raise CommandError("--no-check-hash applies to PRESET:PATH only (a file read by its content is not checked)")
+    options = {} if strict else {"strict": False}
     if path.is_dir():
-        return _load_folder(path), path.name or str(path)
-    suffix = path.suffix.lower()
-    if suffix == ".model":
-        name = path.parent.name if path.stem == "tokenizer" and path.parent.name else path.stem
-        return Tokenizer.from_file(path), name
-    if suffix == ".tiktoken":
-        if pattern is None and path.stem in conversion_module().PRESETS:
-            return conversion_function("load_preset")(path.stem, path), path.stem
-        return conversion_function("from_tiktoken")(path, pattern=pattern or "gpt4"), path.stem
-    if path.name == "encoder.json" or path.name == "vocab.bpe":
-        encoder, bpe = path.with_name("encoder.json"), path.with_name("vocab.bpe")
-        return conversion_function("from_gpt2_files")(encoder, bpe), path.parent.name or "gpt2"
-    if suffix == ".json":
-        name = path.parent.name if path.name == "tokenizer.json" and path.parent.name else path.stem
-        return conversion_function("from_tokenizer_json")(path), name
-    raise CommandError(f"{spec}: cannot tell the tokenizer format from the name (expected a folder, .model, "
-                       ".tiktoken, .json, encoder.json/vocab.bpe or PRESET:PATH)")
+        own = _load_own_folder(path)
+        tok = own if own is not None else conversion_function("load")(path, pattern=pattern, **options)
+        return tok, path.name or str(path)
+    tok = conversion_function("load")(path, pattern=pattern, **options)
+    if path.name in ("tokenizer.json", "tokenizer.model", "tekken.json", "encoder.json", "vocab.bpe") \
+            and path.parent.name:
+        return tok, path.parent.name
+    return tok, path.stem
 
 
-def _load_folder(folder: Path) -> Tokenizer:
+def _load_own_folder(folder: Path) -> Tokenizer | None:
+    """A folder hf_bbpe wrote, read as it was written; None for any other folder."""
     model, config = folder / MODEL_FILE_IN_FOLDER, folder / "tokenizer_config.json"
-    if model.is_file() and not (config.is_file() and config.stat().st_mtime_ns > model.stat().st_mtime_ns):
+    if model.is_file() and _is_model_file(model) and \
+            not (config.is_file() and config.stat().st_mtime_ns > model.stat().st_mtime_ns):
         # written by `hf-bbpe train` after save_pretrained; a later save_pretrained makes it stale
         return Tokenizer.from_file(model)
     if config.is_file() and (folder / "vocab.json").is_file() and saved_by_bbpe(config):
         from ..tokenization_bbpe import BBPETokenizer
 
         return BBPETokenizer.from_pretrained(str(folder)).engine
-    if (folder / "tokenizer.json").is_file():
-        return conversion_function("from_tokenizer_json")(folder / "tokenizer.json")
-    if (folder / "encoder.json").is_file() and (folder / "vocab.bpe").is_file():
-        return conversion_function("from_gpt2_files")(folder / "encoder.json", folder / "vocab.bpe")
-    if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
-        return conversion_function("from_transformers_gpt2")(folder)
-    models = sorted(folder.glob("*.model"))
-    if len(models) == 1:
-        return Tokenizer.from_file(models[0])
-    raise CommandError(f"{folder}: no tokenizer files found (expected tokenizer.json, encoder.json + vocab.bpe, "
-                       "vocab.json + merges.txt, or one .model file)")
+    return None
+
+
+def _is_model_file(path: Path) -> bool:
+    """A minbpe / hf_bbpe ``.model`` (Meta's ``tokenizer.model`` is a rank file instead)."""
+    with open(path, "rb") as handle:
+        return handle.readline().rstrip(b"\r\n") in (b"minbpe v1", b"hf_bbpe v1", b"hf_bbpe v2")
 
 
 def saved_by_bbpe(config: Path) -> bool:

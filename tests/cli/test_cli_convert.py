@@ -124,3 +124,56 @@ def test_convert_to_a_save_pretrained_folder(mix_tok_dir, tmp_path):
 
     loaded = load_tokenizer(str(out)).tokenizer
     assert loaded.merges == tok.merges and loaded.special_tokens == tok.special_tokens
+
+
+def test_meta_and_mistral_files_are_recognised_by_content(tmp_path):
+    """Meta's rank file named tokenizer.model and Mistral's tekken.json convert with --from auto
+    (a known file gets its preset) and encode like llama_models and Tekkenizer."""
+    from llama_models.llama3.tokenizer import Tokenizer as Llama3Reference
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+    from tokenizers import Tokenizer as HFTokenizer
+
+    from tests.support.families import LLAMA3_MODEL, TEKKEN_FILES, mix_documents
+
+    docs = mix_documents()[::10] + ["Tôi làm việc x.:.:y"]
+    run_cli("convert", LLAMA3_MODEL, "--to", "hf", "-o", tmp_path / "llama3.json")
+    hf = HFTokenizer.from_file(str(tmp_path / "llama3.json"))
+    reference = Llama3Reference(LLAMA3_MODEL)
+    assert [hf.encode(d, add_special_tokens=False).ids for d in docs] == \
+        [reference.encode(d, bos=False, eos=False) for d in docs]
+    text = "<|begin_of_text|>Tôi làm việc x.:.:y<|eot_id|>"
+    ids = run_cli("encode", LLAMA3_MODEL, "--specials", "allow", "--text", text).stdout.split()
+    assert [int(i) for i in ids] == reference.encode(text, bos=False, eos=False, allowed_special="all")
+    tekken = TEKKEN_FILES["tekken_240911"]
+    ids = run_cli("encode", tekken, "--text", docs[3]).stdout.split()
+    assert [int(i) for i in ids] == Tekkenizer.from_file(tekken).encode(docs[3], bos=False, eos=False)
+
+
+def test_lossy_and_unverified_imports_name_their_flags(tmp_path):
+    import json
+
+    from tests.support.families import LLAMA3_MODEL
+
+    from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict
+
+    from hf_bbpe import RegexTokenizer
+
+    tok = RegexTokenizer("gpt4")
+    tok.train(MIX.read_text(encoding="utf-8")[:20000], 300, progress=False)
+    data = tokenizer_json_dict(tok)
+    data["normalizer"] = {"type": "Lowercase"}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(data), encoding="utf-8")
+    line = assert_one_line_error(run_cli("inspect", tmp_path / "tokenizer.json", check=False),
+                                 "normalizer", "--no-strict")
+    assert "strict=False" not in line
+    line = assert_one_line_error(run_cli("convert", tmp_path / "tokenizer.json", "--to", "minbpe", "-o",
+                                         tmp_path / "m", check=False), "--no-strict")
+    done = run_cli("convert", tmp_path / "tokenizer.json", "--no-strict", "--to", "minbpe", "-o", tmp_path / "m")
+    assert "warning" in done.stderr.decode() and (tmp_path / "m.model").exists()
+    edited = tmp_path / "ranks.bin"  # Llama 3's ranks, one line spaced differently: same ranks, other sha256
+    edited.write_bytes(LLAMA3_MODEL.read_bytes().replace(b"IQ== 0\n", b"IQ==  0\n", 1))
+    line = assert_one_line_error(run_cli("inspect", f"llama3:{edited}", check=False), "sha256", "--no-check-hash")
+    assert "check_hash=False" not in line
+    assert run_cli("inspect", f"llama3:{edited}", "--no-check-hash").returncode == 0
+    assert_one_line_error(run_cli("inspect", tmp_path / "ranks.bin", check=False), "no split pattern", "--pattern")
+    assert run_cli("inspect", tmp_path / "ranks.bin", "--pattern", "llama3").returncode == 0

@@ -100,16 +100,24 @@ def test_merge_using_a_token_before_it_is_built(tmp_path):
         conversion.from_gpt2_files(enc, bpe)
 
 
-def test_token_whose_merge_line_is_missing(tmp_path):
-    """A deleted vocab.bpe line leaves its token in encoder.json built by nothing: an error naming
-    it, not a silent special token (only <...>/[...] spellings or declared ones are special)."""
+def test_token_whose_merge_line_is_missing_loads_as_an_unmerged_token(tmp_path):
+    """A vocab.json token that no merges.txt line builds loads as a normal token that the merges
+    never produce (as tokenizers and GPT2Tokenizer treat it), not as a silent special token; a
+    declared special token is special."""
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import models, pre_tokenizers
+
     lines = VOCAB_BPE.rstrip("\n").split("\n")
     last = lines.pop()
     enc, bpe = _gpt2_pair(tmp_path, vocab_bpe="\n".join(lines) + "\n")
     token = last.replace(" ", "")
-    with pytest.raises(FormatError, match=rf"encoder.json: token '{token}' \(id 50255\) is neither a byte nor built "
-                                          r"by a merge of vocab.bpe \(a missing merge line\?\)"):
-        conversion.from_gpt2_files(enc, bpe)
+    tok = conversion.from_gpt2_files(enc, bpe)
+    assert tok.unmerged_tokens == {50255: tok.vocab[50255]} and tok.special_tokens == {"<|endoftext|>": 50256}
+    hf = HFTokenizer(models.BPE.from_file(str(enc), str(bpe)))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    text = "commemoration " + tok.decode([50255]) * 3 + " Gazette"
+    assert tok.encode_ordinary(text) == hf.encode(text).ids
+    assert 50255 not in tok.encode_ordinary(text) and tok.decode([50255]) == tok.vocab[50255].decode()
     declared = conversion.from_gpt2_files(enc, bpe, special_tokens={token: 50255, "<|endoftext|>": 50256})
     assert declared.special_tokens[token] == 50255
 
@@ -140,8 +148,10 @@ def test_bad_base64(tmp_path, index, line, message):
 @pytest.mark.parametrize("line,message", [
     (b"YQ== 97 extra", r"x.tiktoken:98: expected '<base64 token> <rank>', got 3 fields"),
     (b"YQ==", r"x.tiktoken:98: expected '<base64 token> <rank>', got 1 fields"),
-    (b"YQ== -97", r"x.tiktoken:98: rank b'-97' is not a non-negative integer"),
-    (b"YQ== 9_7", r"x.tiktoken:98: rank b'9_7' is not a non-negative integer"),
+    (b"  ", r"x.tiktoken:98: expected '<base64 token> <rank>', got 0 fields"),
+    (b"YQ== -97", r"x.tiktoken:98: rank b'-97' is out of range 0 \.\. 2147483647"),
+    (b"YQ== 97x", r"x.tiktoken:98: rank b'97x' is not an integer"),
+    (b"YQ== 12345678901234567890123", r"x.tiktoken:98: rank b'12345678901234567890123' is out of range"),
 ])
 def test_bad_rank_lines(tmp_path, line, message):
     path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
@@ -165,6 +175,9 @@ def test_duplicate_token(tmp_path):
     path = _rank_file(tmp_path / "x.tiktoken", rows)
     with pytest.raises(FormatError, match=r"x.tiktoken: token b'ab' has two ranks, 256 and 258"):
         conversion.from_tiktoken(path)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # the line-by-line reader names the line
+    with pytest.raises(FormatError, match=r"x.tiktoken:259: token b'ab' already has a rank on line 257"):
+        conversion.from_tiktoken(path)
 
 
 def test_special_token_colliding_with_a_normal_id(tmp_path):
@@ -175,10 +188,60 @@ def test_special_token_colliding_with_a_normal_id(tmp_path):
         conversion.from_tiktoken(path, special_tokens={"<|a|>": 300, "<|b|>": 300})
 
 
-def test_unbuildable_token_in_rank_file(tmp_path):
+def test_unbuildable_token_in_rank_file_is_reached_as_tiktoken_reaches_it(tmp_path):
+    """A token no merge of lower ranks builds loads (as tiktoken loads it) and encodes as tiktoken does."""
+    rows = _tiny_ranks() + [(b"xyz", 258), (b"yz", 259)]
+    path = _rank_file(tmp_path / "x.tiktoken", rows)
+    tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
+    assert tok.mode == "ranks" and tok.unmerged_tokens == {258: b"xyz"}
+    reference = _tiktoken_encoding(path, r"\S+|\s+")
+    for text in ["xyz", "xyzxyz abc xyzab", "wxyz yz xy"]:
+        assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert tok.encode_ordinary("xyz") == [258]
+
+
+def _tiktoken_encoding(path: Path, pattern: str):
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    return tiktoken.Encoding("t", pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(str(path)), special_tokens={})
+
+
+@pytest.mark.parametrize("edit", ["bom", "empty_token", "signed_and_underscored_ranks", "crlf", "junk_in_base64"])
+def test_rank_files_tiktoken_accepts_load_with_its_ids(tmp_path, edit):
+    """What tiktoken's load_tiktoken_bpe + Encoding accept loads here, with the same ranks and ids."""
     rows = _tiny_ranks() + [(b"xyz", 258)]
     path = _rank_file(tmp_path / "x.tiktoken", rows)
-    with pytest.raises(FormatError, match=r"x.tiktoken: token b'xyz' \(rank 258\) cannot be built"):
+    data = path.read_bytes()
+    if edit == "bom":
+        data = b"\xef\xbb\xbf" + data
+    elif edit == "empty_token":
+        data += b"= 300\n"
+    elif edit == "signed_and_underscored_ranks":
+        data = data.replace(b" 257\n", b" +257\n").replace(b" 258\n", b" 2_5_8\n")
+    elif edit == "crlf":
+        data = data.replace(b"\n", b"\r\n")
+    elif edit == "junk_in_base64":
+        data = data.replace(b"YWJj 257", b"YW*Jj 257")
+    path.write_bytes(data)
+    reference = _tiktoken_encoding(path, r"\S+|\s+")
+    if edit == "junk_in_base64":
+        with pytest.warns(UserWarning, match=r"x.tiktoken:258: base64 with characters outside its alphabet"):
+            tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
+    else:
+        tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
+    assert tok.mergeable_ranks() == reference._mergeable_ranks
+    for text in ["abc xyz ab", "xyzabc", ""]:
+        assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    if edit == "empty_token":
+        assert tok.decode_single_token_bytes(300) == b"" and tok.unmerged_tokens[300] == b""
+
+
+def test_rank_too_large_for_tiktoken_is_a_format_error(tmp_path):
+    """tiktoken itself raises a bare OverflowError building the Encoding; we name file and line."""
+    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
+    path.write_bytes(path.read_bytes() + b"eHl6 12345678901234567890123\n")
+    with pytest.raises(FormatError, match=r"x.tiktoken:259: rank b'12345678901234567890123' is out of range"):
         conversion.from_tiktoken(path)
 
 

@@ -1,8 +1,10 @@
 """The fast merge recovery equals the token-by-token reference (minbpe's recover_merges idea).
 
-On the three real vocabularies (every token of gpt2, cl100k_base, o200k_base) and on random
-vocabularies grown the way BPE grows them, plus perturbed ones whose tokens cannot all be built:
-same merges, or the same error naming the same token.
+The fast one is the engine's chunk encoder in "ranks" mode (C and Python twin), the same merge
+loop as encoding under a rank ceiling. On the three real vocabularies (every token of gpt2,
+cl100k_base, o200k_base), on Llama 3 (whose 678 unbuildable tokens it keeps unmerged) and on
+random vocabularies grown the way BPE grows them, plus perturbed ones whose tokens cannot all be
+built: same merges, or the same error naming the same token.
 """
 
 from __future__ import annotations
@@ -137,11 +139,34 @@ def test_missing_byte_is_named():
 def test_duplicate_token_is_named():
     import numpy as np
 
-    from conversion.merge_recovery import recover_merges_from_arrays
+    from conversion.tiktoken_ranks import tokenizer_from_arrays
 
     tokens = [bytes([b]) for b in range(256)] + [b"ab", b"ab"]
     buf = np.frombuffer(b"".join(tokens), dtype=np.uint8)
     lengths = np.array([len(t) for t in tokens], dtype=np.int64)
     ranks = np.arange(len(tokens), dtype=np.int64)
     with pytest.raises(FormatError, match=r"x.tiktoken: token b'ab' has two ranks, 256 and 257"):
-        recover_merges_from_arrays(buf, lengths, ranks, "x.tiktoken")
+        tokenizer_from_arrays(buf, lengths, ranks, pattern=None, special_tokens=None, source="x.tiktoken")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_llama3_unmerged_tokens_are_the_ones_the_reference_cannot_build(native):
+    """Llama 3's rank file: every token the engine recovers a merge for is the reference's merge,
+    and the 678 it keeps unmerged are exactly those the reference finds unbuildable."""
+    from hf_bbpe.chunk_encoder import ChunkEncoder
+    from tests.support.families import LLAMA3_MODEL
+
+    ranks = load_tiktoken_bpe(str(LLAMA3_MODEL))
+    vocab = {rank: token for token, rank in ranks.items()}
+    byte_ids = [ranks[bytes([b])] for b in range(256)]
+    merges, unmerged = ChunkEncoder({}, byte_ids, mode="ranks", vocab=vocab, native=native).recover_merges()
+    assert len(unmerged) == 678 and vocab[100421] == b".:.:" and 100421 in unmerged
+    assert len(merges) + len(unmerged) + 256 == len(ranks)
+    for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
+        if len(token) < 2:
+            continue
+        parts = rank_bpe(ranks, token, max_rank=rank)
+        if rank in unmerged:
+            assert len(parts) != 2, token
+        else:
+            assert merges[(ranks[parts[0]], ranks[parts[1]])] == rank

@@ -7,7 +7,8 @@
   encodes: GPT-2 style (ByteLevel regex), Llama-3 style (every split of every token as merges,
   ignore_merges=True, Split(Regex)), a file with transformers' raw tiktoken pattern, and a
   normalizer file (Qwen2 style).
-* ignore_merges on merges that do not rebuild every token, and the unsupported options, raise.
+* ignore_merges on merges that do not rebuild every token imports as the engine's "ignore_merges"
+  mode, with the same ids as tokenizers; the unsupported options raise.
 """
 
 from __future__ import annotations
@@ -280,11 +281,18 @@ def _tiny_file(tmp_path: Path, ignore_merges: bool) -> tuple[Path, HFTokenizer]:
     return _save(hf, tmp_path), hf
 
 
-def test_ignore_merges_that_would_change_a_word_is_refused(tmp_path):
+def test_ignore_merges_that_changes_a_word_is_honoured(tmp_path):
+    """ignore_merges=true: a word that is a token is that token, even when the merges spell it otherwise."""
     path, hf = _tiny_file(tmp_path, ignore_merges=True)
     assert hf.encode("abc").ids == [258]  # the whole word is looked up
-    with pytest.raises(FormatError, match=r"ignore_merges=true and token b'abc' \(id 258\) comes out of the merges as \[97, 256\]"):
-        conversion.from_tokenizer_json(path)
+    tok = conversion.from_tokenizer_json(path)
+    assert tok.mode == "ignore_merges"
+    assert tok.encode("abc") == [258] and tok.encode_single_piece("abc") == [258]
+    _assert_same_ids(tok, hf, ["abcabc", "aabbcc", "cab", "abc abc", "abc"])
+    conversion.to_tokenizer_json(tok, tmp_path / "again.json")
+    again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert again["model"]["ignore_merges"] is True
+    _assert_same_ids(tok, HFTokenizer.from_file(str(tmp_path / "again.json")), ["abcabc", "abc", "cab abc"])
 
 
 def test_same_merges_without_ignore_merges_import(tmp_path):

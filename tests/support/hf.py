@@ -88,7 +88,7 @@ _BLOCKER = textwrap.dedent(
 
 def _clean_env(cwd: Path, env: dict | None) -> dict:
     full_env = {key: value for key, value in os.environ.items()
-                if not key.startswith(("HF_", "HUGGINGFACE_", "PYTHON"))}
+                if not key.startswith(("HF_", "HUGGINGFACE_", "PYTHON")) or key == "PYTHONPATH"}  # a worktree's code
     full_env.update({"HF_HUB_OFFLINE": "1", "HF_HOME": str(cwd / "hf_home"), "HF_HUB_DISABLE_TELEMETRY": "1",
                      "HF_MODULES_CACHE": str(cwd / "hf_modules"), "PYTHONDONTWRITEBYTECODE": "1",
                      "TOKENIZERS_PARALLELISM": "false",

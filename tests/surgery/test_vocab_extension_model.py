@@ -122,3 +122,37 @@ def test_not_an_extension_is_refused(base):
     with pytest.raises(ValueError, match="unknown init"):
         surgery.resize_for_extension(model, base, base, init="parent")
     assert model.get_input_embeddings().weight.shape[0] == 500
+
+
+def test_llama3_extension_grows_a_llama_model():
+    """Llama 3 (tiktoken ranks, 678 tokens no merge builds) extended with new merges: the model
+    grows by the new ids only, old rows untouched, new rows the mean of their parents' rows,
+    and the extended tokenizer's ids run through it."""
+    from tests.support.families import LLAMA3_MODEL
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    import conversion
+
+    base = conversion.load(LLAMA3_MODEL)
+    code = [doc for doc in MIXED_DOCS if "def " in doc]
+    extended = base.extend(code, 20, progress=False)
+    hf_old = BBPETokenizer.from_engine(base)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                                         num_attention_heads=1, num_key_value_heads=1, vocab_size=len(hf_old)))
+    before = {name: t.clone() for name, t in grown(model).items()}
+    new_ids = surgery.resize_for_extension(model, base, extended)
+    assert new_ids == sorted(set(extended.vocab) - set(base.vocab)) and len(new_ids) == 20
+    assert new_ids[0] == len(hf_old) == 128256
+    after = grown(model)
+    for name, old in before.items():
+        assert torch.equal(after[name][: len(hf_old)], old), name
+        for idx in new_ids:
+            mix = parents_mix(extended, base, idx)
+            assert torch.allclose(after[name][idx], sum(old[src] * w for src, w in mix.items()), atol=1e-6)
+    hf_new = BBPETokenizer.from_engine(extended)
+    text = next(doc for doc in code if set(extended.encode_ordinary(doc)) & set(new_ids))
+    ids = hf_new(text, return_tensors="pt")["input_ids"]
+    assert int(ids.max()) >= len(hf_old)
+    with torch.no_grad():
+        assert model(ids).logits.shape[-1] == len(hf_new)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from ...patterns import pattern_name, resolve_pattern
 from ...tokenizer import Tokenizer
-from ..arguments import parse_special_assignment
+from ..arguments import add_import_flags, import_options, parse_special_assignment
 from ..errors import CommandError
 from ..output_dir import check_output, save_folder
 from ..tokenizer_spec import conversion_function, load_tokenizer
 
-SOURCES = ("auto", "gpt2", "tiktoken", "minbpe", "hf", "preset")
+SOURCES = ("auto", "gpt2", "tiktoken", "tekken", "minbpe", "hf", "preset")
 TARGETS = ("gpt2", "tiktoken", "minbpe", "hf")
 
 
@@ -22,9 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "convert", help="convert between tokenizer formats",
         description="Read a tokenizer in one format and write it in another. Sources: gpt2 (a folder, or "
-                    "encoder.json [vocab.bpe], or vocab.json merges.txt), tiktoken (a rank file; give --pattern and "
-                    "--special), minbpe (.model), hf (tokenizer.json or a folder with one), preset (NAME PATH, e.g. "
-                    "cl100k_base cl100k_base.tiktoken), auto (guess from the name, default). Targets: gpt2 (a "
+                    "encoder.json [vocab.bpe], or vocab.json merges.txt), tiktoken (a rank file, also Meta's "
+                    "tokenizer.model; give --pattern and --special), tekken (Mistral's tekken.json), minbpe (.model), "
+                    "hf (tokenizer.json or a folder with one), preset (NAME PATH, e.g. llama3 tokenizer.model), "
+                    "auto (the format read from the content, default; a known rank file gets its preset). Targets: "
+                    "gpt2 (a "
                     "folder with encoder.json + vocab.bpe), tiktoken (a rank file), minbpe (PREFIX.model + "
                     "PREFIX.vocab), hf (a save_pretrained folder, or a single tokenizer.json when OUTPUT ends "
                     "in .json). Nothing is written if the conversion fails.",
@@ -34,8 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--to", dest="target", choices=TARGETS, required=True, help="output format")
     p.add_argument("-o", "--output", required=True, help="output file, folder or prefix")
     p.add_argument("--pattern", default=None,
-                   help="split pattern for formats that do not record one: tiktoken ranks (default gpt4) and GPT-2 "
-                        "files (default gpt2); gpt2, gpt4, o200k or a regex")
+                   help="split pattern for formats that do not record one: tiktoken ranks (--from tiktoken: default "
+                        "gpt4; auto: required unless the file is a known preset's) and GPT-2 files (default gpt2); "
+                        "gpt2, gpt4, o200k, llama3 or a regex")
+    add_import_flags(p)
     p.add_argument("--special", metavar="TOKEN=ID", action="append", default=[],
                    help="add a special token with its id (repeatable)")
     p.add_argument("--force", action="store_true",
@@ -43,8 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def read_source(source: str, inputs: list[str], pattern: str | None) -> Tokenizer:
-    """The tokenizer the inputs describe, in format ``source``."""
+def read_source(source: str, inputs: list[str], pattern: str | None, *, strict: bool = True,
+                check_hash: bool = True) -> Tokenizer:
+    """The tokenizer the inputs describe, in format ``source``; ``strict`` and ``check_hash`` are
+    the conversion package's options (``--no-strict``, ``--no-check-hash``)."""
     def arity(low: int, high: int) -> None:
         if not low <= len(inputs) <= high:
             expected = str(low) if low == high else f"{low} or {high}"
@@ -55,9 +61,13 @@ def read_source(source: str, inputs: list[str], pattern: str | None) -> Tokenize
             if source == "auto" and ":" in path:
                 continue
             raise CommandError(f"{path}: no such file or folder")
+    if not check_hash and source not in ("auto", "preset"):
+        raise CommandError(f"--no-check-hash applies to presets only, not to --from {source}")
+    if not strict and source not in ("auto", "hf"):
+        raise CommandError(f"--no-strict applies to tokenizer.json files only, not to --from {source}")
     if source == "auto":
         arity(1, 1)
-        return load_tokenizer(inputs[0], pattern=pattern).tokenizer
+        return load_tokenizer(inputs[0], pattern=pattern, strict=strict, check_hash=check_hash).tokenizer
     if source == "gpt2":
         arity(1, 2)
         first = Path(inputs[0])
@@ -78,15 +88,19 @@ def read_source(source: str, inputs: list[str], pattern: str | None) -> Tokenize
     if source == "tiktoken":
         arity(1, 1)
         return conversion_function("from_tiktoken")(inputs[0], pattern=pattern or "gpt4")
+    if source == "tekken":
+        arity(1, 1)
+        return conversion_function("from_tekken")(inputs[0])
     if source == "minbpe":
         arity(1, 1)
         return conversion_function("from_minbpe")(inputs[0])
     if source == "hf":
         arity(1, 1)
         path = Path(inputs[0])
-        return conversion_function("from_tokenizer_json")(path / "tokenizer.json" if path.is_dir() else path)
+        return conversion_function("from_tokenizer_json")(path / "tokenizer.json" if path.is_dir() else path,
+                                                          strict=strict)
     arity(2, 2)  # preset
-    return conversion_function("load_preset")(inputs[0], inputs[1])
+    return conversion_function("load_preset")(inputs[0], inputs[1], check_hash=check_hash)
 
 
 def check_target(target: str, output: str) -> None:
@@ -124,7 +138,9 @@ def write_target(tok: Tokenizer, target: str, output: str, *, force: bool) -> No
 def run(args: argparse.Namespace) -> int:
     check_target(args.target, args.output)
     extra = dict(parse_special_assignment(s) for s in args.special)
-    tok = read_source(args.source, args.inputs, args.pattern)
+    options = import_options(args)
+    tok = read_source(args.source, args.inputs, args.pattern, strict=options["strict"],
+                      check_hash=options["check_hash"])
     if extra:
         tok.register_special_tokens(extra)
     write_target(tok, args.target, args.output, force=args.force)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from ...chunk_encoder import ChunkEncoder
 from ...byte_unicode import render_token
 from ...patterns import pattern_name
 from ...analysis.text_table import format_table
@@ -46,6 +45,8 @@ def summary(tok: Tokenizer, name: str, top: int) -> dict:
         "n_vocab": tok.n_vocab,
         "tokens": len(tok.vocab),
         "merges": len(tok.merges),
+        "unmerged_tokens": len(tok.unmerged_tokens),
+        "mode": tok.mode,
         "byte_ids": "identity" if tok.byte_ids == list(range(256)) else "permuted",
         "pattern": pattern_name(tok.plain_pattern) or tok.plain_pattern or None,
         "pre_tokenizer": None if tok.plain_pattern is not None else tok.pre_tokenizer.to_json(),  # a pipeline
@@ -88,6 +89,8 @@ def explain(tok: Tokenizer, idx: int) -> dict:
         kind = "special"
     elif idx in parents:
         kind = "merge"
+    elif idx in tok.unmerged_tokens:
+        kind = "unmerged"  # built by no merge: reached as a whole chunk ("ranks", "ignore_merges" modes)
     else:
         kind = "byte"
     info = dict(_token_json(tok, idx), kind=kind, utf8=is_utf8(data))
@@ -95,7 +98,7 @@ def explain(tok: Tokenizer, idx: int) -> dict:
         info["merge_rank"] = rank[idx]
         info["tree"] = tree(idx)
     if kind != "special":
-        found = check_reachable(ChunkEncoder(tok.merges, tok.byte_ids), idx, data)
+        found = check_reachable(tok.encode_single_piece, idx, data)
         info["own_bytes_encode_as"] = list(found.encodes_as)
         info["reachable"] = not found.reasons
         info["unreachable_reasons"] = list(found.reasons)

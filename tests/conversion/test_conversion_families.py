@@ -1,0 +1,200 @@
+"""The real families load through conversion.load and encode exactly as their owners' encoders.
+
+Owners' encoders, from their PyPI packages (test extra): llama_models' tiktoken-based Llama 3 and
+Llama 4 ``Tokenizer``, mistral_common's ``Tekkenizer`` (both Tekken files), and ``tokenizers``
+running the Llama 3 tokenizer.json that transformers' ``TikTokenConverter`` makes. Every
+comparison is the whole id sequence of each document of tests/data/text/mix-sample.txt (prose
+in nine languages and Python code, plus Vietnamese that reaches Llama 3's 678 tokens no merge
+builds), with 0 documents allowed to differ, along every path: the engine loaded by
+``conversion.load`` and by ``load_preset``, the tokenizer.json we export run by ``tokenizers``,
+and (tests/hf/test_families_hf.py) BBPETokenizer and the AutoTokenizer fast twin.
+"""
+
+from __future__ import annotations
+
+import pytest
+from llama_models.llama3.tokenizer import Tokenizer as Llama3Reference
+from llama_models.llama4.tokenizer import Tokenizer as Llama4Reference
+from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+from tests.support.families import LLAMA3_MODEL, LLAMA4_MODEL, TEKKEN_FILES, mix_documents
+from tokenizers import Tokenizer as HFTokenizer
+
+import conversion
+from conversion.presets import PRESETS
+
+DOCS = mix_documents()
+
+
+def differing(ours, reference, docs=DOCS) -> list[int]:
+    """Indices of the documents whose whole id sequences differ."""
+    return [i for i, doc in enumerate(docs) if ours(doc) != reference(doc)]
+
+
+@pytest.fixture(scope="module")
+def llama3():
+    return conversion.load(LLAMA3_MODEL), Llama3Reference(LLAMA3_MODEL)
+
+
+@pytest.fixture(scope="module")
+def llama4():
+    return conversion.load(LLAMA4_MODEL), Llama4Reference(LLAMA4_MODEL)
+
+
+def with_specials(doc: str, names: list[str]) -> str:
+    """The document with special tokens around it and in its middle."""
+    middle = len(doc) // 2
+    return f"{names[0]}{doc[:middle]}{names[2]}{doc[middle:]}{names[1]}"
+
+
+@pytest.mark.parametrize("family", ["llama3", "llama4"])
+def test_llama_families_equal_llama_models(family, llama3, llama4):
+    tok, reference = llama3 if family == "llama3" else llama4
+    assert conversion.detect_format(LLAMA3_MODEL if family == "llama3" else LLAMA4_MODEL) == "tiktoken"
+    assert tok.mode == "ranks" and tok.special_tokens == reference.special_tokens
+    assert tok.pattern == reference.model._pat_str and tok.n_vocab == reference.model.n_vocab
+    assert differing(tok.encode_ordinary, lambda d: reference.encode(d, bos=False, eos=False)) == []
+    # without special tokens: text spelling them is ordinary text, as llama_models' default
+    names = list(reference.special_tokens)
+    spelled = [with_specials(doc, names) for doc in DOCS[:300]]
+    assert differing(lambda d: tok.encode(d, disallowed_special=()),
+                     lambda d: reference.encode(d, bos=False, eos=False), spelled) == []
+    # with special tokens
+    assert differing(lambda d: tok.encode(d, allowed_special="all"),
+                     lambda d: reference.encode(d, bos=False, eos=False, allowed_special="all"), spelled) == []
+    assert tok.encode(names[0] + "hi", allowed_special="all")[0] == reference.bos_id
+
+
+def test_llama3_reaches_the_tokens_no_merge_builds(llama3):
+    tok, reference = llama3
+    assert len(tok.unmerged_tokens) == 678
+    text = "Tôi làm việc hợp x.:.:y nhiều"
+    ids = tok.encode_ordinary(text)
+    assert ids == reference.encode(text, bos=False, eos=False)
+    assert 100769 in ids and 100421 in ids  # ' việc', '.:.:'
+
+
+def test_llama3_every_token_no_merge_builds_encodes_as_llama_models(llama3):
+    """Each of the 678 tokens as text on its own, inside words and repeated: the pieces that reach them."""
+    tok, reference = llama3
+    texts = []
+    for data in tok.unmerged_tokens.values():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        texts += [text, f"x{text}y", f"{text}{text} {text}.", f"Chúng tôi{text}"]
+    assert len(texts) > 2000
+    assert differing(tok.encode_ordinary, lambda d: reference.encode(d, bos=False, eos=False), texts) == []
+
+
+def test_presets_know_the_families(llama3):
+    tok, _ = llama3
+    preset = conversion.load_preset("llama3", LLAMA3_MODEL)
+    assert preset.vocab == tok.vocab and preset.special_tokens == PRESETS["llama3"].special_tokens
+    assert preset.pattern == PRESETS["llama3"].pattern
+    assert conversion.load_preset("llama4", LLAMA4_MODEL.parent).n_vocab == 202048  # a folder holding the file
+    with pytest.raises(conversion.FormatError, match=r"this is llama4's tokenizer.model \(by its sha256\), not llama3's"):
+        conversion.load_preset("llama3", LLAMA4_MODEL)
+    with pytest.raises(conversion.FormatError, match=r"this is tekken's tekken.json"):
+        conversion.load_preset("llama3", TEKKEN_FILES["tekken_240718"])
+
+
+@pytest.mark.parametrize("name", sorted(TEKKEN_FILES))
+def test_tekken_equals_tekkenizer(name):
+    path = TEKKEN_FILES[name]
+    reference = Tekkenizer.from_file(path)
+    tok = conversion.load(path)
+    assert conversion.detect_format(path) == "tekken" and tok.mode == "ranks"
+    assert tok.n_vocab == reference.n_words == 131072
+    assert len(tok.special_tokens) == reference.num_special_tokens == 1000
+    assert all(reference.get_special_token(token) == idx for token, idx in tok.special_tokens.items())
+    assert tok.special_tokens["<s>"] == reference.bos_id and tok.special_tokens["<SPECIAL_999>"] == 999
+    assert differing(tok.encode_ordinary, lambda d: reference.encode(d, bos=False, eos=False)) == []
+    spelled = [f"[INST]{doc}</s>" for doc in DOCS[:100]]  # Tekkenizer.encode never matches special tokens
+    assert differing(lambda d: tok.encode(d, disallowed_special=()),
+                     lambda d: reference.encode(d, bos=False, eos=False), spelled) == []
+    assert conversion.load_preset("tekken", path).vocab == tok.vocab
+    assert all(tok.decode_single_token_bytes(idx) == reference.id_to_byte_piece(idx) for idx in range(1000, 1300))
+
+
+@pytest.fixture(scope="module")
+def llama3_converted(tmp_path_factory):
+    """Llama 3's tokenizer.json as transformers' TikTokenConverter makes it (every split of every
+    token as merges, ignore_merges), saved by tokenizers."""
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    specials = list(PRESETS["llama3"].special_tokens)
+    hf = TikTokenConverter(vocab_file=str(LLAMA3_MODEL), pattern=PRESETS["llama3"].pattern,
+                           extra_special_tokens=specials).converted()
+    path = tmp_path_factory.mktemp("llama3-converted") / "tokenizer.json"
+    hf.save(str(path))
+    return path, HFTokenizer.from_file(str(path))
+
+
+def test_tiktoken_converter_file_equals_tokenizers_and_llama_models(llama3, llama3_converted):
+    path, hf = llama3_converted
+    _, reference = llama3
+    tok = conversion.load(path)
+    assert conversion.detect_format(path) == "tokenizer_json" and tok.mode == "ranks"
+    assert tok.special_tokens == reference.special_tokens and len(tok.unmerged_tokens) == 678
+    assert differing(tok.encode_ordinary, lambda d: hf.encode(d, add_special_tokens=False).ids) == []
+    assert differing(tok.encode_ordinary, lambda d: reference.encode(d, bos=False, eos=False)) == []
+    spelled = [with_specials(doc, list(reference.special_tokens)) for doc in DOCS[:200]]
+    assert differing(lambda d: tok.encode(d, allowed_special="all"),
+                     lambda d: hf.encode(d, add_special_tokens=False).ids, spelled) == []
+
+
+@pytest.mark.parametrize("family", ["llama3", "llama4", "tekken_240911"])
+def test_exported_tokenizer_json_run_by_tokenizers_equals_the_owner(family, llama3, llama4, tmp_path):
+    if family == "tekken_240911":
+        tok = conversion.load(TEKKEN_FILES[family])
+        reference = Tekkenizer.from_file(TEKKEN_FILES[family])
+        encode = lambda d: reference.encode(d, bos=False, eos=False)  # noqa: E731
+    else:
+        tok, reference = llama3 if family == "llama3" else llama4
+        encode = lambda d: reference.encode(d, bos=False, eos=False)  # noqa: E731
+    conversion.to_tokenizer_json(tok, tmp_path / "tokenizer.json")
+    hf = HFTokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert differing(lambda d: hf.encode(d, add_special_tokens=False).ids, encode) == []
+    back = conversion.load(tmp_path / "tokenizer.json")
+    assert back.mode == "ranks" and back.vocab == tok.vocab and back.special_tokens == tok.special_tokens
+    assert differing(back.encode_ordinary, encode, DOCS[:200]) == []
+
+
+def test_llama3_through_the_model_file_and_gpt2_files(llama3, tmp_path):
+    tok, reference = llama3
+    conversion.to_minbpe(tok, tmp_path / "llama3")
+    assert (tmp_path / "llama3.model").read_text(encoding="utf-8").startswith("hf_bbpe v2\n")
+    back = conversion.load(tmp_path / "llama3.model")
+    assert back.mode == "ranks" and back.vocab == tok.vocab and back.special_tokens == tok.special_tokens
+    assert differing(back.encode_ordinary, lambda d: reference.encode(d, bos=False, eos=False), DOCS[:300]) == []
+    # GPT-2 files carry no mode: the unmerged tokens load (decoded, never produced), the merges encode
+    conversion.to_gpt2_files(tok, tmp_path / "g2")
+    merges_only = conversion.load(tmp_path / "g2", pattern="llama3")
+    assert merges_only.mode == "merges" and merges_only.unmerged_tokens == tok.unmerged_tokens
+    assert merges_only.vocab == tok.vocab
+
+
+def test_llama3_to_tiktoken_is_byte_identical(llama3, tmp_path):
+    tok, _ = llama3
+    conversion.to_tiktoken(tok, tmp_path / "llama3.tiktoken")
+    assert (tmp_path / "llama3.tiktoken").read_bytes() == LLAMA3_MODEL.read_bytes()
+
+
+def test_extending_llama3_keeps_every_id_and_encodes_other_text_as_before(llama3):
+    """New merges on top of Llama 3: every old id keeps its bytes, and text without the new
+    tokens' bytes encodes exactly as llama_models encodes it."""
+    tok, reference = llama3
+    code = [doc for doc in DOCS if "def " in doc or "import " in doc]
+    extended = tok.extend(code[: len(code) // 2], 40, progress=False)
+    assert extended.mode == "ranks" and extended.special_tokens == tok.special_tokens
+    assert all(extended.vocab[idx] == data for idx, data in tok.vocab.items())
+    new_ids = sorted(set(extended.vocab) - set(tok.vocab))
+    assert len(new_ids) == 40 and new_ids[0] > max(tok.special_tokens.values())
+    new_bytes = [extended.vocab[idx] for idx in new_ids]
+    untouched = [doc for doc in DOCS if not any(data in doc.encode("utf-8") for data in new_bytes)]
+    touched = [doc for doc in DOCS if doc not in untouched]
+    assert len(untouched) > 300 and touched
+    assert differing(extended.encode_ordinary, lambda d: reference.encode(d, bos=False, eos=False), untouched) == []
+    assert any(set(extended.encode_ordinary(doc)) & set(new_ids) for doc in touched)
+    assert all(extended.decode(extended.encode_ordinary(doc)) == doc for doc in touched)

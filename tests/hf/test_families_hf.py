@@ -1,0 +1,75 @@
+"""The real families through transformers: BBPETokenizer wrapping Llama 3 (678 tokens no merge
+builds), Llama 4 and Tekken, saved and loaded back, and the AutoTokenizer fast twin of the saved
+folder (tokenizer.json run by ``tokenizers``, no hf_bbpe), each equal, whole id sequence per
+document of mix-sample.txt, to the owner's encoder (llama_models, mistral_common): 0 documents
+differing. An extended Llama 3 keeps every old id through the same paths. The Llama 3 tests also
+run on transformers 4.57."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from llama_models.llama3.tokenizer import Tokenizer as Llama3Reference
+from llama_models.llama4.tokenizer import Tokenizer as Llama4Reference
+from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+from tests.support.families import LLAMA3_MODEL, LLAMA4_MODEL, TEKKEN_FILES, mix_documents
+from transformers import AutoTokenizer
+
+import conversion
+from hf_bbpe.tokenization_bbpe import BBPETokenizer
+
+DOCS = mix_documents()
+
+
+def differing(ours, reference, docs=DOCS) -> list[int]:
+    return [i for i, doc in enumerate(docs) if ours(doc) != reference(doc)]
+
+
+def family(name: str):
+    """(engine tokenizer, reference encode without bos/eos)."""
+    if name == "llama3":
+        reference = Llama3Reference(LLAMA3_MODEL)
+        return conversion.load(LLAMA3_MODEL), lambda d: reference.encode(d, bos=False, eos=False)
+    if name == "llama4":
+        reference = Llama4Reference(LLAMA4_MODEL)
+        return conversion.load(LLAMA4_MODEL), lambda d: reference.encode(d, bos=False, eos=False)
+    tekken = Tekkenizer.from_file(TEKKEN_FILES[name])
+    return conversion.load(TEKKEN_FILES[name]), lambda d: tekken.encode(d, bos=False, eos=False)
+
+
+@pytest.mark.parametrize("name", [pytest.param("llama3", marks=pytest.mark.transformers_compat), "llama4",
+                                  "tekken_240718"])
+def test_bbpe_tokenizer_and_fast_twin_equal_the_owner(name, tmp_path):
+    tok, reference = family(name)
+    hf = BBPETokenizer.from_engine(tok)
+    assert hf.engine.mode == "ranks"
+    assert differing(lambda d: hf(d)["input_ids"], reference) == []
+    hf.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert config["bpe_mode"] == "ranks"
+    back = BBPETokenizer.from_pretrained(tmp_path)
+    assert back.engine.mode == "ranks" and back.engine.vocab == tok.vocab
+    assert back.engine.unmerged_tokens == tok.unmerged_tokens
+    assert differing(lambda d: back(d)["input_ids"], reference) == []
+    fast = AutoTokenizer.from_pretrained(tmp_path)
+    assert not isinstance(fast, BBPETokenizer)
+    assert differing(lambda d: fast(d)["input_ids"], reference) == []
+    assert conversion.load(tmp_path).vocab == tok.vocab  # the folder, through its tokenizer.json
+
+
+@pytest.mark.transformers_compat
+def test_extended_llama3_in_transformers_keeps_every_old_id(tmp_path):
+    tok, reference = family("llama3")
+    code = [doc for doc in DOCS if "def " in doc]
+    extended = tok.extend(code[: len(code) // 2], 25, progress=False)
+    new_bytes = [extended.vocab[i] for i in set(extended.vocab) - set(tok.vocab)]
+    untouched = [doc for doc in DOCS if not any(data in doc.encode("utf-8") for data in new_bytes)]
+    hf = BBPETokenizer.from_engine(extended)
+    hf.save_pretrained(tmp_path)
+    fast = AutoTokenizer.from_pretrained(tmp_path)
+    back = BBPETokenizer.from_pretrained(tmp_path)
+    assert len(untouched) > 300
+    for encode in (lambda d: hf(d)["input_ids"], lambda d: fast(d)["input_ids"], lambda d: back(d)["input_ids"]):
+        assert differing(encode, reference, untouched) == []
+        assert differing(encode, extended.encode_ordinary) == []

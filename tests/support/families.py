@@ -1,0 +1,30 @@
+"""The real model families' tokenizer files, as their owners' PyPI packages ship them (test extra),
+and the multilingual text and code documents that parity tests compare whole id sequences on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import llama_models
+import mistral_common
+
+TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
+
+LLAMA3_MODEL = Path(llama_models.__file__).parent / "llama3" / "tokenizer.model"
+"""Meta's Llama 3 rank file (tiktoken format under the name tokenizer.model), llama-models 0.3.0."""
+LLAMA4_MODEL = Path(llama_models.__file__).parent / "llama4" / "tokenizer.model"
+TEKKEN_FILES = {
+    name: Path(mistral_common.__file__).parent / "data" / f"{name}.json" for name in ("tekken_240718", "tekken_240911")
+}
+"""Mistral's Tekken files (tiktoken ranks inside JSON), mistral-common 1.13.1."""
+
+
+def mix_documents() -> list[str]:
+    """tests/data/text/mix-sample.txt split into its blank-line-separated documents (prose in
+    nine languages and Python code), plus text that reaches Llama 3's tokens no merge builds."""
+    docs = [doc for doc in (TEXT_DIR / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n") if doc]
+    docs += [
+        "Tôi làm việc ở Hà Nội; hợp đồng này cần nhiều nghiệp vụ. .:.: x.:.:y",
+        "Việc này không phải việc của tôi, nhưng chúng ta hợp tác.\n\n  \t",
+    ]
+    return docs
