@@ -107,7 +107,7 @@ def _normalizer_of(data: Any, source: Path, strict: bool) -> Normalizer | None:
     except ValueError as exc:
         message = f"{source}: {exc}"
     if strict:
-        raise FormatError(message + "; pass strict=False to drop it")
+        raise FormatError(message + "; pass strict=False to drop it", option="strict")
     warnings.warn(message + "; dropped: texts it would change encode differently", stacklevel=3)
     return None
 
