@@ -209,14 +209,21 @@ def test_e_gpt2_folder_from_elsewhere(tmp_path):
 
 
 def test_e_folder_saved_by_transformers_gpt2_tokenizer(tmp_path):
-    """A folder written by transformers' own GPT2Tokenizer (4.57's slow one writes vocab.json + merges.txt)."""
+    """A folder written by transformers' own GPT2Tokenizer: 4.57's slow one writes vocab.json + merges.txt,
+    which BBPETokenizer loads; 5.x writes only tokenizer.json, which conversion.load reads."""
     from transformers import GPT2Tokenizer
 
-    GPT2Tokenizer(vocab_file=str(REPO / "tests/data/gpt2/encoder.json"),
-                  merges_file=str(REPO / "tests/data/gpt2/vocab.bpe")).save_pretrained(tmp_path)
-    if not (tmp_path / "merges.txt").exists():
-        pytest.skip(f"transformers {transformers.__version__}'s GPT2Tokenizer saves only tokenizer.json")
-    hf = BBPETokenizer.from_pretrained(tmp_path)
+    encoder, merges = REPO / "tests/data/gpt2/encoder.json", REPO / "tests/data/gpt2/vocab.bpe"
+    if int(transformers.__version__.split(".")[0]) < 5:
+        GPT2Tokenizer(vocab_file=str(encoder), merges_file=str(merges)).save_pretrained(tmp_path)
+        assert (tmp_path / "merges.txt").exists()
+        hf = BBPETokenizer.from_pretrained(tmp_path)
+    else:  # 5.x takes the files as paths under new names and saves only tokenizer.json
+        GPT2Tokenizer(vocab=str(encoder), merges=str(merges)).save_pretrained(tmp_path)
+        assert not (tmp_path / "merges.txt").exists()
+        import conversion
+
+        hf = BBPETokenizer.from_engine(conversion.load(tmp_path), eos_token=EOT)
     reference = tiktoken_gpt2()
     docs = mix_docs()
     assert [hf(doc)["input_ids"] for doc in docs] == [reference.encode_ordinary(doc) for doc in docs]
