@@ -10,6 +10,8 @@ Layers (imports go downward only):
   ``cli/`` (the ``hf-bbpe`` command, on top of everything);
 * ``conversion/`` (other formats) is a top-level package on the engine; it never imports ``cli``.
 
+ARCHITECTURE.md (at the repository root) maps every module to its layer.
+
 ``import hf_bbpe`` loads the engine, whose only third-party import is ``regex``; tqdm (progress
 bars) and multiprocessing (parallel counting and ``encode_batch``) load when first used.
 ``BBPETokenizer`` (transformers) and ``surgery`` (torch) load on first use too, and importing
