@@ -33,7 +33,7 @@ from .model_file import (
     write_vocab_file,
 )
 from .normalizers import Normalizer, resolve_normalizer
-from .patterns import resolve_pattern
+from .patterns import native_scanner, resolve_pattern
 from .pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
 from .progress import progress_bar
 from .special_tokens import (
@@ -134,10 +134,12 @@ class Tokenizer:
         # with no normalizer, the pre-tokenizer's own splitter (None: no split), e.g. the C scanner
         self._split = self._chunker.fast_split if self._chunker.normalizer is None else self._chunker
         self._bytes_chunks = self._chunker.emits_bytes
+        # a C scanner when the whole of chunking is one known pattern: split and encode in one C call
+        self._scanner = native_scanner(self._chunker.plain_pattern) if self.is_plain else None
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        del state["_split"]  # rebuilt from the chunker, which prepares the C scanner in this process
+        del state["_split"], state["_scanner"]  # rebuilt from the chunker (the C scanner is per process)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -611,6 +613,10 @@ class Tokenizer:
         return self._encoder.encode_bytes(data)
 
     def _encode_ordinary(self, text: str) -> list[int]:
+        if self._scanner is not None:
+            ids = self._encoder.encode_text(text, self._scanner)
+            if ids is not None:
+                return ids
         split = self._split
         if split is None:
             return self._encoder.encode_bytes(text.encode("utf-8"))
