@@ -28,6 +28,25 @@
 #define NO_MERGE INT64_MAX
 #define HASH_BASE 0x9E3779B97F4A7C15ULL
 
+/* A cache of the ids of short chunks that needed BPE (the whole-piece lookup found no token), keyed
+ * exactly by the chunk's bytes, direct-mapped. A kernel keeps a few; a call holds one for itself
+ * (taken with an atomic flag), so threads share no entry and need no lock. */
+#define PCACHE_SLOTS (1 << 12)
+#define PCACHE_BYTES 22
+#define PCACHE_IDS 6
+#define PCACHE_POOL 4
+
+typedef struct {
+    uint64_t hash;
+    uint8_t len, nids; /* len 0: empty */
+    uint8_t bytes[PCACHE_BYTES];
+    int32_t ids[PCACHE_IDS];
+} PieceEntry;
+
+typedef struct {
+    PieceEntry e[PCACHE_SLOTS];
+} PieceCache;
+
 typedef struct {
     uint32_t tag; /* high bits of the mixed hash */
     int32_t tok;  /* token index, -1 for an empty slot */
@@ -55,7 +74,31 @@ typedef struct {
     int32_t *index_of; /* token index of each id up to max_id, -1 if none ("ranks" mode) */
     int64_t max_id;
     int64_t dup_first, dup_second; /* ids of the first two tokens found with the same bytes, or -1 */
+    PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
+    int pcache_busy[PCACHE_POOL];
 } ChunkBPE;
+
+#if defined(__GNUC__) || defined(__clang__)
+/* A free piece cache of the kernel, marked busy, or NULL (all busy, or out of memory). No GIL needed. */
+static PieceCache *pcache_take(ChunkBPE *self, int *slot) {
+    for (int k = 0; k < PCACHE_POOL; k++) {
+        if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE) == 0) {
+            if (!self->pcache[k]) self->pcache[k] = calloc(1, sizeof(PieceCache));
+            if (self->pcache[k]) { *slot = k; return self->pcache[k]; }
+            __atomic_store_n(&self->pcache_busy[k], 0, __ATOMIC_RELEASE);
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+static void pcache_give(ChunkBPE *self, int slot) {
+    if (slot >= 0) __atomic_store_n(&self->pcache_busy[slot], 0, __ATOMIC_RELEASE);
+}
+#else
+static PieceCache *pcache_take(ChunkBPE *self, int *slot) { (void)self; (void)slot; return NULL; }
+static void pcache_give(ChunkBPE *self, int slot) { (void)self; (void)slot; }
+#endif
 
 /* Polynomial hash sum((p[i] + 1) * B^i): the hash of a concatenation x + y is
  * h(x) + B^len(x) * h(y). */
@@ -226,21 +269,44 @@ static int idbuf_reserve(IdBuf *b, Py_ssize_t extra) {
     return 0;
 }
 
-/* Append the ids of one chunk of n bytes to out; 0, or -1 when out of memory. Needs no GIL. */
-static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out) {
+/* Append the ids of one chunk of n bytes to out; 0, or -1 when out of memory. Needs no GIL.
+ * cache (may be NULL) is a piece cache this call holds. */
+static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache) {
     if (idbuf_reserve(out, n + 1) < 0) return -1;
     int32_t *ids = out->ids + out->len;
+    if (n == 1) {
+        ids[0] = self->byte_ids[data[0]];
+        out->len++;
+        return 0;
+    }
+    uint64_t h = (self->slots || cache) && n > 1 ? bytes_hash(data, n) : 0;
     if (self->slots && n > 1) {
-        int64_t t = token_lookup(self, bytes_hash(data, n), data, n);
+        int64_t t = token_lookup(self, h, data, n);
         if (t >= 0) {
             ids[0] = self->tok_id[t];
             out->len++;
             return 0;
         }
     }
+    PieceEntry *entry = NULL;
+    if (cache && n <= PCACHE_BYTES) {
+        entry = &cache->e[mix64(h) & (PCACHE_SLOTS - 1)];
+        if (entry->len == n && entry->hash == h && memcmp(entry->bytes, data, (size_t)n) == 0) {
+            memcpy(ids, entry->ids, entry->nids * sizeof(int32_t));
+            out->len += entry->nids;
+            return 0;
+        }
+    }
     for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
     Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE) : merge_long(self, ids, n, NO_MERGE);
     if (m < 0) return -1;
+    if (entry && m <= PCACHE_IDS) {
+        entry->hash = h;
+        entry->len = (uint8_t)n;
+        entry->nids = (uint8_t)m;
+        memcpy(entry->bytes, data, (size_t)n);
+        memcpy(entry->ids, ids, (size_t)m * sizeof(int32_t));
+    }
     out->len += m;
     return 0;
 }
@@ -259,7 +325,7 @@ static PyObject *ids_to_list(const int32_t *ids, Py_ssize_t n) {
 /* Encode raw bytes into a new list of ids. */
 static PyObject *encode_raw(const ChunkBPE *self, const unsigned char *data, Py_ssize_t n) {
     IdBuf buf = {NULL, 0, 0};
-    PyObject *out = encode_piece(self, data, n, &buf) < 0 ? PyErr_NoMemory() : ids_to_list(buf.ids, buf.len);
+    PyObject *out = encode_piece(self, data, n, &buf, NULL) < 0 ? PyErr_NoMemory() : ids_to_list(buf.ids, buf.len);
     free(buf.ids);
     return out;
 }
@@ -270,7 +336,7 @@ static PyObject *encode_raw(const ChunkBPE *self, const unsigned char *data, Py_
 /* Split a whole text with a scanner of _pretokenize.c and append the ids of every chunk to out,
  * with no Python object: it runs without the GIL. scratch holds one chunk's UTF-8. */
 static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
-                      IdBuf *scratch) {
+                      IdBuf *scratch, PieceCache *cache) {
     int ascii = t->kind == PyUnicode_1BYTE_KIND;
     const Py_UCS1 *latin1 = t->data;
     if (ascii) {
@@ -304,7 +370,7 @@ static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const 
             }
             piece = p;
         }
-        if (encode_piece(self, piece, size, out) < 0) return DOC_NO_MEMORY;
+        if (encode_piece(self, piece, size, out, cache) < 0) return DOC_NO_MEMORY;
         i += len;
     }
     return 0;
@@ -327,9 +393,11 @@ static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *args) {
     if (!scanner) return NULL;
     PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
     IdBuf out = {NULL, 0, 0}, scratch = {NULL, 0, 0};
-    int status;
+    int status, slot = -1;
     Py_BEGIN_ALLOW_THREADS
-    status = encode_doc(self, scanner, &t, &out, &scratch);
+    PieceCache *cache = pcache_take(self, &slot);
+    status = encode_doc(self, scanner, &t, &out, &scratch, cache);
+    pcache_give(self, slot);
     Py_END_ALLOW_THREADS
     PyObject *result;
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
@@ -367,15 +435,17 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
         docs[d].data = PyUnicode_DATA(text);
         docs[d].n = PyUnicode_GET_LENGTH(text);
     }
-    int failed = 0;
+    int failed = 0, slot = -1;
     Py_BEGIN_ALLOW_THREADS
+    PieceCache *cache = pcache_take(self, &slot);
     for (Py_ssize_t d = 0; d < count && !failed; d++) {
         Py_ssize_t before = out.len;
-        status[d] = (signed char)encode_doc(self, scanner, &docs[d], &out, &scratch);
+        status[d] = (signed char)encode_doc(self, scanner, &docs[d], &out, &scratch, cache);
         if (status[d] == DOC_NO_MEMORY) failed = 1;
         if (status[d] == DOC_SURROGATE) out.len = before;
         ends[d] = out.len;
     }
+    pcache_give(self, slot);
     Py_END_ALLOW_THREADS
     if (failed) { PyErr_NoMemory(); goto done; }
     if (as_lists) {
@@ -409,6 +479,7 @@ static void free_tables(ChunkBPE *self) {
     free(self->keys); free(self->vals);
     free(self->tok_buf); free(self->tok_start); free(self->tok_len); free(self->tok_id); free(self->tok_hash);
     free(self->slots); free(self->powers); free(self->index_of);
+    for (int k = 0; k < PCACHE_POOL; k++) { free(self->pcache[k]); self->pcache[k] = NULL; }
     self->keys = NULL; self->vals = NULL; self->tok_buf = NULL; self->tok_start = NULL; self->tok_len = NULL;
     self->tok_id = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
 }
