@@ -4,7 +4,8 @@
 
 Loads cl100k_base in every system that installs here (the ``bench`` extra of pyproject.toml:
 riptoken, gigatoken, quicktok-v1, toktok-rs; a peer that does not import is skipped and said so)
-and measures, in this one process, interleaved round by round (best round kept):
+and measures, in this one process, interleaved round by round (best round kept; every system is
+loaded afresh for each round, so that no cache carries over from the round before):
 
 1. one call per document (the corpus cut at blank lines), each system's exact single-text call;
 2. the whole text as one string;
@@ -173,6 +174,9 @@ def main() -> None:
     best: dict[tuple[str, str], tuple[float, float]] = {}
     equal = {name: True for name in systems}
     for round_ in range(args.rounds):
+        if round_:  # fresh objects: no system keeps a cache warmed by the round before
+            systems = {name: fresh for name, fresh in load_systems(args.threads, set(args.skip))[0].items()
+                       if name in systems}
         order = list(systems)[round_ % len(systems):] + list(systems)[: round_ % len(systems)]
         for column in [*columns, *extra]:
             for name in order:
