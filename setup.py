@@ -3,6 +3,7 @@
 from setuptools import Extension, setup
 
 HASH_H = "hf_bbpe/_hash.h"  # mix64, included by two kernels (MANIFEST.in puts it in the sdist)
+PRETOK_H = "hf_bbpe/_pretokenize.h"  # the scanner interface _pretokenize.c gives _chunk_bpe.c
 
 
 def kernel(name: str, source: str, depends: tuple[str, ...] = ()) -> Extension:
@@ -12,7 +13,7 @@ def kernel(name: str, source: str, depends: tuple[str, ...] = ()) -> Extension:
 setup(
     ext_modules=[
         kernel("hf_bbpe._merge_loop", "hf_bbpe/_merge_loop.c", (HASH_H,)),
-        kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", (HASH_H,)),
-        kernel("hf_bbpe._pretokenize", "hf_bbpe/_pretokenize.c"),
+        kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", (HASH_H, PRETOK_H)),
+        kernel("hf_bbpe._pretokenize", "hf_bbpe/_pretokenize.c", (PRETOK_H,)),
     ]
 )

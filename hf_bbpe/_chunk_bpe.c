@@ -21,11 +21,31 @@
 #include <string.h>
 
 #include "_hash.h"
+#include "_pretokenize.h"
 
 #define SHORT_CHUNK 32
 #define CACHE_MAX_CHARS 128
 #define NO_MERGE INT64_MAX
 #define HASH_BASE 0x9E3779B97F4A7C15ULL
+
+/* A cache of the ids of short chunks that needed BPE (the whole-piece lookup found no token), keyed
+ * exactly by the chunk's bytes, direct-mapped. A kernel keeps a few; a call holds one for itself
+ * (taken with an atomic flag), so threads share no entry and need no lock. */
+#define PCACHE_SLOTS (1 << 12)
+#define PCACHE_BYTES 22
+#define PCACHE_IDS 6
+#define PCACHE_POOL 4
+
+typedef struct {
+    uint64_t hash;
+    uint8_t len, nids; /* len 0: empty */
+    uint8_t bytes[PCACHE_BYTES];
+    int32_t ids[PCACHE_IDS];
+} PieceEntry;
+
+typedef struct {
+    PieceEntry e[PCACHE_SLOTS];
+} PieceCache;
 
 typedef struct {
     uint32_t tag; /* high bits of the mixed hash */
@@ -54,7 +74,31 @@ typedef struct {
     int32_t *index_of; /* token index of each id up to max_id, -1 if none ("ranks" mode) */
     int64_t max_id;
     int64_t dup_first, dup_second; /* ids of the first two tokens found with the same bytes, or -1 */
+    PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
+    int pcache_busy[PCACHE_POOL];
 } ChunkBPE;
+
+#if defined(__GNUC__) || defined(__clang__)
+/* A free piece cache of the kernel, marked busy, or NULL (all busy, or out of memory). No GIL needed. */
+static PieceCache *pcache_take(ChunkBPE *self, int *slot) {
+    for (int k = 0; k < PCACHE_POOL; k++) {
+        if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE) == 0) {
+            if (!self->pcache[k]) self->pcache[k] = calloc(1, sizeof(PieceCache));
+            if (self->pcache[k]) { *slot = k; return self->pcache[k]; }
+            __atomic_store_n(&self->pcache_busy[k], 0, __ATOMIC_RELEASE);
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+static void pcache_give(ChunkBPE *self, int slot) {
+    if (slot >= 0) __atomic_store_n(&self->pcache_busy[slot], 0, __ATOMIC_RELEASE);
+}
+#else
+static PieceCache *pcache_take(ChunkBPE *self, int *slot) { (void)self; (void)slot; return NULL; }
+static void pcache_give(ChunkBPE *self, int slot) { (void)self; (void)slot; }
+#endif
 
 /* Polynomial hash sum((p[i] + 1) * B^i): the hash of a concatenation x + y is
  * h(x) + B^len(x) * h(y). */
@@ -208,39 +252,234 @@ static Py_ssize_t merge_long(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, i
     return m;
 }
 
-/* Encode raw bytes into a new list of ids. */
-static PyObject *encode_raw(const ChunkBPE *self, const unsigned char *data, Py_ssize_t n) {
+/* A growable array of ids. */
+typedef struct {
+    int32_t *ids;
+    Py_ssize_t len, cap;
+} IdBuf;
+
+static int idbuf_reserve(IdBuf *b, Py_ssize_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    int32_t *ids = realloc(b->ids, (size_t)cap * sizeof(int32_t));
+    if (!ids) return -1;
+    b->ids = ids;
+    b->cap = cap;
+    return 0;
+}
+
+/* Append the ids of one chunk of n bytes to out; 0, or -1 when out of memory. Needs no GIL.
+ * cache (may be NULL) is a piece cache this call holds. */
+static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache) {
+    if (idbuf_reserve(out, n + 1) < 0) return -1;
+    int32_t *ids = out->ids + out->len;
+    if (n == 1) {
+        ids[0] = self->byte_ids[data[0]];
+        out->len++;
+        return 0;
+    }
+    uint64_t h = (self->slots || cache) && n > 1 ? bytes_hash(data, n) : 0;
     if (self->slots && n > 1) {
-        int64_t t = token_lookup(self, bytes_hash(data, n), data, n);
+        int64_t t = token_lookup(self, h, data, n);
         if (t >= 0) {
-            PyObject *out = PyList_New(1), *v = out ? PyLong_FromLong(self->tok_id[t]) : NULL;
-            if (!v) { Py_XDECREF(out); return NULL; }
-            PyList_SET_ITEM(out, 0, v);
-            return out;
+            ids[0] = self->tok_id[t];
+            out->len++;
+            return 0;
         }
     }
-    int32_t small[SHORT_CHUNK * 4];
-    int32_t *ids = n <= (Py_ssize_t)(sizeof(small) / sizeof(small[0])) ? small : malloc((n + 1) * sizeof(int32_t));
-    if (!ids) return PyErr_NoMemory();
+    PieceEntry *entry = NULL;
+    if (cache && n <= PCACHE_BYTES) {
+        entry = &cache->e[mix64(h) & (PCACHE_SLOTS - 1)];
+        if (entry->len == n && entry->hash == h && memcmp(entry->bytes, data, (size_t)n) == 0) {
+            memcpy(ids, entry->ids, entry->nids * sizeof(int32_t));
+            out->len += entry->nids;
+            return 0;
+        }
+    }
     for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
     Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE) : merge_long(self, ids, n, NO_MERGE);
-    PyObject *out = NULL;
-    if (m < 0) PyErr_NoMemory();
-    else if ((out = PyList_New(m))) {
-        for (Py_ssize_t i = 0; i < m; i++) {
-            PyObject *v = PyLong_FromLong(ids[i]);
-            if (!v) { Py_CLEAR(out); break; }
-            PyList_SET_ITEM(out, i, v);
-        }
+    if (m < 0) return -1;
+    if (entry && m <= PCACHE_IDS) {
+        entry->hash = h;
+        entry->len = (uint8_t)n;
+        entry->nids = (uint8_t)m;
+        memcpy(entry->bytes, data, (size_t)n);
+        memcpy(entry->ids, ids, (size_t)m * sizeof(int32_t));
     }
-    if (ids != small) free(ids);
+    out->len += m;
+    return 0;
+}
+
+static PyObject *ids_to_list(const int32_t *ids, Py_ssize_t n) {
+    PyObject *out = PyList_New(n);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromLong(ids[i]);
+        if (!v) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, i, v);
+    }
     return out;
+}
+
+/* Encode raw bytes into a new list of ids. */
+static PyObject *encode_raw(const ChunkBPE *self, const unsigned char *data, Py_ssize_t n) {
+    IdBuf buf = {NULL, 0, 0};
+    PyObject *out = encode_piece(self, data, n, &buf, NULL) < 0 ? PyErr_NoMemory() : ids_to_list(buf.ids, buf.len);
+    free(buf.ids);
+    return out;
+}
+
+#define DOC_NO_MEMORY (-1)
+#define DOC_SURROGATE (-2) /* a lone surrogate: the caller encodes this text the slow way */
+
+/* Split a whole text with a scanner of _pretokenize.c and append the ids of every chunk to out,
+ * with no Python object: it runs without the GIL. scratch holds one chunk's UTF-8. */
+static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
+                      IdBuf *scratch, PieceCache *cache) {
+    int ascii = t->kind == PyUnicode_1BYTE_KIND;
+    const Py_UCS1 *latin1 = t->data;
+    if (ascii) {
+        for (Py_ssize_t i = 0; i < t->n; i++) if (latin1[i] >= 0x80) { ascii = 0; break; }
+    }
+    for (Py_ssize_t i = 0; i < t->n;) {
+        Py_ssize_t len = scanner->chunk(t, i), size = 0;
+        const uint8_t *piece;
+        if (ascii) {
+            piece = latin1 + i;
+            size = len;
+        } else {
+            scratch->len = 0;
+            if (idbuf_reserve(scratch, len + 1) < 0) return DOC_NO_MEMORY; /* 4 bytes per code point */
+            uint8_t *p = (uint8_t *)scratch->ids;
+            for (Py_ssize_t k = i; k < i + len; k++) {
+                Py_UCS4 c = PyUnicode_READ(t->kind, t->data, k);
+                if (c < 0x80) p[size++] = (uint8_t)c;
+                else if (c < 0x800) { p[size++] = (uint8_t)(0xC0 | (c >> 6)); p[size++] = (uint8_t)(0x80 | (c & 0x3F)); }
+                else if (c < 0x10000) {
+                    if (c >= 0xD800 && c <= 0xDFFF) return DOC_SURROGATE;
+                    p[size++] = (uint8_t)(0xE0 | (c >> 12));
+                    p[size++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+                    p[size++] = (uint8_t)(0x80 | (c & 0x3F));
+                } else {
+                    p[size++] = (uint8_t)(0xF0 | (c >> 18));
+                    p[size++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+                    p[size++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+                    p[size++] = (uint8_t)(0x80 | (c & 0x3F));
+                }
+            }
+            piece = p;
+        }
+        if (encode_piece(self, piece, size, out, cache) < 0) return DOC_NO_MEMORY;
+        i += len;
+    }
+    return 0;
+}
+
+static const PretokScanner *get_scanner(PyObject *capsule) {
+    const PretokScanner *scanner = PyCapsule_GetPointer(capsule, PRETOK_CAPSULE_NAME);
+    if (scanner && *scanner->classes == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_pretokenize.set_classes() must be called first");
+        return NULL;
+    }
+    return scanner;
+}
+
+/* encode_text(text, scanner): the ids of a whole text as a list, or None for a lone surrogate. */
+static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *args) {
+    PyObject *text, *capsule;
+    if (!PyArg_ParseTuple(args, "UO", &text, &capsule)) return NULL;
+    const PretokScanner *scanner = get_scanner(capsule);
+    if (!scanner) return NULL;
+    PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
+    IdBuf out = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    int status, slot = -1;
+    Py_BEGIN_ALLOW_THREADS
+    PieceCache *cache = pcache_take(self, &slot);
+    status = encode_doc(self, scanner, &t, &out, &scratch, cache);
+    pcache_give(self, slot);
+    Py_END_ALLOW_THREADS
+    PyObject *result;
+    if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
+    else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
+    else result = ids_to_list(out.ids, out.len);
+    free(out.ids);
+    free(scratch.ids);
+    return result;
+}
+
+/* encode_texts(texts, scanner, as_lists): encode a list of str in one call without the GIL.
+ * as_lists: a list with the list of ids of each text (None for a text with a lone surrogate);
+ * otherwise (ids as uint32 bytes, end offset of each text's ids as int64 bytes, [indices of
+ * texts with a lone surrogate, which have no ids]). */
+static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
+    PyObject *texts, *capsule;
+    int as_lists;
+    if (!PyArg_ParseTuple(args, "O!Op", &PyList_Type, &texts, &capsule, &as_lists)) return NULL;
+    const PretokScanner *scanner = get_scanner(capsule);
+    if (!scanner) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(texts);
+    PretokText *docs = malloc((size_t)(count + 1) * sizeof(PretokText));
+    int64_t *ends = malloc((size_t)(count + 1) * sizeof(int64_t));
+    signed char *status = malloc((size_t)(count + 1));
+    PyObject *result = NULL, *held = PyList_GetSlice(texts, 0, count); /* keeps every str alive */
+    IdBuf out = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    if (!docs || !ends || !status || !held) { if (held) PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t d = 0; d < count; d++) {
+        PyObject *text = PyList_GET_ITEM(held, d);
+        if (!PyUnicode_Check(text)) {
+            PyErr_Format(PyExc_TypeError, "texts[%zd] is %.100s, not str", d, Py_TYPE(text)->tp_name);
+            goto done;
+        }
+        docs[d].kind = PyUnicode_KIND(text);
+        docs[d].data = PyUnicode_DATA(text);
+        docs[d].n = PyUnicode_GET_LENGTH(text);
+    }
+    int failed = 0, slot = -1;
+    Py_BEGIN_ALLOW_THREADS
+    PieceCache *cache = pcache_take(self, &slot);
+    for (Py_ssize_t d = 0; d < count && !failed; d++) {
+        Py_ssize_t before = out.len;
+        status[d] = (signed char)encode_doc(self, scanner, &docs[d], &out, &scratch, cache);
+        if (status[d] == DOC_NO_MEMORY) failed = 1;
+        if (status[d] == DOC_SURROGATE) out.len = before;
+        ends[d] = out.len;
+    }
+    pcache_give(self, slot);
+    Py_END_ALLOW_THREADS
+    if (failed) { PyErr_NoMemory(); goto done; }
+    if (as_lists) {
+        if (!(result = PyList_New(count))) goto done;
+        for (Py_ssize_t d = 0; d < count; d++) {
+            Py_ssize_t begin = d ? ends[d - 1] : 0;
+            PyObject *ids = status[d] == DOC_SURROGATE ? Py_NewRef(Py_None) : ids_to_list(out.ids + begin, ends[d] - begin);
+            if (!ids) { Py_CLEAR(result); goto done; }
+            PyList_SET_ITEM(result, d, ids);
+        }
+    } else {
+        PyObject *flat = PyBytes_FromStringAndSize((const char *)out.ids, out.len * (Py_ssize_t)sizeof(int32_t));
+        PyObject *offsets = PyBytes_FromStringAndSize((const char *)ends, count * (Py_ssize_t)sizeof(int64_t));
+        PyObject *bad = PyList_New(0);
+        for (Py_ssize_t d = 0; bad && d < count; d++) {
+            if (status[d] != DOC_SURROGATE) continue;
+            PyObject *index = PyLong_FromSsize_t(d);
+            if (!index || PyList_Append(bad, index) < 0) Py_CLEAR(bad);
+            Py_XDECREF(index);
+        }
+        if (flat && offsets && bad) result = PyTuple_Pack(3, flat, offsets, bad);
+        Py_XDECREF(flat); Py_XDECREF(offsets); Py_XDECREF(bad);
+    }
+done:
+    Py_XDECREF(held);
+    free(docs); free(ends); free(status); free(out.ids); free(scratch.ids);
+    return result;
 }
 
 static void free_tables(ChunkBPE *self) {
     free(self->keys); free(self->vals);
     free(self->tok_buf); free(self->tok_start); free(self->tok_len); free(self->tok_id); free(self->tok_hash);
     free(self->slots); free(self->powers); free(self->index_of);
+    for (int k = 0; k < PCACHE_POOL; k++) { free(self->pcache[k]); self->pcache[k] = NULL; }
     self->keys = NULL; self->vals = NULL; self->tok_buf = NULL; self->tok_start = NULL; self->tok_len = NULL;
     self->tok_id = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
 }
@@ -493,6 +732,12 @@ static PyMethodDef ChunkBPE_methods[] = {
     {"encode_chunks", (PyCFunction)ChunkBPE_encode_chunks, METH_O,
      "Encode each str of an iterable and return all ids in one list (cached)."},
     {"encode_bytes", (PyCFunction)ChunkBPE_encode_bytes, METH_O, "Encode one chunk given as bytes (no cache)."},
+    {"encode_text", (PyCFunction)ChunkBPE_encode_text, METH_VARARGS,
+     "encode_text(text, scanner): split text with a _pretokenize scanner and encode every chunk, without the "
+     "GIL; a list of ids, or None if text has a lone surrogate."},
+    {"encode_texts", (PyCFunction)ChunkBPE_encode_texts, METH_VARARGS,
+     "encode_texts(texts, scanner, as_lists): encode_text of each str of a list in one call without the GIL; "
+     "a list of lists (None: lone surrogate), or (uint32 ids bytes, int64 end offsets bytes, [surrogate texts])."},
     {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS, "Empty the chunk cache."},
     {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,
      "(id, id) of the first two vocabulary tokens found with the same bytes, or None."},

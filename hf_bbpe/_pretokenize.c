@@ -19,6 +19,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "_pretokenize.h"
+
 #define LETTER 1
 #define NUMBER 2
 #define SPACE 4
@@ -28,11 +30,7 @@
 
 static uint8_t *classes = NULL; /* per code point: the bits above */
 
-typedef struct {
-    int kind;
-    const void *data;
-    Py_ssize_t n;
-} Text;
+typedef PretokText Text;
 
 static inline Py_UCS4 at(const Text *t, Py_ssize_t i) { return PyUnicode_READ(t->kind, t->data, i); }
 static inline int cls(const Text *t, Py_ssize_t i) { return classes[at(t, i)]; }
@@ -221,6 +219,9 @@ static PyObject *set_classes(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static const PretokScanner scanners[3] = {{chunk_gpt2, &classes}, {chunk_gpt4, &classes}, {chunk_o200k, &classes}};
+static const char *scanner_names[3] = {"scanner_gpt2", "scanner_gpt4", "scanner_o200k"};
+
 static PyMethodDef methods[] = {
     {"set_classes", set_classes, METH_VARARGS, "Set the class bits of every code point (see the top of _pretokenize.c)."},
     {"split_gpt4", split_gpt4, METH_VARARGS, "regex.findall(GPT4_SPLIT_PATTERN, text), in C."},
@@ -231,4 +232,14 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pretokenize", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__pretokenize(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__pretokenize(void) {
+    PyObject *m = PyModule_Create(&module);
+    for (int k = 0; m && k < 3; k++) {
+        PyObject *capsule = PyCapsule_New((void *)&scanners[k], PRETOK_CAPSULE_NAME, NULL);
+        if (!capsule || PyModule_AddObject(m, scanner_names[k], capsule) < 0) {
+            Py_XDECREF(capsule);
+            Py_CLEAR(m);
+        }
+    }
+    return m;
+}

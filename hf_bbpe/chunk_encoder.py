@@ -127,6 +127,8 @@ class ChunkEncoder:
             self._kernel = kernel
             self.encode_chunks = kernel.encode_chunks
             self.encode_bytes = kernel.encode_bytes
+            self.encode_text = kernel.encode_text
+            self.encode_texts = kernel.encode_texts
             self.clear_cache = kernel.clear_cache
         else:
             self._whole: dict[bytes, int] | None = None
@@ -154,7 +156,7 @@ class ChunkEncoder:
 
     def __getstate__(self) -> dict:
         return {"merges": self.merges, "byte_ids": self.byte_ids, "mode": self.mode, "vocab": self.vocab,
-                "native": "encode_chunks" in self.__dict__}
+                "native": self.native}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["merges"], state["byte_ids"], mode=state.get("mode", "merges"), vocab=state.get("vocab"),
@@ -162,6 +164,16 @@ class ChunkEncoder:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+
+    @property
+    def native(self) -> bool:
+        """True when the C kernel encodes (then ``encode_text`` and ``encode_texts`` work)."""
+        return "encode_chunks" in self.__dict__
+
+    def encode_text(self, text: str, scanner: object) -> list[int] | None:
+        """Split ``text`` with a C scanner (``patterns.native_scanner``) and encode it in one call,
+        without the GIL; None when it cannot (no C kernel here, or a lone surrogate in ``text``)."""
+        return None
 
     def encode_chunks(self, chunks: Iterable[str]) -> list[int]:
         """Encode each chunk and concatenate the ids (the hot loop of ``encode``)."""
@@ -273,7 +285,7 @@ class ChunkEncoder:
 
     def first_duplicate(self) -> tuple[int, int] | None:
         """The ids of the first two vocabulary tokens found with the same bytes, or None."""
-        if "encode_chunks" in self.__dict__:
+        if self.native:
             return self._kernel.first_duplicate()
         return self._duplicate
 
@@ -287,7 +299,7 @@ class ChunkEncoder:
         """
         if self.mode != "ranks":
             raise ValueError("recover_merges needs rank mode")
-        if "encode_chunks" in self.__dict__:
+        if self.native:
             return self._kernel.recover_merges()
         merges: dict[tuple[int, int], int] = {}
         unmerged: list[int] = []

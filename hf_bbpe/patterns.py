@@ -124,6 +124,16 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
     return functools.partial(_whole_matches, compiled)
 
 
+def native_scanner(pattern: str | None) -> object | None:
+    """The C scanner of a known pattern as a capsule that ``_chunk_bpe`` splits whole texts with
+    (no Python object per chunk, no GIL), or None for other patterns or without the C module."""
+    name = pattern_name(pattern)
+    if _native is None or name is None or not hasattr(_native, f"scanner_{name}"):
+        return None
+    _load_character_classes()
+    return getattr(_native, f"scanner_{name}")
+
+
 def _whole_matches(compiled: regex.Pattern, text: str) -> list[str]:
     return [match.group() for match in compiled.finditer(text)]
 

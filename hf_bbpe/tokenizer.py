@@ -33,7 +33,7 @@ from .model_file import (
     write_vocab_file,
 )
 from .normalizers import Normalizer, resolve_normalizer
-from .patterns import resolve_pattern
+from .patterns import native_scanner, resolve_pattern
 from .pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
 from .progress import progress_bar
 from .special_tokens import (
@@ -47,7 +47,6 @@ from .special_tokens import (
 from .token_ids import single_token_id, token_id_list
 from .token_offsets import token_char_spans
 from .trainer import train_merges
-from .worker_pool import available_cpus
 
 Merges = dict[tuple[int, int], int]
 
@@ -134,10 +133,12 @@ class Tokenizer:
         # with no normalizer, the pre-tokenizer's own splitter (None: no split), e.g. the C scanner
         self._split = self._chunker.fast_split if self._chunker.normalizer is None else self._chunker
         self._bytes_chunks = self._chunker.emits_bytes
+        # a C scanner when the whole of chunking is one known pattern: split and encode in one C call
+        self._scanner = native_scanner(self._chunker.plain_pattern) if self.is_plain else None
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        del state["_split"]  # rebuilt from the chunker, which prepares the C scanner in this process
+        del state["_split"], state["_scanner"]  # rebuilt from the chunker (the C scanner is per process)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -611,6 +612,10 @@ class Tokenizer:
         return self._encoder.encode_bytes(data)
 
     def _encode_ordinary(self, text: str) -> list[int]:
+        if self._scanner is not None:
+            ids = self._encoder.encode_text(text, self._scanner)
+            if ids is not None:
+                return ids
         split = self._split
         if split is None:
             return self._encoder.encode_bytes(text.encode("utf-8"))
@@ -690,15 +695,39 @@ class Tokenizer:
         self,
         texts: Sequence[str],
         *,
+        num_threads: int | None = None,
         num_workers: int | None = None,
         allowed_special: AllowedSpecial = "none_raise",
         disallowed_special: DisallowedSpecial = "all",
     ) -> list[list[int]]:
-        """Encode many texts, in order; large batches use several processes."""
-        from .batch_encoding import encode_batch
+        """``[self.encode(text, ...) for text in texts]``, in parallel.
 
-        return encode_batch(self, texts, num_workers=num_workers or available_cpus(),
-                            allowed_special=allowed_special, disallowed_special=disallowed_special)
+        ``num_threads`` (tiktoken's spelling; default: the CPUs available) threads share the
+        work; with the C kernel and a GPT-2/GPT-4/o200k pattern they run without the GIL.
+        ``num_workers`` instead uses that many forked processes, which only pays where threads
+        cannot run in parallel (the pure-Python encoder, other patterns, normalizers).
+        """
+        from .batch_encoding import encode_batch, encode_batch_threads
+
+        options = {"allowed_special": allowed_special, "disallowed_special": disallowed_special}
+        if num_workers is not None:
+            return encode_batch(self, texts, num_workers=num_workers, **options)
+        return encode_batch_threads(self, texts, num_threads=num_threads, **options)
+
+    def encode_batch_to_numpy(
+        self,
+        texts: Sequence[str],
+        *,
+        num_threads: int | None = None,
+        allowed_special: AllowedSpecial = "none_raise",
+        disallowed_special: DisallowedSpecial = "all",
+    ):
+        """``encode_batch`` as two numpy arrays: every id, flat, as uint32, and int64 ``offsets``
+        (one more than there are texts): text ``i`` has ids ``ids[offsets[i]:offsets[i + 1]]``."""
+        from .batch_encoding import encode_batch_to_numpy
+
+        return encode_batch_to_numpy(self, texts, num_threads=num_threads, allowed_special=allowed_special,
+                                     disallowed_special=disallowed_special)
 
     # -------------------------------------------------------------- decoding
 

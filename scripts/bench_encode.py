@@ -1,156 +1,241 @@
-"""Benchmark encoding: hf_bbpe vs tiktoken built from the same ``mergeable_ranks()``.
+"""Benchmark encoding with cl100k_base: hf_bbpe against tiktoken and the fastest exact native peers.
 
-    python scripts/bench_encode.py [CORPUS] [--vocab-size 32768] [--limit-mb N] [--cache DIR]
+    python scripts/bench_encode.py [CORPUS] [--mb 16] [--rounds 3] [--threads 2] [--skip NAME ...]
 
-Trains a GPT-4-pattern tokenizer on CORPUS (``.xz`` is decompressed; documents are separated by
-blank lines), or loads it from ``DIR`` if an earlier run saved it there, then measures in this
-one process:
+Loads cl100k_base in every system that installs here (the ``bench`` extra of pyproject.toml:
+riptoken, gigatoken, quicktok-v1, toktok-rs; a peer that does not import is skipped and said so)
+and measures, in this one process, interleaved round by round (best round kept; every system is
+loaded afresh for each round, so that no cache carries over from the round before):
 
-1. ``encode_ordinary`` of the whole corpus as one string, with a fresh tokenizer object (cold
-   chunk cache), against ``tiktoken.Encoding.encode_ordinary`` (one thread); ids must be equal;
-2. ``encode_batch`` of the documents on 2 processes (fresh tokenizer again) against tiktoken
-   encoding the same documents one by one on one thread; ids must be equal;
-3. 1 MB and 2 MB without a split point (one letter repeated; random letters): time against
-   tiktoken's, and the 2 MB / 1 MB time ratio (about 2 means linear scaling).
+1. one call per document (the corpus cut at blank lines), each system's exact single-text call;
+2. the whole text as one string;
+3. a batch of all documents on ``--threads`` threads, each system's batch call (its fastest
+   exact form: lists of ids, or flat uint32 ids plus offsets);
+4. hf_bbpe's batch on 1 thread, for the 1 -> N thread speedup.
 
-Throughput is UTF-8 megabytes per second of wall time; CPU seconds (this process and its worker
-processes) are printed beside wall times, since on a shared machine wall time alone misleads.
-Exits with status 1 if any ids differ.
+Every system's ids are checked against tiktoken's on every document, for the long string and for
+every batch; the script exits with status 1 if any differ. Memory: the RSS growth when each
+system loads cl100k (loaded one after the other, so an approximation), and the peak RSS of the run.
+Throughput is UTF-8 MB per second of wall time; the machine is shared, so the CPU seconds of this
+process are printed beside each figure and ratios are only meaningful within one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import lzma
 import os
-import random
 import resource
-import string
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-import tiktoken
+os.environ.setdefault("RAYON_NUM_THREADS", "2")  # the Rust peers' thread pools: as many as we use
 
-from hf_bbpe import RegexTokenizer, Tokenizer
+import numpy as np  # noqa: E402
+import tiktoken  # noqa: E402
+from tiktoken.load import load_tiktoken_bpe  # noqa: E402
 
 DEFAULT_CORPUS = "/work/shared/data/bench/mix-49mb.txt.xz"
+RANKS_FILE = "/work/shared/data/tiktoken/cl100k_base.tiktoken"
 
 
-def load_text(corpus: str, limit_mb: float | None) -> str:
-    opener = lzma.open if corpus.endswith(".xz") else open
-    with opener(corpus, "rt", encoding="utf-8") as f:
-        return f.read(int(limit_mb * 1_000_000)) if limit_mb else f.read()
-
-
-def get_tokenizer(args: argparse.Namespace, documents: list[str], tmp: str) -> Path:
-    """Path of a .model file for this corpus and vocab size: cached, or trained now."""
-    limit = f"-{args.limit_mb:g}M" if args.limit_mb else ""
-    name = f"{Path(args.corpus).name.split('.')[0]}{limit}-gpt4-{args.vocab_size}"
-    directory = Path(args.cache) if args.cache else Path(tmp)
-    model = directory / f"{name}.model"
-    if model.exists():
-        print(f"tokenizer: {model} (cached)")
-        return model
-    directory.mkdir(parents=True, exist_ok=True)
-    tok = RegexTokenizer("gpt4")
-    start = time.perf_counter()
-    tok.train(documents, args.vocab_size, progress=False)
-    print(f"tokenizer: trained {len(tok.merges)} merges in {time.perf_counter() - start:.1f} s -> {model}")
-    tok.save(directory / name)
-    return model
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
 def cpu_seconds() -> float:
-    """CPU time of this process (all threads) and of its reaped child processes."""
-    return sum(
-        r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    )
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
-def timed(fn, *args, **kwargs):
-    """(result, wall seconds, CPU seconds)."""
-    cpu = cpu_seconds()
-    start = time.perf_counter()
-    result = fn(*args, **kwargs)
+def split_flat(result) -> list[list[int]]:
+    """Lists of ids from (flat uint32 ids, int64 offsets), as arrays or raw buffers (for checking only)."""
+    flat, offsets = result
+    flat = np.frombuffer(flat, dtype=np.uint32) if isinstance(flat, bytes) else np.asarray(flat)
+    offsets = np.frombuffer(offsets, dtype=np.int64) if isinstance(offsets, bytes) else np.asarray(offsets)
+    return [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
+    """name -> {"doc", "long", "batch" (-> list of id lists), "version"}; load RSS; skipped notes."""
+    from hf_bbpe.patterns import GPT4_SPLIT_PATTERN
+
+    systems, memory, skipped = {}, {}, []
+
+    def add(name, loader):
+        if name in skip:
+            skipped.append(f"{name}: --skip")
+            return
+        gc.collect()
+        before = rss_mb()
+        try:
+            systems[name] = loader()
+        except Exception as exc:  # a peer that does not install or load here is skipped, and said so
+            skipped.append(f"{name}: {type(exc).__name__}: {exc}")
+            return
+        gc.collect()
+        memory[name] = rss_mb() - before
+
+    def load_tiktoken():
+        enc = tiktoken.Encoding("cl100k_base", pat_str=GPT4_SPLIT_PATTERN, mergeable_ranks=load_tiktoken_bpe(RANKS_FILE),
+                                special_tokens={"<|endoftext|>": 100257})
+        return {"version": tiktoken.__version__ if hasattr(tiktoken, "__version__") else "", "doc": enc.encode_ordinary,
+                "long": enc.encode_ordinary,
+                "batch": lambda docs: enc.encode_ordinary_batch(docs, num_threads=threads)}
+
+    def load_hf_bbpe():
+        import conversion
+        from conversion.presets import PRESETS
+
+        tok = conversion.from_tiktoken(RANKS_FILE, pattern=PRESETS["cl100k_base"].pattern)
+        return {"version": "this tree", "doc": tok.encode_ordinary, "long": tok.encode_ordinary,
+                "batch": lambda docs: tok.encode_batch(docs, num_threads=threads, disallowed_special=()),
+                "batch_numpy": lambda docs: tok.encode_batch_to_numpy(docs, num_threads=threads,
+                                                                      disallowed_special=()),
+                "batch_1": lambda docs: tok.encode_batch(docs, num_threads=1, disallowed_special=())}
+
+    def load_riptoken():
+        import riptoken
+
+        core = riptoken.CoreBPE(load_tiktoken_bpe(RANKS_FILE), {}, GPT4_SPLIT_PATTERN)
+        return {"version": _version("riptoken"), "doc": core.encode_ordinary, "long": core.encode_ordinary,
+                "batch": core.encode_ordinary_batch}
+
+    def load_gigatoken():
+        import gigatoken
+
+        tok = gigatoken.Tokenizer.from_tiktoken(RANKS_FILE)
+        compat = tok.as_tiktoken()
+        return {"version": _version("gigatoken"), "doc": tok.encode, "long": tok.encode,
+                "batch": lambda docs: compat.encode_ordinary_batch(docs, num_threads=threads)}
+
+    def load_quicktok():
+        import quicktok
+
+        tok = quicktok.get_encoding("cl100k_base")
+        return {"version": _version("quicktok-v1"), "doc": tok.encode_ordinary, "long": tok.encode_ordinary,
+                "batch": lambda docs: tok.encode_batch(docs, threads=threads), "flat": True}
+
+    def load_toktok():
+        import toktok
+
+        tok = toktok._encoding("cl100k_base")  # its full encode surface (the public API only counts)
+        return {"version": _version("toktok-rs"), "doc": tok.encode_ordinary, "long": tok.encode_ordinary,
+                "batch": lambda docs: tok.encode_batch(docs, threads=threads), "flat": True}
+
+    for name, loader in [("tiktoken", load_tiktoken), ("hf_bbpe", load_hf_bbpe), ("riptoken", load_riptoken),
+                         ("gigatoken", load_gigatoken), ("quicktok-v1", load_quicktok), ("toktok-rs", load_toktok)]:
+        add(name, loader)
+    return systems, memory, skipped
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import version
+
+    return version(dist)
+
+
+def timed(fn, *args):
+    cpu, start = cpu_seconds(), time.perf_counter()
+    result = fn(*args)
     return result, time.perf_counter() - start, cpu_seconds() - cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", nargs="?", default=DEFAULT_CORPUS)
-    parser.add_argument("--vocab-size", type=int, default=32768)
-    parser.add_argument("--limit-mb", type=float, default=None, help="use this many million characters only")
-    parser.add_argument("--cache", default=None, help="directory to keep the trained .model in, and reuse it from")
-    parser.add_argument("--workers", type=int, default=2, help="processes for encode_batch")
+    parser.add_argument("--mb", type=float, default=16, help="MB of the corpus to use (from its start)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--skip", nargs="*", default=[], help="systems not to run")
     args = parser.parse_args()
 
-    text = load_text(args.corpus, args.limit_mb)
-    documents = text.split("\n\n")
+    opener = lzma.open if args.corpus.endswith(".xz") else open
+    with opener(args.corpus, "rb") as f:
+        text = f.read(int(args.mb * 1e6)).decode("utf-8", "ignore")
+    documents = [d for d in text.split("\n\n") if d]
     mb = len(text.encode("utf-8")) / 1e6
-    print(f"corpus {args.corpus}: {mb:.1f} MB, {len(documents)} documents; CPUs available: "
-          f"{len(os.sched_getaffinity(0))} (shared with other users of the machine: timings vary from run to run)")
-    rows = []
-    all_equal = True
+    print(f"corpus {args.corpus}: first {mb:.1f} MB, {len(documents)} documents; CPUs: {len(os.sched_getaffinity(0))} "
+          f"(shared machine: compare figures within this run only)")
+    systems, memory, skipped = load_systems(args.threads, set(args.skip))
+    for note in skipped:
+        print("skipped", note)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        model = get_tokenizer(args, documents, tmp)
-        trained = Tokenizer.from_file(model)
-    enc = tiktoken.Encoding(
-        "bench", pat_str=trained.pattern, mergeable_ranks=trained.mergeable_ranks(), special_tokens={}
-    )
+    reference_docs = systems["tiktoken"]["doc"]
+    expected_docs = [reference_docs(d) for d in documents]
+    expected_long = systems["tiktoken"]["long"](text)
+    doc_mb = sum(len(d.encode("utf-8")) for d in documents) / 1e6
 
-    def fresh() -> Tokenizer:  # a new object: empty chunk cache
-        return Tokenizer.from_merges(trained.merges, pattern=trained.pattern)
+    columns = {"doc": ("one call per document", doc_mb), "long": ("one long string", mb),
+               "batch": (f"batch, {args.threads} threads", doc_mb)}
+    extra = {"batch_numpy": f"batch to numpy, {args.threads} threads", "batch_1": "batch, 1 thread"}
+    best: dict[tuple[str, str], tuple[float, float]] = {}
+    equal = {name: True for name in systems}
+    for round_ in range(args.rounds):
+        if round_:  # fresh objects: no system keeps a cache warmed by the round before
+            systems = {name: fresh for name, fresh in load_systems(args.threads, set(args.skip))[0].items()
+                       if name in systems}
+        order = list(systems)[round_ % len(systems):] + list(systems)[: round_ % len(systems)]
+        for column in [*columns, *extra]:
+            for name in order:
+                fn = systems[name].get(column)
+                if fn is None:
+                    continue
+                if column == "doc":
+                    out, wall, cpu = timed(lambda: [fn(d) for d in documents])
+                else:
+                    out, wall, cpu = timed(fn, text if column == "long" else documents)
+                if round_ == 0:  # every document, every system, every call form
+                    want = expected_long if column == "long" else expected_docs
+                    if column == "batch_numpy" or (column == "batch" and systems[name].get("flat")):
+                        out = split_flat(out)  # flat ids + offsets, timed as returned
+                    got = list(out) if column == "long" else [list(x) for x in out]
+                    if column == "long" and hasattr(out, "tolist"):
+                        got = out.tolist()
+                    elif column != "long" and out and hasattr(out[0], "tolist"):
+                        got = [x.tolist() for x in out]
+                    if got != want:
+                        equal[name] = False
+                        print(f"IDS DIFFER: {name} {column}")
+                del out
+                if (name, column) not in best or wall < best[(name, column)][0]:
+                    best[(name, column)] = (wall, cpu)
+        print(f"round {round_ + 1}/{args.rounds} done", flush=True)
 
-    # 1. the whole corpus in one call, one process
-    ours, t_ours, c_ours = timed(fresh().encode_ordinary, text)
-    theirs, t_tik, c_tik = timed(enc.encode_ordinary, text)
-    equal = ours == theirs
-    all_equal &= equal
-    del ours, theirs
-    rows.append(("encode_ordinary, whole corpus, 1 process, cold cache", t_ours, c_ours, t_tik, c_tik, mb, equal))
+    def cell(name: str, column: str, size: float) -> str:
+        if (name, column) not in best:
+            return "-"
+        wall, cpu = best[(name, column)]
+        return f"{size / wall:.1f} ({cpu / wall:.1f} CPU)"
 
-    # 2. encode_batch on several processes vs tiktoken on one thread
-    ours, t_ours, c_ours = timed(fresh().encode_batch, documents, num_workers=args.workers)
-    theirs, t_tik, c_tik = timed(lambda: [enc.encode_ordinary(d) for d in documents])
-    equal = ours == theirs
-    all_equal &= equal
-    del ours, theirs
-    rows.append((f"encode_batch, {len(documents)} documents, {args.workers} processes vs tiktoken 1 thread",
-                 t_ours, c_ours, t_tik, c_tik, mb, equal))
-
-    # 3. no split point
-    rng = random.Random(0)
-    scaling = {}
-    for kind, make in [
-        ("one letter", lambda n: "a" * n),
-        ("random letters", lambda n: "".join(rng.choices(string.ascii_lowercase, k=n))),
-    ]:
-        for size in (1, 2):
-            sample = make(size * 1_000_000)
-            tok = fresh()
-            ours, t_ours, c_ours = timed(tok.encode_ordinary, sample)
-            theirs, t_tik, c_tik = timed(enc.encode_ordinary, sample)
-            equal = ours == theirs
-            all_equal &= equal
-            scaling[(kind, size)] = (t_ours, t_tik)
-            rows.append((f"{size} MB of {kind}, no split point", t_ours, c_ours, t_tik, c_tik, float(size), equal))
-
-    print("\n| case | hf_bbpe wall (CPU) s | tiktoken wall (CPU) s | hf_bbpe MB/s | tiktoken MB/s "
-          "| throughput hf_bbpe/tiktoken | ids equal |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    for case, t_ours, c_ours, t_tik, c_tik, size, equal in rows:
-        print(f"| {case} | {t_ours:.2f} ({c_ours:.2f}) | {t_tik:.2f} ({c_tik:.2f}) | {size / t_ours:.1f} "
-              f"| {size / t_tik:.1f} | {t_tik / t_ours:.2f}x | {'yes' if equal else 'NO'} |")
-    print()
-    for kind in ("one letter", "random letters"):
-        (o1, k1), (o2, k2) = scaling[(kind, 1)], scaling[(kind, 2)]
-        print(f"{kind}: hf_bbpe time / tiktoken time at 1 MB {o1 / k1:.2f}x; "
-              f"time 2 MB / 1 MB: hf_bbpe {o2 / o1:.2f}, tiktoken {k2 / k1:.2f}")
-    print("ids equal everywhere:", "yes" if all_equal else "NO")
-    if not all_equal:
+    peers = [n for n in systems if n != "hf_bbpe"]
+    print(f"\nMB/s, best of {args.rounds} interleaved rounds (CPUs busy per wall second in brackets)\n")
+    print("| system | " + " | ".join(label for label, _ in columns.values()) + " | RSS to load cl100k | ids equal |")
+    print("|---|" + "---:|" * len(columns) + "---:|---|")
+    for name in systems:
+        flat = " (flat uint32 + offsets)" if systems[name].get("flat") else ""
+        print(f"| {name} {systems[name]['version']}{flat} | "
+              + " | ".join(cell(name, c, size) for c, (_, size) in columns.items())
+              + f" | {memory[name]:.0f} MB | {'yes' if equal[name] else 'NO'} |")
+    if "hf_bbpe" in systems:
+        print("\nhf_bbpe / best peer (throughput ratio):")
+        for column, (label, size) in columns.items():
+            rates = {n: size / best[(n, column)][0] for n in peers if (n, column) in best}
+            if rates and ("hf_bbpe", column) in best:
+                top = max(rates, key=rates.get)
+                ours = size / best[("hf_bbpe", column)][0]
+                print(f"  {label}: {ours:.1f} vs {top} {rates[top]:.1f} MB/s -> {ours / rates[top]:.2f}x")
+        for column, label in extra.items():
+            if ("hf_bbpe", column) in best:
+                print(f"  hf_bbpe {label}: {cell('hf_bbpe', column, doc_mb)} MB/s")
+        if ("hf_bbpe", "batch_1") in best:
+            print(f"  thread speedup 1 -> {args.threads}: "
+                  f"{best[('hf_bbpe', 'batch_1')][0] / best[('hf_bbpe', 'batch')][0]:.2f}x")
+        print(f"  RSS to load: hf_bbpe {memory['hf_bbpe']:.0f} MB vs tiktoken {memory.get('tiktoken', 0):.0f} MB")
+    print(f"peak RSS of the run: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:.0f} MB")
+    if not all(equal.values()):
         sys.exit(1)
 
 

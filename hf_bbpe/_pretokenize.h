@@ -1,0 +1,28 @@
+/*
+ * What _pretokenize.c shares with _chunk_bpe.c: a scanner that gives the length of the chunk
+ * starting at a position of a str's data, so that the chunk encoder can split and encode a whole
+ * document without the GIL and without a Python object per chunk. _pretokenize exposes one
+ * capsule per pattern (scanner_gpt2, scanner_gpt4, scanner_o200k) holding a PretokScanner.
+ */
+#ifndef HF_BBPE_PRETOKENIZE_H
+#define HF_BBPE_PRETOKENIZE_H
+
+#include <Python.h>
+#include <stdint.h>
+
+typedef struct {
+    int kind;         /* PyUnicode_KIND */
+    const void *data; /* PyUnicode_DATA */
+    Py_ssize_t n;     /* length in code points */
+} PretokText;
+
+typedef struct {
+    /* length (> 0) of the chunk that starts at i < t->n */
+    Py_ssize_t (*chunk)(const PretokText *t, Py_ssize_t i);
+    /* the class table chunk() reads: NULL until _pretokenize.set_classes() was called */
+    uint8_t *const *classes;
+} PretokScanner;
+
+#define PRETOK_CAPSULE_NAME "hf_bbpe._pretokenize.scanner"
+
+#endif

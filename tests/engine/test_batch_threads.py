@@ -1,0 +1,122 @@
+"""Batches on threads (hf_bbpe/batch_encoding.py) and the C path that splits and encodes a whole
+text without the GIL (``_chunk_bpe.encode_text``/``encode_texts`` over ``_pretokenize``'s scanners).
+
+* For random text, every mode and each C-scanned pattern: ``encode_batch(num_threads=2)``,
+  ``encode_batch_to_numpy`` and per-document ``encode_ordinary`` equal the pure-Python twin
+  (``ChunkEncoder(native=False)`` over the ``regex`` module's split), and tiktoken in "ranks" mode.
+* Special tokens in a threaded batch behave exactly as in ``encode`` (allowed, disallowed, raised).
+* Lone surrogates take ``encode_ordinary``'s replacement rule in every batch path.
+* Without the C modules (remote code), ``encode_batch(num_threads=2)`` still gives ``encode``'s ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hf_bbpe import Tokenizer, batch_encoding
+from hf_bbpe.chunk_encoder import ChunkEncoder
+from hf_bbpe.patterns import NATIVE_PATTERNS, compile_pattern
+from hf_bbpe.special_tokens import DisallowedSpecialToken
+
+from .test_encoder_modes import random_ranks
+
+# letters of several scripts and cases, digits, contractions, spaces and line breaks, an emoji
+CHARS = "abcAB é'stlv 12345\n\r\t  ,.!/-日本語Ωω😀\u0301"
+documents = st.lists(st.text(st.sampled_from(CHARS), max_size=80), min_size=0, max_size=12)
+
+
+def twin_ids(tok: Tokenizer, pattern: str, text: str) -> list[int]:
+    """The pure-Python pipeline: the regex module's split, then the Python chunk encoder."""
+    enc = tok._encoder
+    twin = ChunkEncoder(enc.merges, enc.byte_ids, mode=enc.mode, vocab=enc.vocab, native=False)
+    return twin.encode_chunks(compile_pattern(pattern).findall(text))
+
+
+@pytest.fixture(scope="module")
+def cl100k_ranks() -> dict[bytes, int]:
+    import tiktoken_ext
+    from tiktoken.load import load_tiktoken_bpe
+
+    return load_tiktoken_bpe(str(Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"))
+
+
+@pytest.fixture(scope="module")
+def cl100k(cl100k_ranks) -> Tokenizer:
+    return Tokenizer.from_ranks(cl100k_ranks, pattern="gpt4", special_tokens={"<|endoftext|>": 100257})
+
+
+def check_batch(tok: Tokenizer, pattern: str, docs: list[str]) -> list[list[int]]:
+    expected = [twin_ids(tok, pattern, d) for d in docs]
+    assert tok._scanner is not None and tok._encoder.native  # the C whole-text path is under test
+    assert [tok.encode_ordinary(d) for d in docs] == expected
+    # a big batch goes to the thread pool; the same texts repeated keep the check cheap
+    many = docs * (batch_encoding._THREAD_MIN_CHARS // max(1, sum(map(len, docs))) + 1) if docs else []
+    assert tok.encode_batch(many, num_threads=2) == expected * (len(many) // max(1, len(docs)))
+    assert tok.encode_batch(docs, num_threads=1) == expected
+    ids, offsets = tok.encode_batch_to_numpy(many, num_threads=2)
+    assert ids.dtype == np.uint32 and offsets.dtype == np.int64 and len(offsets) == len(many) + 1
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected * (len(many) // max(1, len(docs)))
+    return expected
+
+
+@pytest.mark.parametrize("mode", ["merges", "ignore_merges", "ranks"])
+@pytest.mark.parametrize("name", list(NATIVE_PATTERNS))
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), docs=documents)
+def test_threaded_batch_equals_per_document_and_the_python_twin(mode, name, seed, docs):
+    ranks = random_ranks(seed, 30, 6, shuffle=True)
+    tok = Tokenizer.from_ranks(ranks, pattern=name)
+    tok.mode = mode
+    expected = check_batch(tok, NATIVE_PATTERNS[name], docs)
+    if mode == "ranks":
+        reference = tiktoken.Encoding("t", pat_str=NATIVE_PATTERNS[name], mergeable_ranks=ranks, special_tokens={})
+        assert expected == [reference.encode_ordinary(d) for d in docs]
+
+
+@settings(max_examples=30, deadline=None)
+@given(docs=documents)
+def test_cl100k_threaded_batch_equals_tiktoken(cl100k, cl100k_ranks, docs):
+    reference = tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks,
+                                  special_tokens={})
+    assert check_batch(cl100k, NATIVE_PATTERNS["gpt4"], docs) == [reference.encode_ordinary(d) for d in docs]
+
+
+def test_special_tokens_in_a_threaded_batch_as_in_encode(cl100k):
+    docs = ["hello <|endoftext|> world", "plain text", "<|endoftext|>"] * 2000
+    for options in ({"allowed_special": "all"}, {"disallowed_special": ()}, {"allowed_special": {"<|endoftext|>"}}):
+        expected = [cl100k.encode(d, **options) for d in docs]
+        assert cl100k.encode_batch(docs, num_threads=2, **options) == expected
+        ids, offsets = cl100k.encode_batch_to_numpy(docs, num_threads=2, **options)
+        assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+    for batch in (cl100k.encode_batch, cl100k.encode_batch_to_numpy):
+        with pytest.raises(DisallowedSpecialToken) as caught:
+            batch(["fine"] * 5000 + docs, num_threads=2)
+        assert caught.value.token == "<|endoftext|>"
+
+
+def test_lone_surrogates_follow_encode_ordinary(cl100k):
+    docs = ["ok \ud800 then", "fine", "\udc00", "pair \ud83d\ude00 joined"] * 3000
+    expected = [cl100k.encode_ordinary(d) for d in docs]
+    assert expected[0] == cl100k.encode_ordinary("ok \ufffd then")
+    assert cl100k.encode_batch(docs, num_threads=2) == expected
+    ids, offsets = cl100k.encode_batch_to_numpy(docs, num_threads=2)
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+
+
+def test_batch_on_threads_without_the_c_modules(cl100k, monkeypatch):
+    """The remote-code case: no C scanner, no C kernel; threads still give encode's ids."""
+    docs = ["Hello world, 123 日本語!", "second <|endoftext|> doc"] * 3000
+    expected = [cl100k.encode(d, allowed_special="all") for d in docs]
+    vocab = cl100k._encoder.vocab
+    monkeypatch.setattr(cl100k, "_encoder", ChunkEncoder({}, cl100k.byte_ids, mode="ranks", vocab=vocab, native=False))
+    monkeypatch.setattr(cl100k, "_scanner", None)
+    monkeypatch.setattr(cl100k, "_split", compile_pattern(NATIVE_PATTERNS["gpt4"]).findall)
+    assert cl100k.encode_batch(docs, num_threads=2, allowed_special="all") == expected
+    ids, offsets = cl100k.encode_batch_to_numpy(docs, num_threads=2, allowed_special="all")
+    assert ids.tolist() == [i for ids_ in expected for i in ids_] and offsets[-1] == len(ids)
