@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ...analysis.compare import compare_tokenizers, rows_to_csv, rows_to_json, rows_to_table
-from ..arguments import add_tokenizers, load, write_stdout
+from ..arguments import add_tokenizers, load_any, write_stdout
 from ..text_input import expand_inputs, read_texts
 
 
@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "per tokenizer when there are several files. Special-token strings count as plain text "
                     "unless --allow-specials.",
     )
-    add_tokenizers(p)
+    add_tokenizers(p, any_format=True)
     p.add_argument("files", metavar="FILE", nargs="+", help="text files or globs; '-' reads stdin")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--csv", action="store_true", help="print CSV")
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     texts = read_texts(expand_inputs(args.files), each=True)  # one row per file: none may be empty
-    tokenizers = [load(args, spec) for spec in args.tokenizers]
+    tokenizers = [load_any(args, spec) for spec in args.tokenizers]
     names = _unique([t.name for t in tokenizers])
     rows = compare_tokenizers([(n, t.tokenizer) for n, t in zip(names, tokenizers)], texts, specials=args.allow_specials)
     if args.csv:
