@@ -42,6 +42,7 @@ class Piece:
     data: bytes
     label: str | None = None
     special: bool = False
+    fallback: bool = False  # a byte-fallback token (<0xE2>): the vocabulary lacks the character
 
 
 class ViewTokenizer(Protocol):
@@ -131,7 +132,7 @@ class HFTokenizersTokenizer:
         if token_id in self._added_ids:
             return Piece(token.encode("utf-8"), special=token in self._special_tokens)
         if self._byte_fallback and (raw := _fallback_byte(token)) is not None:
-            return Piece(raw)
+            return Piece(raw, fallback=True)
         if self._byte_level and all(ch in self._to_byte for ch in token):
             return Piece(bytes(self._to_byte[ch] for ch in token))
         return Piece(token.replace(SENTENCEPIECE_SPACE, " ").encode("utf-8"), label=token)
@@ -173,7 +174,7 @@ class SentencePieceTokenizer:
             raise ValueError(f"{self.path}: no token has id {token_id}")
         token = self.backend.id_to_piece(token_id)
         if self.backend.is_byte(token_id):
-            return Piece(_fallback_byte(token) or token.encode("utf-8"))
+            return Piece(_fallback_byte(token) or token.encode("utf-8"), fallback=True)
         if self.backend.is_control(token_id) or self.backend.is_unknown(token_id):
             return Piece(token.encode("utf-8"), special=True)
         return Piece(token.replace(SENTENCEPIECE_SPACE, " ").encode("utf-8"), label=token)
