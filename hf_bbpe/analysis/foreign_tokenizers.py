@@ -28,6 +28,7 @@ from typing import Protocol
 
 from ..byte_unicode import unicode_to_bytes
 from ..tokenizer import Tokenizer
+from .audit import is_utf8
 
 SENTENCEPIECE_SPACE = "\u2581"  # ▁, sentencepiece's (and Metaspace's) mark for a space
 SENTENCEPIECE_EXTRA = "sentencepiece"
@@ -188,12 +189,5 @@ def is_sentencepiece_model(path: str | Path) -> bool:
             head = handle.read(64)
     except OSError:
         return False
-    return head[:1] == b"\x0a" and (b"\x00" in head or not _is_text(head))
+    return head[:1] == b"\x0a" and (b"\x00" in head or not is_utf8(head))
 
-
-def _is_text(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
