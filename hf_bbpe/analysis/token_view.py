@@ -216,7 +216,7 @@ def summary_line(view: TokenizedText) -> str:
 
 # ------------------------------------------------------------------ HTML
 
-_CSS = """
+VIEW_CSS = """
 :root { color-scheme: light; }
 body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #1a1a1a; background: #fff; }
 h1 { font-size: 1.3rem; margin: 0 0 .3rem; }
@@ -275,6 +275,29 @@ def shown_segments(view: TokenizedText, max_chars: int | None) -> list[Segment]:
     return shown
 
 
+def render_section(view: TokenizedText, *, show_ids: bool = False, max_chars: int | None = None) -> str:
+    """One tokenizer's ``<section>`` of the page (also what the live app draws): its counts, its
+    tokens as ``span.t`` and its ids in a ``<details>`` block; style from :data:`VIEW_CSS`."""
+    ratio = view.n_chars / view.n_tokens if view.n_tokens else 0.0
+    segments = shown_segments(view, max_chars)
+    spans = "".join(_span(segment, i, show_ids) for i, segment in enumerate(segments))
+    shown_ids = view.ids[: sum(len(segment.ids) for segment in segments)]
+    more = len(view.ids) - len(shown_ids)
+    cut = (f'<p class="truncated">Showing the tokens of the first {sum(len(s.text) for s in segments)} of '
+           f"{view.n_chars} characters.</p>") if more else ""
+    return (
+        f'<section class="tokenizer" data-name="{html.escape(view.name)}" data-tokens="{view.n_tokens}" '
+        f'data-chars="{view.n_chars}">'
+        f"<h2>{html.escape(view.name)}</h2>"
+        f'<p class="counts"><b class="n-tokens">{view.n_tokens}</b> tokens · '
+        f'<span class="n-chars">{view.n_chars}</span> characters · {ratio:.2f} characters/token</p>'
+        f'{cut}<div class="text">{spans}</div>'
+        f"<details><summary>token ids</summary><pre>{' '.join(map(str, shown_ids))}"
+        f"{f' … ({more} more)' if more else ''}</pre></details>"
+        "</section>"
+    )
+
+
 def render_html(views: Sequence[TokenizedText], *, title: str = "hf-bbpe token view", show_ids: bool = False,
                 max_chars: int | None = None) -> str:
     """One self-contained HTML page: the views side by side, no scripts, fonts or links.
@@ -291,7 +314,7 @@ def render_html(views: Sequence[TokenizedText], *, title: str = "hf-bbpe token v
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{VIEW_CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
     ]
     if views:
@@ -300,23 +323,6 @@ def render_html(views: Sequence[TokenizedText], *, title: str = "hf-bbpe token v
                      "Hover a token for its id and bytes.</p>")
     parts.append(f'<div class="grid" style="grid-template-columns: repeat({columns}, minmax(0, 1fr))">')
     for view in views:
-        ratio = view.n_chars / view.n_tokens if view.n_tokens else 0.0
-        segments = shown_segments(view, max_chars)
-        spans = "".join(_span(segment, i, show_ids) for i, segment in enumerate(segments))
-        shown_ids = view.ids[: sum(len(segment.ids) for segment in segments)]
-        more = len(view.ids) - len(shown_ids)
-        cut = (f'<p class="truncated">Showing the tokens of the first {sum(len(s.text) for s in segments)} of '
-               f"{view.n_chars} characters.</p>") if more else ""
-        parts.append(
-            f'<section class="tokenizer" data-name="{html.escape(view.name)}" data-tokens="{view.n_tokens}" '
-            f'data-chars="{view.n_chars}">'
-            f"<h2>{html.escape(view.name)}</h2>"
-            f'<p class="counts"><b class="n-tokens">{view.n_tokens}</b> tokens · '
-            f'<span class="n-chars">{view.n_chars}</span> characters · {ratio:.2f} characters/token</p>'
-            f'{cut}<div class="text">{spans}</div>'
-            f"<details><summary>token ids</summary><pre>{' '.join(map(str, shown_ids))}"
-            f"{f' … ({more} more)' if more else ''}</pre></details>"
-            "</section>"
-        )
+        parts.append(render_section(view, show_ids=show_ids, max_chars=max_chars))
     parts.append("</div></body></html>")
     return "\n".join(parts) + "\n"
