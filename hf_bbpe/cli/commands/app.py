@@ -76,6 +76,26 @@ def write_space(folder: Path, specs: list[str], title: str) -> None:
     write_text_atomic(folder / "README.md", _SPACE_CARD.format(title=title))
 
 
+def is_space_folder(folder: Path) -> bool:
+    """True for a folder ``hf-bbpe app --space`` wrote (``push`` uploads it as a Space)."""
+    card = folder / "README.md"
+    return (folder / "app.py").is_file() and card.is_file() and \
+        "sdk: gradio" in card.read_text(encoding="utf-8", errors="replace")
+
+
+def push_space(folder: Path, args: argparse.Namespace) -> int:
+    """Upload a Space folder to ``args.repo_id`` as a Gradio Space (created if needed)."""
+    from huggingface_hub import HfApi
+
+    api = HfApi(token=args.token)
+    api.create_repo(args.repo_id, repo_type="space", space_sdk="gradio", private=args.private or None, exist_ok=True)
+    info = api.upload_folder(folder_path=str(folder), repo_id=args.repo_id, repo_type="space",
+                             revision=args.revision, commit_message=args.message or "Upload the hf-bbpe live app")
+    url = getattr(info, "commit_url", None) or str(info)
+    print(f"pushed the Space {folder} to {args.repo_id}: {url}", file=sys.stderr)
+    return 0
+
+
 _APP_PY = '''"""A live tokenizer page written by `hf-bbpe app --space`: type text, see every tokenizer's tokens."""
 
 from hf_bbpe.analysis.live_app import APP_CSS, build_app
