@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -12,9 +11,9 @@ from ...atomic_write import write_text_atomic
 from ..arguments import add_tokenizers, load_any, positive_int
 from ..errors import CommandError
 from ..output_dir import check_output
+from ..tokenizer_spec import _PRESET_SPEC  # PRESET:PATH, the one spelling
 
 SPACE_TOKENIZERS = "tokenizers"
-_PRESET_SPEC = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):(.+)$")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
