@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from ..progress import progress_bar
 from .text_table import format_table
 from ..tokenizer import Tokenizer
+from .foreign_tokenizers import ViewTokenizer
 
 TOTAL = "(total)"
 
@@ -47,15 +48,18 @@ class CompareRow:
         return out
 
 
-def count_tokens(tok: Tokenizer, text: str, *, specials: bool = False) -> int:
-    """Tokens for ``text``; special-token strings count as ordinary text unless ``specials``."""
+def count_tokens(tok: Tokenizer | ViewTokenizer, text: str, *, specials: bool = False) -> int:
+    """Tokens for ``text``; special-token strings count as ordinary text unless ``specials`` (for
+    a foreign tokenizer, as far as its library can: see ViewTokenizer.encode)."""
+    if not isinstance(tok, Tokenizer):
+        return len(tok.encode(text, specials=specials))
     if specials:
         return len(tok.encode(text, allowed_special="all", disallowed_special=()))
     return len(tok.encode_ordinary(text))
 
 
 def compare_tokenizers(
-    tokenizers: Sequence[tuple[str, Tokenizer]],
+    tokenizers: Sequence[tuple[str, Tokenizer | ViewTokenizer]],
     texts: Sequence[tuple[str, str]],
     *,
     specials: bool = False,

@@ -5,6 +5,9 @@ most CJK characters in two). A view cannot colour half a character, so tokens ar
 *segments*: the shortest runs of consecutive tokens whose bytes start and end on character
 boundaries. Nearly every segment is one token; a segment of several tokens (one character split
 across tokens) is marked as such and lists every id and every token's bytes.
+
+Any tokenizer of :mod:`hf_bbpe.analysis.foreign_tokenizers` can be viewed: a sentencepiece or
+WordPiece token shows its label (``▁the``, ``##ing``), a byte-fallback token its bytes.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..tokenizer import Tokenizer
+from .foreign_tokenizers import ViewTokenizer, as_view_tokenizer
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,7 @@ class Segment:
     ids: tuple[int, ...]
     pieces: tuple[bytes, ...]  # the bytes of each token, in order
     special: bool = False
+    labels: tuple[str | None, ...] = ()  # how to show each token, if not as its bytes (``▁the``)
 
     @property
     def data(self) -> bytes:
@@ -31,7 +36,11 @@ class Segment:
 
     @property
     def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
+        """The segment as drawn: its bytes as text, with each labelled token shown by its label."""
+        if not any(label is not None for label in self.labels):
+            return self.data.decode("utf-8", errors="replace")
+        shown = (piece if label is None else label.encode("utf-8") for piece, label in zip(self.pieces, self.labels))
+        return b"".join(shown).decode("utf-8", errors="replace")
 
     @property
     def split_character(self) -> bool:
@@ -65,40 +74,52 @@ def _is_continuation(byte: int) -> bool:
     return 0x80 <= byte <= 0xBF
 
 
-def segment_tokens(tok: Tokenizer, ids: Sequence[int]) -> list[Segment]:
+def segment_tokens(tok: Tokenizer | ViewTokenizer, ids: Sequence[int]) -> list[Segment]:
     """Group ``ids`` into segments that start and end on UTF-8 character boundaries.
 
     A boundary falls before a token unless its first byte is a UTF-8 continuation byte; special
     tokens always stand alone. Unknown ids raise ValueError naming the id.
     """
-    specials = set(tok.special_tokens.values())
+    tok = as_view_tokenizer(tok)
     segments: list[Segment] = []
     run_ids: list[int] = []
     run_pieces: list[bytes] = []
+    run_labels: list[str | None] = []
 
     def flush() -> None:
         if run_ids:
-            segments.append(Segment(tuple(run_ids), tuple(run_pieces)))
+            labels = tuple(run_labels) if any(label is not None for label in run_labels) else ()
+            segments.append(Segment(tuple(run_ids), tuple(run_pieces), labels=labels))
             run_ids.clear()
             run_pieces.clear()
+            run_labels.clear()
 
     for idx in ids:
-        data = tok.decode_single_token_bytes(idx)
-        if idx in specials:
+        piece = tok.piece(idx)
+        if piece.special:
             flush()
-            segments.append(Segment((idx,), (data,), special=True))
+            segments.append(Segment((idx,), (piece.data,), special=True))
             continue
-        if run_ids and not (data and _is_continuation(data[0])):
+        if run_ids and not (piece.data and _is_continuation(piece.data[0]) and piece.label is None):
             flush()
         run_ids.append(idx)
-        run_pieces.append(data)
+        run_pieces.append(piece.data)
+        run_labels.append(piece.label)
     flush()
     return segments
 
 
-def tokenize_for_view(tok: Tokenizer, name: str, text: str, *, allowed_special: str | set = "all") -> TokenizedText:
-    """Encode ``text`` (special tokens as ids by default) and segment it for display."""
-    ids = tok.encode(text, allowed_special=allowed_special, disallowed_special=())
+def tokenize_for_view(tok: Tokenizer | ViewTokenizer, name: str, text: str, *,
+                      allowed_special: str | set = "all") -> TokenizedText:
+    """Encode ``text`` (special tokens as ids by default) and segment it for display.
+
+    An engine Tokenizer honours ``allowed_special``; another tokenizer encodes as its library does
+    (special tokens as ids when ``allowed_special`` is not empty, where the library can choose).
+    """
+    if isinstance(tok, Tokenizer):
+        ids = tok.encode(text, allowed_special=allowed_special, disallowed_special=())
+    else:
+        ids = tok.encode(text, specials=bool(allowed_special))
     return TokenizedText(name=name, text=text, ids=ids, segments=segment_tokens(tok, ids))
 
 
@@ -195,7 +216,7 @@ def summary_line(view: TokenizedText) -> str:
 
 # ------------------------------------------------------------------ HTML
 
-_CSS = """
+VIEW_CSS = """
 :root { color-scheme: light; }
 body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #1a1a1a; background: #fff; }
 h1 { font-size: 1.3rem; margin: 0 0 .3rem; }
@@ -254,6 +275,29 @@ def shown_segments(view: TokenizedText, max_chars: int | None) -> list[Segment]:
     return shown
 
 
+def render_section(view: TokenizedText, *, show_ids: bool = False, max_chars: int | None = None) -> str:
+    """One tokenizer's ``<section>`` of the page (also what the live app draws): its counts, its
+    tokens as ``span.t`` and its ids in a ``<details>`` block; style from :data:`VIEW_CSS`."""
+    ratio = view.n_chars / view.n_tokens if view.n_tokens else 0.0
+    segments = shown_segments(view, max_chars)
+    spans = "".join(_span(segment, i, show_ids) for i, segment in enumerate(segments))
+    shown_ids = view.ids[: sum(len(segment.ids) for segment in segments)]
+    more = len(view.ids) - len(shown_ids)
+    cut = (f'<p class="truncated">Showing the tokens of the first {sum(len(s.text) for s in segments)} of '
+           f"{view.n_chars} characters.</p>") if more else ""
+    return (
+        f'<section class="tokenizer" data-name="{html.escape(view.name)}" data-tokens="{view.n_tokens}" '
+        f'data-chars="{view.n_chars}">'
+        f"<h2>{html.escape(view.name)}</h2>"
+        f'<p class="counts"><b class="n-tokens">{view.n_tokens}</b> tokens · '
+        f'<span class="n-chars">{view.n_chars}</span> characters · {ratio:.2f} characters/token</p>'
+        f'{cut}<div class="text">{spans}</div>'
+        f"<details><summary>token ids</summary><pre>{' '.join(map(str, shown_ids))}"
+        f"{f' … ({more} more)' if more else ''}</pre></details>"
+        "</section>"
+    )
+
+
 def render_html(views: Sequence[TokenizedText], *, title: str = "hf-bbpe token view", show_ids: bool = False,
                 max_chars: int | None = None) -> str:
     """One self-contained HTML page: the views side by side, no scripts, fonts or links.
@@ -270,7 +314,7 @@ def render_html(views: Sequence[TokenizedText], *, title: str = "hf-bbpe token v
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{VIEW_CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
     ]
     if views:
@@ -279,23 +323,6 @@ def render_html(views: Sequence[TokenizedText], *, title: str = "hf-bbpe token v
                      "Hover a token for its id and bytes.</p>")
     parts.append(f'<div class="grid" style="grid-template-columns: repeat({columns}, minmax(0, 1fr))">')
     for view in views:
-        ratio = view.n_chars / view.n_tokens if view.n_tokens else 0.0
-        segments = shown_segments(view, max_chars)
-        spans = "".join(_span(segment, i, show_ids) for i, segment in enumerate(segments))
-        shown_ids = view.ids[: sum(len(segment.ids) for segment in segments)]
-        more = len(view.ids) - len(shown_ids)
-        cut = (f'<p class="truncated">Showing the tokens of the first {sum(len(s.text) for s in segments)} of '
-               f"{view.n_chars} characters.</p>") if more else ""
-        parts.append(
-            f'<section class="tokenizer" data-name="{html.escape(view.name)}" data-tokens="{view.n_tokens}" '
-            f'data-chars="{view.n_chars}">'
-            f"<h2>{html.escape(view.name)}</h2>"
-            f'<p class="counts"><b class="n-tokens">{view.n_tokens}</b> tokens · '
-            f'<span class="n-chars">{view.n_chars}</span> characters · {ratio:.2f} characters/token</p>'
-            f'{cut}<div class="text">{spans}</div>'
-            f"<details><summary>token ids</summary><pre>{' '.join(map(str, shown_ids))}"
-            f"{f' … ({more} more)' if more else ''}</pre></details>"
-            "</section>"
-        )
+        parts.append(render_section(view, show_ids=show_ids, max_chars=max_chars))
     parts.append("</div></body></html>")
     return "\n".join(parts) + "\n"

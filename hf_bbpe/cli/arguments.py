@@ -10,7 +10,10 @@ from ..tokenizer import Tokenizer
 from ..trainer import TIE_BREAKS
 from .errors import CommandError
 from .text_input import DOCUMENT_MODES
-from .tokenizer_spec import SPEC_HELP, LoadedTokenizer, load_tokenizer
+from .tokenizer_spec import SPEC_HELP, LoadedTokenizer, LoadedViewTokenizer, load_tokenizer, load_view_tokenizer
+
+ANY_SPEC_HELP = SPEC_HELP + "; also a sentencepiece .model (needs hf_bbpe[sentencepiece]) and any tokenizer.json " \
+    "(WordPiece, Unigram, BPE) through the tokenizers library"
 
 SPECIALS_CHOICES = ("raise", "allow", "text")
 SPECIALS_HELP = ("what to do with text that spells a special token: 'raise' an error (tiktoken's default), "
@@ -25,10 +28,12 @@ def add_tokenizer(parser: argparse.ArgumentParser) -> None:
     add_pattern_for_ranks(parser)
 
 
-def add_tokenizers(parser: argparse.ArgumentParser) -> None:
-    """``-t/--tokenizer`` (repeatable, at least one) and ``--pattern``."""
+def add_tokenizers(parser: argparse.ArgumentParser, *, any_format: bool = False, required: bool = True) -> None:
+    """``-t/--tokenizer`` (repeatable) and ``--pattern``; ``any_format`` for commands that read
+    tokenizers through :func:`load_any` (foreign formats too)."""
     parser.add_argument("-t", "--tokenizer", dest="tokenizers", metavar="TOKENIZER", action="append",
-                        required=True, help=f"{SPEC_HELP}; repeat for several")
+                        required=required, default=[] if not required else None,
+                        help=f"{ANY_SPEC_HELP if any_format else SPEC_HELP}; repeat for several")
     add_pattern_for_ranks(parser)
 
 
@@ -77,6 +82,11 @@ def encode_policy(specials: str) -> dict:
 
 def load(args: argparse.Namespace, spec: str) -> LoadedTokenizer:
     return load_tokenizer(spec, **import_options(args))
+
+
+def load_any(args: argparse.Namespace, spec: str) -> LoadedViewTokenizer:
+    """Any tokenizer ``view`` and ``compare`` can show: ours, sentencepiece, any tokenizer.json."""
+    return load_view_tokenizer(spec, **import_options(args))
 
 
 def add_training_options(parser: argparse.ArgumentParser) -> None:

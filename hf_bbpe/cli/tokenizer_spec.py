@@ -13,6 +13,10 @@ Accepted forms (``TOKENIZER`` in every subcommand's help):
   beside it), a minbpe ``.model``, or a folder holding one of them;
 * a folder saved by hf_bbpe (``hf-bbpe train``'s ``tokenizer.model``, or a BBPETokenizer
   save_pretrained folder), read as hf_bbpe wrote it.
+
+``view`` and ``compare`` read more (:func:`load_view_tokenizer`): a sentencepiece ``.model``
+and any ``tokenizer.json`` the engine cannot run (WordPiece, Unigram, ...), through their own
+libraries.
 """
 
 from __future__ import annotations
@@ -23,6 +27,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.foreign_tokenizers import (
+    EngineTokenizer,
+    HFTokenizersTokenizer,
+    SentencePieceTokenizer,
+    ViewTokenizer,
+    is_sentencepiece_model,
+)
 from ..tokenizer import Tokenizer
 from .errors import CommandError, one_line, with_flag_names
 
@@ -138,3 +149,61 @@ def saved_by_bbpe(config: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "pattern" in data and "BBPETokenizer" in json.dumps(data.get("auto_map", ""))
+
+
+@dataclass
+class LoadedViewTokenizer:
+    name: str  # a short label for tables and views
+    tokenizer: ViewTokenizer
+    source: str  # the spec as given
+
+
+def load_view_tokenizer(spec: str, *, pattern: str | None = None, strict: bool = True,
+                        check_hash: bool = True) -> LoadedViewTokenizer:
+    """Any tokenizer a user has, for ``view`` and ``compare``: what :func:`load_tokenizer` reads
+    (as our engine), else a sentencepiece ``.model`` (through the sentencepiece extra) or any
+    ``tokenizer.json`` (WordPiece, Unigram, BPE the engine cannot run, through ``tokenizers``),
+    also inside a folder. Errors are CommandErrors naming the file, or the missing extra."""
+    path = Path(spec)
+    if path.is_file() and is_sentencepiece_model(path):
+        return LoadedViewTokenizer(_file_label(path), _sentencepiece(path), spec)
+    try:
+        loaded = load_tokenizer(spec, pattern=pattern, strict=strict, check_hash=check_hash)
+        return LoadedViewTokenizer(loaded.name, EngineTokenizer(loaded.tokenizer), spec)
+    except CommandError:
+        json_file = path / "tokenizer.json" if path.is_dir() else path
+        model_file = path / MODEL_FILE_IN_FOLDER
+        if json_file.is_file() and _is_tokenizer_json(json_file):
+            try:
+                return LoadedViewTokenizer(_file_label(json_file), HFTokenizersTokenizer(json_file), spec)
+            except Exception as exc:  # the tokenizers library's own parse errors
+                raise CommandError(f"{json_file}: the tokenizers library cannot read it ({one_line(exc)})") from None
+        if path.is_dir() and model_file.is_file() and is_sentencepiece_model(model_file):
+            return LoadedViewTokenizer(path.name, _sentencepiece(model_file), spec)
+        raise
+
+
+def _sentencepiece(path: Path) -> SentencePieceTokenizer:
+    try:
+        return SentencePieceTokenizer(path)
+    except ImportError as exc:
+        raise CommandError(f"{path}: {exc}") from None
+    except (RuntimeError, OSError) as exc:
+        raise CommandError(f"{path}: not a sentencepiece model ({one_line(exc)})") from None
+
+
+def _file_label(path: Path) -> str:
+    if path.name in ("tokenizer.json", "tokenizer.model", "tekken.json") and path.parent.name:
+        return path.parent.name
+    return path.name if path.suffix.startswith(".v") else path.stem
+
+
+def _is_tokenizer_json(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(1) not in (b"{", b" ", b"\n", b"\t", b"\r"):
+                return False
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("model"), dict)

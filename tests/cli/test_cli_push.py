@@ -63,7 +63,8 @@ class FakeHub(BaseHTTPRequestHandler):
             files = {v["value"]["path"]: base64.b64decode(v["value"]["content"]) for v in lines if v["key"] == "file"}
             header = next(v["value"] for v in lines if v["key"] == "header")
             FakeHub.commits.append({"path": self.path, "files": files, "summary": header.get("summary")})
-            repo = self.path.split("/api/models/")[1].split("/commit/")[0]
+            repo = self.path.split("/api/models/" if "/api/models/" in self.path else "/api/spaces/")[1] \
+                .split("/commit/")[0]
             self._json(200, {"commitUrl": f"http://{self.headers['Host']}/{repo}/commit/{'1' * 40}", "commitOid": "1" * 40,
                              "pullRequestUrl": None})
         else:
@@ -105,6 +106,22 @@ def test_push_commits_a_loadable_folder(hub, mix_tok_dir, tmp_path):
     text = MIX.read_text(encoding="utf-8")[:5000]
     expected = Tokenizer.from_file(mix_tok_dir / "tokenizer.model").encode_ordinary(text)
     assert AutoTokenizer.from_pretrained(str(folder))(text)["input_ids"] == expected
+
+
+def test_push_uploads_an_app_space_folder(hub, mix_tok_dir, tmp_path):
+    space = tmp_path / "space"
+    run_cli("app", "-t", mix_tok_dir, "--space", space)
+    env = cli_env()
+    env.pop("HF_HUB_OFFLINE", None)
+    env.update({"HF_ENDPOINT": hub, "HF_TOKEN": "hf_test_token", "HF_HOME": str(tmp_path / "hf-home")})
+    proc = subprocess.run(CLI + ["push", str(space), "me/live-tok"], capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    (created,) = FakeHub.created
+    assert created["name"] == "live-tok" and created["type"] == "space" and created["sdk"] == "gradio"
+    (commit,) = FakeHub.commits
+    assert commit["path"].startswith("/api/spaces/me/live-tok/commit/main")
+    expected = {p.relative_to(space).as_posix(): p.read_bytes() for p in space.rglob("*") if p.is_file()}
+    assert commit["files"] == expected
 
 
 def test_push_bad_tokenizer_is_a_one_line_error(tmp_path):

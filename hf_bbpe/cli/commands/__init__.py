@@ -13,6 +13,7 @@ COMMANDS = (
     "inspect_tokenizer",
     "view",
     "compare",
+    "app",
     "audit",
     "extend",
     "extend_model",

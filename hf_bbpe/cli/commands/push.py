@@ -10,6 +10,7 @@ from ..arguments import add_tokenizer, load
 from ..errors import CommandError
 from ..tokenizer_spec import saved_by_bbpe
 from ..output_dir import transformers_class
+from .app import is_space_folder, push_space
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Upload a tokenizer as a save_pretrained folder to a Hub repository (created if needed). "
                     "A save_pretrained folder is pushed as it is (chat template and settings kept); any other "
                     "tokenizer is wrapped in BBPETokenizer first. Uses the token of 'hf auth login', HF_TOKEN, "
-                    "or --token; HF_ENDPOINT selects the server.",
+                    "or --token; HF_ENDPOINT selects the server. A folder written by 'hf-bbpe app --space' is "
+                    "uploaded as a Gradio Space.",
     )
     add_tokenizer(p)
     p.add_argument("repo_id", metavar="REPO_ID", help="e.g. me/my-tokenizer")
@@ -31,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     folder = Path(args.tokenizer)
+    if is_space_folder(folder):
+        return push_space(folder, args)
     as_saved = folder.is_dir() and saved_by_bbpe(folder / "tokenizer_config.json")
     engine = None if as_saved else load(args, args.tokenizer).tokenizer  # bad input fails before the imports
     hf_class = transformers_class()

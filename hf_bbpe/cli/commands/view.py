@@ -13,7 +13,7 @@ from ..arguments import (
     add_specials,
     add_tokenizers,
     encode_policy,
-    load,
+    load_any,
     non_negative_int,
     special_token_in_text,
     use_color,
@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "(plain text with a separator when stdout is not a terminal), or with --html one "
                     "self-contained page with the tokenizers side by side, ids and bytes on hover.",
     )
-    add_tokenizers(p)
+    add_tokenizers(p, any_format=True)
     p.add_argument("file", metavar="FILE", nargs="?", default=STDIN, help="text file (default: stdin)")
     p.add_argument("--text", default=None, help="view this text instead of reading a file")
     p.add_argument("--html", metavar="OUT.html", default=None, help="write an HTML page instead")
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     policy = encode_policy(args.specials)
     views = []
     for spec in args.tokenizers:
-        loaded = load(args, spec)
+        loaded = load_any(args, spec)
         tok = loaded.tokenizer
         if policy["disallowed_special"] == "all":
             found = [t for t in tok.special_tokens if t in text]
