@@ -1,4 +1,4 @@
-"""BBPETokenizer behaves like a transformers tokenizer and gives the engine's ids (requirement 4).
+"""BBPETokenizer behaves like a transformers tokenizer and gives the engine's ids (batches, padding, special tokens, pickling, datasets.map).
 
 Runs on transformers 5.x and, through scripts/test.sh, on 4.57.
 """

@@ -1,4 +1,4 @@
-"""Folders converted from cl100k_base and o200k_base load into BBPETokenizer (requirement 3e).
+"""Folders converted from cl100k_base and o200k_base load into BBPETokenizer, with the same ids as tiktoken.
 
 The engine tokenizer comes from the conversion package (tiktoken rank file -> merges), the folder
 from ``BBPETokenizer.save_pretrained``; both load paths that need no code of ours beyond the
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
-def test_e_folders_converted_from_tiktoken(name, tmp_path):
+def test_folders_converted_from_tiktoken(name, tmp_path):
     import tiktoken
     from conversion.tiktoken_ranks import from_tiktoken
     from tiktoken.load import load_tiktoken_bpe

@@ -1,4 +1,4 @@
-"""Every way of loading a saved folder gives the engine's ids (requirements 3 and 5).
+"""Every way of loading a saved folder gives the engine's ids, on transformers 5.x and 4.57, with and without hf_bbpe.
 
 a. ``BBPETokenizer.from_pretrained``; b. ``AutoTokenizer`` after ``import hf_bbpe``;
 c. ``AutoTokenizer`` where hf_bbpe cannot be imported (the tokenizer.json twin);
@@ -189,7 +189,7 @@ def test_fast_twin_keeps_bos_eos_and_pairs(engine, tmp_path):
         assert fast(*args, add_special_tokens=False)["input_ids"] == hf(*args, add_special_tokens=False)["input_ids"]
 
 
-def test_e_gpt2_folder_from_elsewhere(tmp_path):
+def test_gpt2_folder_from_elsewhere(tmp_path):
     folder = gpt2_folder(tmp_path / "gpt2", {"model_max_length": 1024, "bos_token": EOT, "eos_token": EOT,
                                              "unk_token": EOT, "add_prefix_space": False, "errors": "replace"})
     hf = BBPETokenizer.from_pretrained(folder)
@@ -208,7 +208,7 @@ def test_e_gpt2_folder_from_elsewhere(tmp_path):
     assert AutoTokenizer.from_pretrained(saved)(docs[3])["input_ids"] == reference.encode_ordinary(docs[3])
 
 
-def test_e_folder_saved_by_transformers_gpt2_tokenizer(tmp_path):
+def test_folder_saved_by_transformers_gpt2_tokenizer(tmp_path):
     """A folder written by transformers' own GPT2Tokenizer: 4.57's slow one writes vocab.json + merges.txt,
     which BBPETokenizer loads; 5.x writes only tokenizer.json, which conversion.load reads."""
     from transformers import GPT2Tokenizer

@@ -1,5 +1,5 @@
 """``push_to_hub`` goes through transformers' PushToHubMixin and the real huggingface_hub client
-(requirement 6), against a small Hub served by the test on 127.0.0.1.
+(save_pretrained(push_to_hub=True) and push_to_hub), against a small Hub served by the test on 127.0.0.1.
 
 The server answers what the client asks: create repo, validate the model card's YAML, preupload
 (every file "regular", so its bytes travel base64 in the commit), commit (NDJSON), then repo info
