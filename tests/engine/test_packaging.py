@@ -14,8 +14,9 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("hf_bbpe", "conversion")
@@ -45,6 +46,7 @@ def _requirement_name(requirement: str) -> str:
 
 
 def test_every_imported_third_party_package_is_declared():
+    tomllib = pytest.importorskip("tomllib", reason="Python 3.11+ reads pyproject.toml with the standard library")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     declared = {_requirement_name(r) for r in project["dependencies"]}
     declared |= {_requirement_name(r) for extra, reqs in project["optional-dependencies"].items()
