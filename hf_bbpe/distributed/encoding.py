@@ -28,7 +28,8 @@ def encode_dataset(
 
     ``tokenizer`` is an engine :class:`~hf_bbpe.Tokenizer`, a ``BBPETokenizer``, or the path of a
     folder saved by ``BBPETokenizer.save_pretrained``; ``num_actors`` actors (default: the
-    cluster's CPUs) each load it once. Text is encoded as plain text, as ``encode_ordinary`` does:
+    cluster's CPUs but one, left to the tasks that read the data: actors holding every CPU
+    would starve them) each load it once. Text is encoded as plain text, as ``encode_ordinary`` does:
     a special token's string inside a document is not the special token. ``add_eos`` appends the
     end-of-sequence id: the folder's or ``BBPETokenizer``'s ``eos_token``, or for an engine
     tokenizer the special token ``eos_token`` (default ``"<|endoftext|>"``). The ids are those of
@@ -46,7 +47,7 @@ def encode_dataset(
         fn_constructor_args=(source, text_column, add_eos, attention_mask, eos_token),
         batch_format="pyarrow",
         batch_size=batch_size,
-        compute=ray.data.ActorPoolStrategy(size=num_actors or cluster_cpus()),
+        compute=ray.data.ActorPoolStrategy(size=num_actors or max(1, cluster_cpus() - 1)),
     )
 
 
