@@ -17,10 +17,13 @@ the merges are the ones the ranks imply, recovered when first asked for.
 
 from __future__ import annotations
 
+import importlib
 import operator
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .chunk_counting import count_chunks
 from .chunk_encoder import MODES, ChunkEncoder, DuplicateTokensError, TokenTable
@@ -445,14 +448,16 @@ class Tokenizer:
         min_frequency: int = 1,
         num_workers: int | None = None,
         progress: bool | None = None,
+        text_column: str = "text",
     ) -> None:
         """Learn ``vocab_size - 256`` merges from a str or an iterable of documents.
 
         Documents (a file object yields lines) are split with the pattern one by one, in
-        parallel processes; see :func:`train_from_counts` for the rest.
+        parallel processes; see :func:`train_from_counts` for the rest. A ``ray.data.Dataset``
+        is counted on its Ray cluster (column ``text_column``; see ``hf_bbpe.distributed``).
         """
         _check_vocab_size(vocab_size)
-        counts = count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
+        counts = self._chunk_counts(text, num_workers, progress, tie_break, text_column)
         self.train_from_counts(
             counts, vocab_size, verbose, tie_break=tie_break, min_frequency=min_frequency, progress=progress
         )
@@ -506,6 +511,7 @@ class Tokenizer:
         min_frequency: int = 1,
         num_workers: int | None = None,
         progress: bool | None = None,
+        text_column: str = "text",
     ) -> Tokenizer:
         """A new tokenizer with up to ``num_new_merges`` merges learned on top of this one's.
 
@@ -519,7 +525,7 @@ class Tokenizer:
         a new token's bytes encodes exactly as before (tiktoken's rule only builds a token from
         its own bytes).
         """
-        counts = count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
+        counts = self._chunk_counts(text, num_workers, progress, tie_break, text_column)
         words: list[list[int]] = []
         weights: list[int] = []
         for chunk, count in counts.items():
@@ -538,6 +544,22 @@ class Tokenizer:
         )
         extended._rebuild()
         return extended
+
+    def _chunk_counts(
+        self, text: Any, num_workers: int | None, progress: bool | None, tie_break: str, text_column: str
+    ) -> dict[str, int]:
+        """The chunk counts of training text: in this machine's processes, or on Ray for a Ray Dataset."""
+        ray_data = sys.modules.get("ray.data")  # a Ray Dataset can only exist once ray.data is loaded
+        if ray_data is None or not isinstance(text, ray_data.Dataset):
+            return count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
+        if tie_break == "first_occurrence":
+            raise ValueError(
+                "tie_break='first_occurrence' needs the order of the documents, which a Ray Dataset does not "
+                "define: count with hf_bbpe.distributed.count_chunks(ds, tok, order_column=...) and call "
+                "train_from_counts"
+            )
+        distributed = importlib.import_module(".distributed", __package__)
+        return distributed.count_chunks(text, self, text_column=text_column)
 
     def _learn(
         self,

@@ -219,3 +219,21 @@ def minbpe_load(path: str | Path) -> tuple[str, dict[str, int], Merges]:
             merges[(idx1, idx2)] = idx
             idx += 1
     return pattern, special_tokens, merges
+
+
+def naive_train_weighted(words: Mapping[bytes, int], num_merges: int) -> Merges:
+    """``naive_train`` with tie-break ``"smallest_pair"`` over unique words with their counts
+    (Python ints, so no count is ever cut to a machine word): recount every pair each merge."""
+    seqs = {word: list(word) for word in words}
+    merges: Merges = {}
+    for i in range(num_merges):
+        stats: Counter[Pair] = Counter()
+        for word, count in words.items():
+            for pair in zip(seqs[word], seqs[word][1:]):
+                stats[pair] += count
+        if not stats:
+            break
+        pair = min(stats, key=lambda p: (-stats[p], p))
+        merges[pair] = 256 + i
+        seqs = {word: merge_pair_scan(ids, pair, 256 + i) for word, ids in seqs.items()}
+    return merges

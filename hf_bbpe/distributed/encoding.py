@@ -1,0 +1,105 @@
+"""Encoding a Ray Dataset: stateful actors that each load the tokenizer once."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ..tokenizer import Tokenizer
+from .ray_import import cluster_cpus, require_ray
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import ray.data
+
+
+def encode_dataset(
+    ds: ray.data.Dataset,
+    tokenizer: Any,
+    *,
+    text_column: str = "text",
+    add_eos: bool = False,
+    attention_mask: bool = False,
+    eos_token: str | None = None,
+    num_actors: int | None = None,
+    batch_size: int | None = 256,
+) -> ray.data.Dataset:
+    """``ds`` with an ``input_ids`` column (and ``attention_mask`` if asked): the ids of ``ds[text_column]``.
+
+    ``tokenizer`` is an engine :class:`~hf_bbpe.Tokenizer`, a ``BBPETokenizer``, or the path of a
+    folder saved by ``BBPETokenizer.save_pretrained``; ``num_actors`` actors (default: the
+    cluster's CPUs but one, left to the tasks that read the data: actors holding every CPU
+    would starve them) each load it once. Text is encoded as plain text, as ``encode_ordinary`` does:
+    a special token's string inside a document is not the special token. ``add_eos`` appends the
+    end-of-sequence id: the folder's or ``BBPETokenizer``'s ``eos_token``, or for an engine
+    tokenizer the special token ``eos_token`` (default ``"<|endoftext|>"``). The ids are those of
+    the engine's ``encode_ordinary``, whatever the worker.
+    """
+    ray = require_ray()
+    columns = ds.columns() or []
+    if text_column not in columns:
+        raise ValueError(f"the dataset has no column {text_column!r} (its columns: {', '.join(columns)})")
+    source = tokenizer if isinstance(tokenizer, (str, os.PathLike)) else _engine_and_eos(tokenizer, eos_token)
+    if add_eos:
+        _eos_id(_load(source), eos_token)  # fail here, not in every actor
+    return ds.map_batches(
+        _BatchEncoder,
+        fn_constructor_args=(source, text_column, add_eos, attention_mask, eos_token),
+        batch_format="pyarrow",
+        batch_size=batch_size,
+        compute=ray.data.ActorPoolStrategy(size=num_actors or max(1, cluster_cpus() - 1)),
+    )
+
+
+def _engine_and_eos(tokenizer: Any, eos_token: str | None) -> tuple[Tokenizer, str | None]:
+    """``(engine tokenizer, its EOS string)`` from an engine tokenizer or a ``BBPETokenizer``."""
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer, eos_token
+    engine = getattr(tokenizer, "engine", None)
+    if isinstance(engine, Tokenizer):
+        return engine, eos_token or getattr(tokenizer, "eos_token", None)
+    raise TypeError(
+        f"tokenizer must be a hf_bbpe Tokenizer, a BBPETokenizer or a saved folder's path, got {type(tokenizer).__name__}"
+    )
+
+
+def _load(source: Any) -> tuple[Tokenizer, str | None]:
+    """``(engine tokenizer, EOS string)`` from what :func:`encode_dataset` ships to its actors."""
+    if isinstance(source, (str, os.PathLike)):
+        from ..tokenization_bbpe import BBPETokenizer
+
+        return _engine_and_eos(BBPETokenizer.from_pretrained(os.fspath(source)), None)
+    return source
+
+
+def _eos_id(loaded: tuple[Tokenizer, str | None], eos_token: str | None) -> int:
+    engine, folder_eos = loaded
+    name = eos_token or folder_eos or "<|endoftext|>"
+    eos = engine.special_tokens.get(name)
+    if eos is None:
+        raise ValueError(
+            f"add_eos=True, but the tokenizer has no special token {name!r} "
+            f"(its special tokens: {', '.join(engine.special_tokens) or 'none'}); pass eos_token="
+        )
+    return eos
+
+
+class _BatchEncoder:
+    """The actor class: loads the tokenizer once, then encodes batch after batch."""
+
+    def __init__(self, source: Any, text_column: str, add_eos: bool, attention_mask: bool, eos_token: str | None) -> None:
+        loaded = _load(source)
+        self.engine = loaded[0]
+        self.eos = [_eos_id(loaded, eos_token)] if add_eos else []
+        self.text_column = text_column
+        self.attention_mask = attention_mask
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        import pyarrow as pa
+
+        encode = self.engine.encode_ordinary
+        ids = [encode(text) + self.eos for text in batch.column(self.text_column).to_pylist()]
+        batch = batch.append_column("input_ids", pa.array(ids, pa.list_(pa.int32())))
+        if self.attention_mask:
+            batch = batch.append_column("attention_mask", pa.array([[1] * len(row) for row in ids], pa.list_(pa.int8())))
+        return batch

@@ -1,0 +1,155 @@
+"""Benchmark hf_bbpe.distributed: chunk counting and encoding on Ray, against one machine.
+
+    python scripts/bench_scale.py [CORPUS] [--limit-mb N] [--vocab-size 32768]
+
+CORPUS (default: the shared 49 MB corpus, split into documents at blank lines) is first written
+as a parquet dataset (32 files), which Ray reads as a user's job would. Each measurement runs in
+its own subprocess, so that the driver's memory is its own:
+
+* ``local N``: ``hf_bbpe.chunk_counting.count_chunks`` on the document list with N processes;
+* ``ray N``: a local Ray cluster of N CPUs (``ray.init(num_cpus=N)``; the cluster's start is not
+  timed): ``hf_bbpe.distributed.count_chunks`` on ``read_parquet``, then ``train_from_counts``
+  to ``--vocab-size`` on the driver, then ``encode_dataset`` with N actors (on a cluster of N + 1 CPUs: the
+  actors hold N, the reading tasks need one) over the whole dataset;
+* driver memory: the driver's peak RSS (VmHWM, reset before counting) above its RSS before
+  counting, while it receives the counts and while it trains, divided by the distinct chunks.
+
+Throughput is MB of UTF-8 text per second of wall time. The counts of every run are checked to
+equal the single-process counts, and the merges trained from the Ray counts to equal the merges
+trained from those.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_train import DEFAULT_CORPUS, load_documents, peak_rss_mb, reset_peak_rss, rss_mb  # noqa: E402
+
+_FILES = 32
+
+
+def write_parquet(documents: list[str], folder: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    per_file = -(-len(documents) // _FILES)
+    for k in range(_FILES):
+        part = documents[k * per_file : (k + 1) * per_file]
+        pq.write_table(pa.table({"text": part, "position": range(k * per_file, k * per_file + len(part))}),
+                       os.path.join(folder, f"part-{k:03d}.parquet"))
+
+
+def run_local(args: argparse.Namespace) -> dict:
+    import pyarrow.parquet as pq
+
+    from hf_bbpe import RegexTokenizer
+    from hf_bbpe.chunk_counting import count_chunks
+
+    documents = pq.read_table(args.parquet, columns=["text"]).column("text").to_pylist()
+    start = time.perf_counter()
+    counts = count_chunks(documents, RegexTokenizer("gpt4").pattern, num_workers=args.workers, progress=False)
+    seconds = time.perf_counter() - start
+    tok = RegexTokenizer("gpt4")
+    tok.train_from_counts(counts, args.vocab_size)
+    with open(args.reference, "w", encoding="utf-8") as f:
+        json.dump({"distinct": len(counts), "total": sum(counts.values()), "merges": list(tok.merges)}, f)
+    return {"count_s": seconds}
+
+
+def run_ray(args: argparse.Namespace) -> dict:
+    import pyarrow.compute as pc
+    import ray
+
+    from hf_bbpe import RegexTokenizer
+    from hf_bbpe.distributed import count_chunks, encode_dataset
+
+    ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    ds = ray.data.read_parquet(args.parquet)
+    ds.count()  # reads the metadata once, before the timing
+    before = rss_mb()
+    reset_peak_rss()
+    start = time.perf_counter()
+    counts = count_chunks(ds, "gpt4", text_column="text")
+    count_s = time.perf_counter() - start
+    count_peak = peak_rss_mb() - before
+    tok = RegexTokenizer("gpt4")
+    start = time.perf_counter()
+    tok.train_from_counts(counts, args.vocab_size)
+    train_s = time.perf_counter() - start
+    train_peak = peak_rss_mb() - before
+    with open(args.reference, encoding="utf-8") as f:
+        reference = json.load(f)
+    assert len(counts) == reference["distinct"] and sum(counts.values()) == reference["total"]
+    assert [list(pair) for pair in tok.merges] == reference["merges"], "merges differ from one machine's"
+    distinct = len(counts)
+    del counts
+    tok.register_special_tokens({"<|endoftext|>": args.vocab_size})
+    start = time.perf_counter()
+    ray.shutdown()
+    # N encoding actors hold N CPUs; one more CPU reads the parquet files for them
+    ray.init(num_cpus=args.workers + 1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    tokens = encode_dataset(ray.data.read_parquet(args.parquet), tok, add_eos=True, num_actors=args.workers)
+    n_tokens = sum(pc.sum(pc.list_value_length(batch.column("input_ids"))).as_py() or 0
+                   for batch in tokens.iter_batches(batch_format="pyarrow"))
+    encode_s = time.perf_counter() - start
+    ray.shutdown()
+    return {"count_s": count_s, "train_s": train_s, "encode_s": encode_s, "tokens": n_tokens, "distinct": distinct,
+            "driver_count_mb": count_peak, "driver_train_mb": train_peak}
+
+
+def child(args: argparse.Namespace) -> None:
+    result = run_local(args) if args.mode == "local" else run_ray(args)
+    print(json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("corpus", nargs="?", default=DEFAULT_CORPUS)
+    parser.add_argument("--limit-mb", type=float, default=None)
+    parser.add_argument("--vocab-size", type=int, default=32768)
+    parser.add_argument("--mode", choices=("local", "ray"), help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--parquet", help=argparse.SUPPRESS)
+    parser.add_argument("--reference", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.mode:
+        child(args)
+        return
+    documents = load_documents(args.corpus, args.limit_mb)
+    megabytes = sum(len(doc.encode("utf-8")) for doc in documents) / 1e6
+    with tempfile.TemporaryDirectory() as tmp:
+        parquet = os.path.join(tmp, "corpus")
+        os.mkdir(parquet)
+        write_parquet(documents, parquet)
+        del documents
+        reference = os.path.join(tmp, "reference.json")
+        print(f"corpus: {args.corpus}, {megabytes:.1f} MB of text, GPT-4 pattern, vocab {args.vocab_size}")
+        for mode, workers in (("local", 1), ("local", 2), ("ray", 1), ("ray", 2)):
+            out = subprocess.run(
+                [sys.executable, __file__, "--mode", mode, "--workers", str(workers), "--parquet", parquet,
+                 "--reference", reference, "--vocab-size", str(args.vocab_size)],
+                capture_output=True, text=True, check=True, timeout=3600,
+            ).stdout
+            r = json.loads(out.strip().splitlines()[-1])
+            line = f"{mode:5} {workers} worker(s): counting {megabytes / r['count_s']:5.2f} MB/s ({r['count_s']:.1f} s)"
+            if mode == "ray":
+                line += (
+                    f"; encode_dataset {megabytes / r['encode_s']:5.2f} MB/s ({r['tokens']:,} tokens); "
+                    f"training on the driver {r['train_s']:.1f} s; {r['distinct']:,} distinct chunks; driver peak "
+                    f"+{r['driver_count_mb']:.0f} MB receiving counts ({r['driver_count_mb'] * 1e6 / r['distinct']:.0f} "
+                    f"B/chunk), +{r['driver_train_mb']:.0f} MB training ({r['driver_train_mb'] * 1e6 / r['distinct']:.0f} B/chunk)"
+                )
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
