@@ -73,6 +73,7 @@ __all__ = [
     "extend_checkpoint",
     "resize_embeddings",
     "resize_for_extension",
+    "EXTENSION_DEFAULT_INIT",
     "EXTENSION_INIT_METHODS",
     "subtoken_sources",
     "train_only_new_tokens",
@@ -158,13 +159,16 @@ def resize_embeddings(
 #: Initialisations of :func:`resize_for_extension`: each new merge's two parents, or its sub-tokens.
 EXTENSION_INIT_METHODS = ("parents", "subtoken_mean", *ROW_INIT_METHODS)
 
+#: The default of :func:`resize_for_extension`; ``scripts/bench_extension_model.py`` measures every init against it.
+EXTENSION_DEFAULT_INIT = "parents"
+
 
 def resize_for_extension(
     model: torch.nn.Module,
     base: Any,
     extended: Any,
     *,
-    init: str = "parents",
+    init: str = EXTENSION_DEFAULT_INIT,
     seed: int = 0,
 ) -> list[int]:
     """Grow ``model`` for the tokens that vocabulary extension (``base.extend(...)``) added.
