@@ -28,24 +28,92 @@
 #define NO_MERGE INT64_MAX
 #define HASH_BASE 0x9E3779B97F4A7C15ULL
 
-/* A cache of the ids of short chunks that needed BPE (the whole-piece lookup found no token), keyed
- * exactly by the chunk's bytes, direct-mapped. A kernel keeps a few; a call holds one for itself
- * (taken with an atomic flag), so threads share no entry and need no lock. */
-#define PCACHE_SLOTS (1 << 12)
-#define PCACHE_BYTES 22
-#define PCACHE_IDS 6
+/* A cache of the ids of the pieces that needed BPE (the whole-piece lookup found no token), keyed
+ * exactly by the piece's bytes: an open-addressing table of slots pointing into an arena that holds
+ * each entry's ids then its bytes. It lives as long as the kernel (pieces repeat across documents
+ * and calls) and is emptied when full. A kernel keeps a few; a call holds one for itself (taken
+ * with an atomic flag), so threads share no entry and need no lock. */
+#define PCACHE_SLOTS (1 << 19)
+#define PCACHE_MAX_ENTRIES (PCACHE_SLOTS / 2)
+#define PCACHE_ARENA_MAX ((size_t)32 << 20)
+#define PCACHE_MAX_PIECE 256 /* bytes; longer pieces are rare and not kept */
 #define PCACHE_POOL 4
 
 typedef struct {
     uint64_t hash;
-    uint8_t len, nids; /* len 0: empty */
-    uint8_t bytes[PCACHE_BYTES];
-    int32_t ids[PCACHE_IDS];
-} PieceEntry;
+    uint32_t off;  /* of the entry's ids in the arena; its bytes follow them */
+    uint16_t len;  /* bytes of the piece; 0: an empty slot */
+    uint16_t nids;
+} PieceSlot;
 
 typedef struct {
-    PieceEntry e[PCACHE_SLOTS];
+    PieceSlot *slots;
+    uint8_t *arena;
+    size_t arena_len, arena_cap;
+    uint32_t entries;
 } PieceCache;
+
+static PieceCache *pcache_new(void) {
+    PieceCache *c = calloc(1, sizeof(PieceCache));
+    if (c && !(c->slots = calloc(PCACHE_SLOTS, sizeof(PieceSlot)))) { free(c); c = NULL; }
+    return c;
+}
+
+static void pcache_free(PieceCache *c) {
+    if (c) { free(c->slots); free(c->arena); free(c); }
+}
+
+/* The slot of the piece data[0:n] (hash h, mixed m): its entry, or the empty slot to fill. */
+static inline PieceSlot *pcache_find(const PieceCache *c, uint64_t h, uint64_t m, const uint8_t *data, Py_ssize_t n) {
+    for (uint64_t j = m & (PCACHE_SLOTS - 1);; j = (j + 1) & (PCACHE_SLOTS - 1)) {
+        PieceSlot *s = &c->slots[j];
+        if (s->len == 0) return s;
+        if (s->hash == h && s->len == n &&
+            memcmp(c->arena + s->off + (size_t)s->nids * sizeof(int32_t), data, (size_t)n) == 0)
+            return s;
+    }
+}
+
+/* Keep ids[0:m] as the piece data[0:n] in the empty slot s (the cache is emptied first when full). */
+static void pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash, const uint8_t *data, Py_ssize_t n,
+                       const int32_t *ids, Py_ssize_t m) {
+    size_t need = (size_t)m * sizeof(int32_t) + (((size_t)n + 3) & ~(size_t)3);
+    if (c->entries >= PCACHE_MAX_ENTRIES || c->arena_len + need > PCACHE_ARENA_MAX) {
+        memset(c->slots, 0, PCACHE_SLOTS * sizeof(PieceSlot));
+        c->arena_len = 0;
+        c->entries = 0;
+        s = (PieceSlot *)pcache_find(c, h, m_hash, data, n);
+    }
+    if (c->arena_len + need > c->arena_cap) {
+        size_t cap = c->arena_cap ? c->arena_cap : (size_t)1 << 16;
+        while (cap < c->arena_len + need) cap *= 2;
+        uint8_t *arena = realloc(c->arena, cap);
+        if (!arena) return; /* not kept: the cache is only an accelerator */
+        c->arena = arena;
+        c->arena_cap = cap;
+    }
+    uint8_t *at = c->arena + c->arena_len;
+    memcpy(at, ids, (size_t)m * sizeof(int32_t));
+    memcpy(at + (size_t)m * sizeof(int32_t), data, (size_t)n);
+    s->hash = h;
+    s->off = (uint32_t)c->arena_len;
+    s->len = (uint16_t)n;
+    s->nids = (uint16_t)m;
+    c->arena_len += need;
+    c->entries++;
+}
+
+/* One entry of the pair table; left == UINT32_MAX marks an empty slot. */
+typedef struct {
+    uint32_t left, right;
+    int32_t merged;
+} PairSlot;
+
+/* Token i of the vocabulary: tok_buf[start : start + len], with its id. */
+typedef struct {
+    uint32_t start;
+    int32_t len, id;
+} TokInfo;
 
 typedef struct {
     uint32_t tag; /* high bits of the mixed hash */
@@ -54,18 +122,16 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    uint64_t *keys;
-    int32_t *vals;
-    uint64_t mask;
+    PairSlot *pairs; /* (left id, right id) -> merged id; NULL in "ranks" mode with duplicate tokens */
+    uint64_t pair_mask;
     int32_t byte_ids[256];
     PyObject *cache;
     Py_ssize_t cache_max;
     int rank_mode;
     /* the vocabulary as a byte-string hash table (NULL in "merges" mode) */
     uint8_t *tok_buf;
-    int64_t *tok_start;
-    int32_t *tok_len;
-    int32_t *tok_id;
+    TokInfo *toks;
+    Py_ssize_t tok_count;
     uint64_t *tok_hash;
     Slot *slots;
     uint64_t tok_mask;
@@ -83,7 +149,7 @@ typedef struct {
 static PieceCache *pcache_take(ChunkBPE *self, int *slot) {
     for (int k = 0; k < PCACHE_POOL; k++) {
         if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE) == 0) {
-            if (!self->pcache[k]) self->pcache[k] = calloc(1, sizeof(PieceCache));
+            if (!self->pcache[k]) self->pcache[k] = pcache_new();
             if (self->pcache[k]) { *slot = k; return self->pcache[k]; }
             __atomic_store_n(&self->pcache_busy[k], 0, __ATOMIC_RELEASE);
             return NULL;
@@ -108,50 +174,78 @@ static inline uint64_t bytes_hash(const uint8_t *p, Py_ssize_t n) {
     return h;
 }
 
-/* Index of the token equal to p[0:n] (hash h), or -1. */
-static inline int64_t token_lookup(const ChunkBPE *self, uint64_t h, const uint8_t *p, Py_ssize_t n) {
-    uint64_t m = mix64(h), j = m & self->tok_mask;
+/* Index of the token equal to p[0:n] (m: mix64 of its hash), or -1. */
+static inline int64_t token_lookup_mixed(const ChunkBPE *self, uint64_t m, const uint8_t *p, Py_ssize_t n) {
+    uint64_t j = m & self->tok_mask;
     uint32_t tag = (uint32_t)(m >> 32);
     for (;;) {
         Slot s = self->slots[j];
         if (s.tok < 0) return -1;
-        if (s.tag == tag && self->tok_len[s.tok] == n &&
-            memcmp(self->tok_buf + self->tok_start[s.tok], p, (size_t)n) == 0)
+        if (s.tag == tag && self->toks[s.tok].len == n &&
+            memcmp(self->tok_buf + self->toks[s.tok].start, p, (size_t)n) == 0)
             return s.tok;
         j = (j + 1) & self->tok_mask;
     }
 }
 
 /* "ranks" mode: the id of the token spelled by tokens a then b, or NO_MERGE. */
+/* Index of the token equal to p[0:n] (hash h), or -1. */
+static inline int64_t token_lookup(const ChunkBPE *self, uint64_t h, const uint8_t *p, Py_ssize_t n) {
+    return token_lookup_mixed(self, mix64(h), p, n);
+}
+
 static inline int64_t rank_of_bytes(const ChunkBPE *self, int32_t a, int32_t b) {
     if (a < 0 || b < 0 || a > self->max_id || b > self->max_id) return NO_MERGE;
     int32_t ta = self->index_of[a], tb = self->index_of[b];
     if (ta < 0 || tb < 0) return NO_MERGE;
-    int32_t la = self->tok_len[ta], lb = self->tok_len[tb];
+    int32_t la = self->toks[ta].len, lb = self->toks[tb].len;
     if (la + lb > self->max_len) return NO_MERGE;
     uint64_t m = mix64(self->tok_hash[ta] + self->powers[la] * self->tok_hash[tb]), j = m & self->tok_mask;
     uint32_t tag = (uint32_t)(m >> 32);
-    const uint8_t *pa = self->tok_buf + self->tok_start[ta], *pb = self->tok_buf + self->tok_start[tb];
+    const uint8_t *pa = self->tok_buf + self->toks[ta].start, *pb = self->tok_buf + self->toks[tb].start;
     for (;;) {
         Slot s = self->slots[j];
         if (s.tok < 0) return NO_MERGE;
-        if (s.tag == tag && self->tok_len[s.tok] == la + lb) {
-            const uint8_t *pt = self->tok_buf + self->tok_start[s.tok];
-            if (memcmp(pt, pa, (size_t)la) == 0 && memcmp(pt + la, pb, (size_t)lb) == 0) return self->tok_id[s.tok];
+        if (s.tag == tag && self->toks[s.tok].len == la + lb) {
+            const uint8_t *pt = self->tok_buf + self->toks[s.tok].start;
+            if (memcmp(pt, pa, (size_t)la) == 0 && memcmp(pt + la, pb, (size_t)lb) == 0) return self->toks[s.tok].id;
         }
         j = (j + 1) & self->tok_mask;
     }
 }
 
+static inline uint64_t pair_slot(const ChunkBPE *self, uint32_t a, uint32_t b) {
+    return mix64(((uint64_t)a << 32) | b) & self->pair_mask;
+}
+
+/* The merged id of a pair, exactly keyed: in "ranks" mode the table holds every split of every
+ * token into two tokens, so it answers what rank_of_bytes would, in one probe. */
 static inline int64_t rank_of(const ChunkBPE *self, int32_t a, int32_t b) {
-    if (self->rank_mode) return rank_of_bytes(self, a, b);
-    uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
-    uint64_t j = mix64(key) & self->mask;
-    while (self->keys[j] != UINT64_MAX) {
-        if (self->keys[j] == key) return self->vals[j];
-        j = (j + 1) & self->mask;
+    if (!self->pairs) return rank_of_bytes(self, a, b);
+    for (uint64_t j = pair_slot(self, (uint32_t)a, (uint32_t)b);; j = (j + 1) & self->pair_mask) {
+        PairSlot s = self->pairs[j];
+        if (s.left == UINT32_MAX) return NO_MERGE;
+        if (s.left == (uint32_t)a && s.right == (uint32_t)b) return s.merged;
     }
-    return NO_MERGE;
+}
+
+/* An empty pair table for count pairs (load at most 1/2); 0, or -1 when out of memory. */
+static int pairs_alloc(ChunkBPE *self, uint64_t count) {
+    uint64_t cap = 16;
+    while (cap < count * 2 + 2) cap <<= 1;
+    self->pairs = malloc(cap * sizeof(PairSlot));
+    if (!self->pairs) return -1;
+    memset(self->pairs, 0xff, cap * sizeof(PairSlot));
+    self->pair_mask = cap - 1;
+    return 0;
+}
+
+static void pairs_put(ChunkBPE *self, uint32_t a, uint32_t b, int32_t merged) {
+    uint64_t j = pair_slot(self, a, b);
+    while (self->pairs[j].left != UINT32_MAX && !(self->pairs[j].left == a && self->pairs[j].right == b))
+        j = (j + 1) & self->pair_mask;
+    PairSlot s = {a, b, merged};
+    self->pairs[j] = s;
 }
 
 static inline int64_t rank_below(const ChunkBPE *self, int32_t a, int32_t b, int64_t limit) {
@@ -279,20 +373,24 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
         out->len++;
         return 0;
     }
-    uint64_t h = (self->slots || cache) && n > 1 ? bytes_hash(data, n) : 0;
-    if (self->slots && n > 1) {
-        int64_t t = token_lookup(self, h, data, n);
+    uint64_t h = 0, mixed = 0;
+    if (self->slots || cache) {
+        h = bytes_hash(data, n);
+        mixed = mix64(h);
+    }
+    if (self->slots) {
+        int64_t t = token_lookup_mixed(self, mixed, data, n);
         if (t >= 0) {
-            ids[0] = self->tok_id[t];
+            ids[0] = self->toks[t].id;
             out->len++;
             return 0;
         }
     }
-    PieceEntry *entry = NULL;
-    if (cache && n <= PCACHE_BYTES) {
-        entry = &cache->e[mix64(h) & (PCACHE_SLOTS - 1)];
-        if (entry->len == n && entry->hash == h && memcmp(entry->bytes, data, (size_t)n) == 0) {
-            memcpy(ids, entry->ids, entry->nids * sizeof(int32_t));
+    PieceSlot *entry = NULL;
+    if (cache && n <= PCACHE_MAX_PIECE) {
+        entry = pcache_find(cache, h, mixed >> 20, data, n);
+        if (entry->len) {
+            memcpy(ids, cache->arena + entry->off, entry->nids * sizeof(int32_t));
             out->len += entry->nids;
             return 0;
         }
@@ -300,13 +398,7 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
     for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
     Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE) : merge_long(self, ids, n, NO_MERGE);
     if (m < 0) return -1;
-    if (entry && m <= PCACHE_IDS) {
-        entry->hash = h;
-        entry->len = (uint8_t)n;
-        entry->nids = (uint8_t)m;
-        memcpy(entry->bytes, data, (size_t)n);
-        memcpy(entry->ids, ids, (size_t)m * sizeof(int32_t));
-    }
+    if (entry) pcache_put(cache, entry, h, mixed >> 20, data, n, ids, m);
     out->len += m;
     return 0;
 }
@@ -476,12 +568,11 @@ done:
 }
 
 static void free_tables(ChunkBPE *self) {
-    free(self->keys); free(self->vals);
-    free(self->tok_buf); free(self->tok_start); free(self->tok_len); free(self->tok_id); free(self->tok_hash);
+    free(self->pairs);
+    free(self->tok_buf); free(self->toks); free(self->tok_hash);
     free(self->slots); free(self->powers); free(self->index_of);
-    for (int k = 0; k < PCACHE_POOL; k++) { free(self->pcache[k]); self->pcache[k] = NULL; }
-    self->keys = NULL; self->vals = NULL; self->tok_buf = NULL; self->tok_start = NULL; self->tok_len = NULL;
-    self->tok_id = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
+    for (int k = 0; k < PCACHE_POOL; k++) { pcache_free(self->pcache[k]); self->pcache[k] = NULL; }
+    self->pairs = NULL; self->tok_buf = NULL; self->toks = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
 }
 
 /* The vocabulary (one byte buffer cut by int64 lengths, with int64 ids) as a byte-string hash
@@ -496,19 +587,22 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
         PyErr_SetString(PyExc_ValueError, "tokens: lengths and ids differ in size");
         goto done;
     }
+    if (bbuf.len >= UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "tokens: more than 4 GB of token bytes");
+        goto done;
+    }
     uint64_t cap = 16;
     while (cap < (uint64_t)count * 2 + 2) cap <<= 1;
     self->tok_buf = malloc((size_t)bbuf.len + 1);
-    self->tok_start = malloc((size_t)(count + 1) * sizeof(int64_t));
-    self->tok_len = malloc((size_t)(count + 1) * sizeof(int32_t));
-    self->tok_id = malloc((size_t)(count + 1) * sizeof(int32_t));
+    self->toks = malloc((size_t)(count + 1) * sizeof(TokInfo));
     self->tok_hash = malloc((size_t)(count + 1) * sizeof(uint64_t));
     self->slots = malloc(cap * sizeof(Slot));
-    if (!self->tok_buf || !self->tok_start || !self->tok_len || !self->tok_id || !self->tok_hash || !self->slots) {
+    if (!self->tok_buf || !self->toks || !self->tok_hash || !self->slots) {
         PyErr_NoMemory();
         goto done;
     }
     memcpy(self->tok_buf, bbuf.buf, (size_t)bbuf.len);
+    self->tok_count = count;
     for (uint64_t j = 0; j < cap; j++) self->slots[j].tok = -1;
     self->tok_mask = cap - 1;
     self->max_len = 1;
@@ -522,9 +616,9 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
         }
         const uint8_t *p = self->tok_buf + at;
         Py_ssize_t n = (Py_ssize_t)lengths[i];
-        self->tok_start[i] = at;
-        self->tok_len[i] = (int32_t)n;
-        self->tok_id[i] = (int32_t)idv[i];
+        self->toks[i].start = (uint32_t)at;
+        self->toks[i].len = (int32_t)n;
+        self->toks[i].id = (int32_t)idv[i];
         self->tok_hash[i] = bytes_hash(p, n);
         if (n > self->max_len) self->max_len = (int32_t)n;
         if (idv[i] > self->max_id) self->max_id = idv[i];
@@ -532,9 +626,9 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
         for (;;) {
             Slot *s = &self->slots[j];
             if (s->tok < 0) { s->tok = (int32_t)i; s->tag = (uint32_t)(m >> 32); break; }
-            if (self->tok_len[s->tok] == n && memcmp(self->tok_buf + self->tok_start[s->tok], p, (size_t)n) == 0) {
-                if (self->dup_first < 0) { self->dup_first = self->tok_id[s->tok]; self->dup_second = self->tok_id[i]; }
-                if (self->tok_id[i] < self->tok_id[s->tok]) s->tok = (int32_t)i;
+            if (self->toks[s->tok].len == n && memcmp(self->tok_buf + self->toks[s->tok].start, p, (size_t)n) == 0) {
+                if (self->dup_first < 0) { self->dup_first = self->toks[s->tok].id; self->dup_second = self->toks[i].id; }
+                if (self->toks[i].id < self->toks[s->tok].id) s->tok = (int32_t)i;
                 break;
             }
             j = (j + 1) & self->tok_mask;
@@ -547,11 +641,39 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
     self->powers[0] = 1;
     for (int32_t k = 1; k <= self->max_len; k++) self->powers[k] = self->powers[k - 1] * HASH_BASE;
     memset(self->index_of, 0xff, (size_t)(self->max_id + 2) * sizeof(int32_t));
-    for (Py_ssize_t i = count - 1; i >= 0; i--) self->index_of[self->tok_id[i]] = (int32_t)i;
+    for (Py_ssize_t i = count - 1; i >= 0; i--) self->index_of[self->toks[i].id] = (int32_t)i;
     ok = 0;
 done:
     PyBuffer_Release(&bbuf); PyBuffer_Release(&blen); PyBuffer_Release(&bids);
     return ok;
+}
+
+/* "ranks" mode without duplicate tokens: the pair table of every split of every token into two
+ * tokens (two passes: count, then fill). tok_hash and powers, which only rank_of_bytes needs,
+ * are freed. Returns 0, or -1 when out of memory. */
+static int build_rank_pairs(ChunkBPE *self) {
+    uint64_t count = 0;
+    for (int fill = 0; fill < 2; fill++) {
+        if (fill && pairs_alloc(self, count) < 0) return -1;
+        for (Py_ssize_t t = 0; t < self->tok_count; t++) {
+            const uint8_t *p = self->tok_buf + self->toks[t].start;
+            int32_t n = self->toks[t].len;
+            uint64_t h = 0, power = 1;
+            for (int32_t k = 1; k < n; k++) {
+                h += (uint64_t)(p[k - 1] + 1) * power;
+                power *= HASH_BASE;
+                int64_t left = token_lookup(self, h, p, k);
+                if (left < 0) continue;
+                int64_t right = token_lookup(self, bytes_hash(p + k, n - k), p + k, n - k);
+                if (right < 0) continue;
+                if (fill) pairs_put(self, (uint32_t)self->toks[left].id, (uint32_t)self->toks[right].id, self->toks[t].id);
+                else count++;
+            }
+        }
+    }
+    free(self->tok_hash); free(self->powers);
+    self->tok_hash = NULL; self->powers = NULL;
+    return 0;
 }
 
 static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
@@ -583,13 +705,13 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     self->rank_mode = rank_mode;
-    uint64_t cap = 16;
-    while (cap < (uint64_t)PyDict_Size(merges) * 2 + 2) cap <<= 1;
-    self->keys = malloc(cap * sizeof(uint64_t));
-    self->vals = malloc(cap * sizeof(int32_t));
-    if (!self->keys || !self->vals) { free_tables(self); PyErr_NoMemory(); return -1; }
-    memset(self->keys, 0xff, cap * sizeof(uint64_t));
-    self->mask = cap - 1;
+    if (rank_mode) {
+        if (self->dup_first < 0 && build_rank_pairs(self) < 0) { free_tables(self); PyErr_NoMemory(); return -1; }
+    } else if (pairs_alloc(self, (uint64_t)PyDict_Size(merges)) < 0) {
+        free_tables(self);
+        PyErr_NoMemory();
+        return -1;
+    }
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (!rank_mode && PyDict_Next(merges, &pos, &key, &value)) {
@@ -603,11 +725,12 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         b = PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
         r = PyLong_AsLong(value);
         if (PyErr_Occurred()) { free_tables(self); return -1; }
-        uint64_t k = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
-        uint64_t j = mix64(k) & self->mask;
-        while (self->keys[j] != UINT64_MAX && self->keys[j] != k) j = (j + 1) & self->mask;
-        self->keys[j] = k;
-        self->vals[j] = (int32_t)r;
+        if (a < 0 || b < 0 || r < 0 || a > INT32_MAX || b > INT32_MAX || r > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "merge (%ld, %ld) -> %ld: ids must be in 0 .. 2**31 - 1", a, b, r);
+            free_tables(self);
+            return -1;
+        }
+        pairs_put(self, (uint32_t)a, (uint32_t)b, (int32_t)r);
     }
     Py_XSETREF(self->cache, PyDict_New());
     self->cache_max = cache_max;
@@ -691,11 +814,11 @@ static PyObject *ChunkBPE_recover_merges(ChunkBPE *self, PyObject *Py_UNUSED(ign
     for (int64_t id = 0; id <= self->max_id; id++) {
         int32_t t = self->index_of[id];
         if (t < 0) continue;
-        int32_t n = self->tok_len[t];
-        const uint8_t *p = self->tok_buf + self->tok_start[t];
+        int32_t n = self->toks[t].len;
+        const uint8_t *p = self->tok_buf + self->toks[t].start;
         if (n == 1 && self->byte_ids[p[0]] == id) continue;
         Py_ssize_t m = -2;
-        if (n >= 2 && token_lookup(self, self->tok_hash[t], p, n) == t) {
+        if (n >= 2 && token_lookup(self, bytes_hash(p, n), p, n) == t) {
             for (int32_t i = 0; i < n; i++) ids[i] = self->byte_ids[p[i]];
             m = n <= SHORT_CHUNK ? merge_short(self, ids, n, id) : merge_long(self, ids, n, id);
             if (m < 0) { PyErr_NoMemory(); break; }
