@@ -31,11 +31,13 @@
 /* A cache of the ids of the pieces that needed BPE (the whole-piece lookup found no token), keyed
  * exactly by the piece's bytes: an open-addressing table of slots pointing into an arena that holds
  * each entry's ids then its bytes. It lives as long as the kernel (pieces repeat across documents
- * and calls) and is emptied when full. A kernel keeps a few; a call holds one for itself (taken
+ * and calls). When full it stops taking pieces (the frequent ones came first), and is emptied
+ * only after as many pieces more found no room, so that it follows a corpus that
+ * changes. A kernel keeps a few; a call holds one for itself (taken
  * with an atomic flag), so threads share no entry and need no lock. */
 #define PCACHE_SLOTS (1 << 19)
 #define PCACHE_MAX_ENTRIES (PCACHE_SLOTS / 2)
-#define PCACHE_ARENA_MAX ((size_t)32 << 20)
+#define PCACHE_ARENA_MAX ((size_t)16 << 20)
 #define PCACHE_MAX_PIECE 256 /* bytes; longer pieces are rare and not kept */
 #define PCACHE_POOL 4
 
@@ -46,21 +48,42 @@ typedef struct {
     uint16_t nids;
 } PieceSlot;
 
+/* In front of both, a direct-mapped cache of short pieces of few ids, keyed by the piece's bytes
+ * themselves (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one
+ * access to a table small enough to stay in the CPU's cache. */
+#define FRONT_BITS 15
+#define FRONT_MAX_PIECE 16
+#define FRONT_IDS 3
+
 typedef struct {
+    uint64_t w0, w1;
+    int32_t ids[FRONT_IDS];
+    uint16_t len; /* 0: an empty slot */
+    uint16_t nids;
+} FrontSlot;
+
+typedef struct {
+    FrontSlot *front;
     PieceSlot *slots;
     uint8_t *arena;
     size_t arena_len, arena_cap;
-    uint32_t entries;
+    uint32_t entries, refused, max_entries;
 } PieceCache;
 
-static PieceCache *pcache_new(void) {
+static PieceCache *pcache_new(Py_ssize_t max_entries) {
     PieceCache *c = calloc(1, sizeof(PieceCache));
-    if (c && !(c->slots = calloc(PCACHE_SLOTS, sizeof(PieceSlot)))) { free(c); c = NULL; }
+    if (c) c->max_entries = (uint32_t)(max_entries < 1 ? 1 : max_entries < PCACHE_MAX_ENTRIES ? max_entries : PCACHE_MAX_ENTRIES);
+    if (c && (!(c->slots = calloc(PCACHE_SLOTS, sizeof(PieceSlot))) ||
+              !(c->front = calloc((size_t)1 << FRONT_BITS, sizeof(FrontSlot))))) {
+        free(c->slots);
+        free(c);
+        c = NULL;
+    }
     return c;
 }
 
 static void pcache_free(PieceCache *c) {
-    if (c) { free(c->slots); free(c->arena); free(c); }
+    if (c) { free(c->front); free(c->slots); free(c->arena); free(c); }
 }
 
 /* The slot of the piece data[0:n] (hash h, mixed m): its entry, or the empty slot to fill. */
@@ -78,10 +101,11 @@ static inline PieceSlot *pcache_find(const PieceCache *c, uint64_t h, uint64_t m
 static void pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash, const uint8_t *data, Py_ssize_t n,
                        const int32_t *ids, Py_ssize_t m) {
     size_t need = (size_t)m * sizeof(int32_t) + (((size_t)n + 3) & ~(size_t)3);
-    if (c->entries >= PCACHE_MAX_ENTRIES || c->arena_len + need > PCACHE_ARENA_MAX) {
+    if (c->entries >= c->max_entries || c->arena_len + need > PCACHE_ARENA_MAX) {
+        if (++c->refused < c->max_entries) return;
         memset(c->slots, 0, PCACHE_SLOTS * sizeof(PieceSlot));
         c->arena_len = 0;
-        c->entries = 0;
+        c->entries = c->refused = 0;
         s = (PieceSlot *)pcache_find(c, h, m_hash, data, n);
     }
     if (c->arena_len + need > c->arena_cap) {
@@ -122,6 +146,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
+    int64_t *byte_pairs; /* rank_of(byte_ids[x], byte_ids[y]) at x * 256 + y: the first pairs of every chunk */
     PairSlot *pairs; /* (left id, right id) -> merged id; NULL in "ranks" mode with duplicate tokens */
     uint64_t pair_mask;
     int32_t byte_ids[256];
@@ -149,7 +174,7 @@ typedef struct {
 static PieceCache *pcache_take(ChunkBPE *self, int *slot) {
     for (int k = 0; k < PCACHE_POOL; k++) {
         if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE) == 0) {
-            if (!self->pcache[k]) self->pcache[k] = pcache_new();
+            if (!self->pcache[k]) self->pcache[k] = pcache_new(self->cache_max);
             if (self->pcache[k]) { *slot = k; return self->pcache[k]; }
             __atomic_store_n(&self->pcache_busy[k], 0, __ATOMIC_RELEASE);
             return NULL;
@@ -254,10 +279,15 @@ static inline int64_t rank_below(const ChunkBPE *self, int32_t a, int32_t b, int
 }
 
 /* Merge the lowest pair below limit, leftmost on ties, one at a time; each pair's rank is looked
- * up once and again only when a merge next to it changes it. */
-static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, int64_t limit) {
+ * up once and again only when a merge next to it changes it. bytes (or NULL): the chunk the ids
+ * are the single bytes of, whose pairs' ranks the dense byte-pair table gives (limit NO_MERGE). */
+static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, int64_t limit, const uint8_t *bytes) {
     int64_t ranks[SHORT_CHUNK];
-    for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = rank_below(self, ids[i], ids[i + 1], limit);
+    if (bytes && self->byte_pairs) {
+        for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = self->byte_pairs[(bytes[i] << 8) | bytes[i + 1]];
+    } else {
+        for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = rank_below(self, ids[i], ids[i + 1], limit);
+    }
     while (n >= 2) {
         int64_t best = NO_MERGE;
         Py_ssize_t at = -1;
@@ -363,6 +393,16 @@ static int idbuf_reserve(IdBuf *b, Py_ssize_t extra) {
     return 0;
 }
 
+static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssize_t n, const int32_t *ids,
+                             Py_ssize_t m) {
+    if (!front || m > FRONT_IDS) return;
+    front->w0 = w0;
+    front->w1 = w1;
+    front->len = (uint16_t)n;
+    front->nids = (uint16_t)m;
+    for (Py_ssize_t k = 0; k < m; k++) front->ids[k] = ids[k];
+}
+
 /* Append the ids of one chunk of n bytes to out; 0, or -1 when out of memory. Needs no GIL.
  * cache (may be NULL) is a piece cache this call holds. */
 static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache) {
@@ -372,6 +412,18 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
         ids[0] = self->byte_ids[data[0]];
         out->len++;
         return 0;
+    }
+    FrontSlot *front = NULL;
+    uint64_t w0 = 0, w1 = 0;
+    if (cache && n <= FRONT_MAX_PIECE) {
+        for (Py_ssize_t i = 0; i < n && i < 8; i++) w0 |= (uint64_t)data[i] << (8 * i);
+        for (Py_ssize_t i = 8; i < n; i++) w1 |= (uint64_t)data[i] << (8 * (i - 8));
+        front = &cache->front[((w0 * HASH_BASE) ^ (w1 + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (64 - FRONT_BITS)];
+        if (front->w0 == w0 && front->w1 == w1 && front->len == (uint16_t)n) {
+            for (int k = 0; k < FRONT_IDS; k++) ids[k] = front->ids[k]; /* ids has room for n + 1 >= 3 */
+            out->len += front->nids;
+            return 0;
+        }
     }
     uint64_t h = 0, mixed = 0;
     if (self->slots || cache) {
@@ -383,6 +435,7 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
         if (t >= 0) {
             ids[0] = self->toks[t].id;
             out->len++;
+            front_put(front, w0, w1, n, ids, 1);
             return 0;
         }
     }
@@ -392,13 +445,15 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
         if (entry->len) {
             memcpy(ids, cache->arena + entry->off, entry->nids * sizeof(int32_t));
             out->len += entry->nids;
+            front_put(front, w0, w1, n, ids, entry->nids);
             return 0;
         }
     }
     for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
-    Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE) : merge_long(self, ids, n, NO_MERGE);
+    Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE, data) : merge_long(self, ids, n, NO_MERGE);
     if (m < 0) return -1;
     if (entry) pcache_put(cache, entry, h, mixed >> 20, data, n, ids, m);
+    front_put(front, w0, w1, n, ids, m);
     out->len += m;
     return 0;
 }
@@ -568,11 +623,11 @@ done:
 }
 
 static void free_tables(ChunkBPE *self) {
-    free(self->pairs);
+    free(self->pairs); free(self->byte_pairs);
     free(self->tok_buf); free(self->toks); free(self->tok_hash);
     free(self->slots); free(self->powers); free(self->index_of);
     for (int k = 0; k < PCACHE_POOL; k++) { pcache_free(self->pcache[k]); self->pcache[k] = NULL; }
-    self->pairs = NULL; self->tok_buf = NULL; self->toks = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
+    self->pairs = NULL; self->byte_pairs = NULL; self->tok_buf = NULL; self->toks = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
 }
 
 /* The vocabulary (one byte buffer cut by int64 lengths, with int64 ids) as a byte-string hash
@@ -732,6 +787,10 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         }
         pairs_put(self, (uint32_t)a, (uint32_t)b, (int32_t)r);
     }
+    self->byte_pairs = malloc(65536 * sizeof(int64_t));
+    if (!self->byte_pairs) { free_tables(self); PyErr_NoMemory(); return -1; }
+    for (int x = 0; x < 256; x++)
+        for (int y = 0; y < 256; y++) self->byte_pairs[(x << 8) | y] = rank_of(self, self->byte_ids[x], self->byte_ids[y]);
     Py_XSETREF(self->cache, PyDict_New());
     self->cache_max = cache_max;
     return self->cache ? 0 : -1;
@@ -820,7 +879,7 @@ static PyObject *ChunkBPE_recover_merges(ChunkBPE *self, PyObject *Py_UNUSED(ign
         Py_ssize_t m = -2;
         if (n >= 2 && token_lookup(self, bytes_hash(p, n), p, n) == t) {
             for (int32_t i = 0; i < n; i++) ids[i] = self->byte_ids[p[i]];
-            m = n <= SHORT_CHUNK ? merge_short(self, ids, n, id) : merge_long(self, ids, n, id);
+            m = n <= SHORT_CHUNK ? merge_short(self, ids, n, id, NULL) : merge_long(self, ids, n, id);
             if (m < 0) { PyErr_NoMemory(); break; }
         }
         int failed;
