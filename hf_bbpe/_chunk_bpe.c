@@ -20,6 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "_hash.h"
 #include "_pretokenize.h"
 
@@ -793,6 +797,11 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         for (int y = 0; y < 256; y++) self->byte_pairs[(x << 8) | y] = rank_of(self, self->byte_ids[x], self->byte_ids[y]);
     Py_XSETREF(self->cache, PyDict_New());
     self->cache_max = cache_max;
+#if defined(__GLIBC__)
+    /* Loading a large vocabulary leaves freed scratch (the importer's arrays) in the heap; give
+     * it back to the system, so that a loaded tokenizer costs only what it keeps. */
+    if (self->tok_count >= 10000 || PyDict_Size(merges) >= 10000) malloc_trim(0);
+#endif
     return self->cache ? 0 : -1;
 }
 
