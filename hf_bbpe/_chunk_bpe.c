@@ -27,6 +27,12 @@
 #include "_hash.h"
 #include "_pretokenize.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
 #define SHORT_CHUNK 32
 #define CACHE_MAX_CHARS 128
 #define NO_MERGE INT64_MAX
@@ -304,6 +310,10 @@ static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, 
         memmove(ids + at + 1, ids + at + 2, tail * sizeof(int32_t));
         if (tail > 1) memmove(ranks + at + 1, ranks + at + 2, (tail - 1) * sizeof(int64_t));
         n--;
+        if (self->pairs) { /* the two lookups are independent: start both memory loads at once */
+            if (at + 1 < n) PREFETCH(&self->pairs[pair_slot(self, (uint32_t)ids[at], (uint32_t)ids[at + 1])]);
+            if (at > 0) PREFETCH(&self->pairs[pair_slot(self, (uint32_t)ids[at - 1], (uint32_t)ids[at])]);
+        }
         if (at + 1 < n) ranks[at] = rank_below(self, ids[at], ids[at + 1], limit);
         if (at > 0) ranks[at - 1] = rank_below(self, ids[at - 1], ids[at], limit);
     }
@@ -433,6 +443,8 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
     if (self->slots || cache) {
         h = bytes_hash(data, n);
         mixed = mix64(h);
+        /* a piece that is no token looks in the piece cache next: start that load too */
+        if (cache && n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(mixed >> 20) & (PCACHE_SLOTS - 1)]);
     }
     if (self->slots) {
         int64_t t = token_lookup_mixed(self, mixed, data, n);
