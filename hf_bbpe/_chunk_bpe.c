@@ -175,6 +175,8 @@ typedef struct {
     int32_t *index_of; /* token index of each id up to max_id, -1 if none ("ranks" mode) */
     int64_t max_id;
     int64_t dup_first, dup_second; /* ids of the first two tokens found with the same bytes, or -1 */
+    PyObject **id_objects; /* the int of each id below id_objects_len, made on first use */
+    Py_ssize_t id_objects_len;
     PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
     int pcache_busy[PCACHE_POOL];
 } ChunkBPE;
@@ -474,21 +476,34 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
     return 0;
 }
 
-static PyObject *ids_to_list(const int32_t *ids, Py_ssize_t n) {
+/* A list of the ids; the int object of each id is made once and kept (id_objects), so that a
+ * list costs a reference per id instead of an allocation. Needs the GIL. */
+static PyObject *ids_to_list(ChunkBPE *self, const int32_t *ids, Py_ssize_t n) {
     PyObject *out = PyList_New(n);
     if (!out) return NULL;
+    if (!self->id_objects && self->id_objects_len > 0)
+        self->id_objects = calloc((size_t)self->id_objects_len, sizeof(PyObject *));
+    PyObject **objects = self->id_objects;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyLong_FromLong(ids[i]);
-        if (!v) { Py_DECREF(out); return NULL; }
+        int32_t id = ids[i];
+        PyObject *v;
+        if (objects && id >= 0 && id < self->id_objects_len) {
+            v = objects[id];
+            if (!v && !(v = objects[id] = PyLong_FromLong(id))) { Py_DECREF(out); return NULL; }
+            Py_INCREF(v);
+        } else if (!(v = PyLong_FromLong(id))) {
+            Py_DECREF(out);
+            return NULL;
+        }
         PyList_SET_ITEM(out, i, v);
     }
     return out;
 }
 
 /* Encode raw bytes into a new list of ids. */
-static PyObject *encode_raw(const ChunkBPE *self, const unsigned char *data, Py_ssize_t n) {
+static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_t n) {
     IdBuf buf = {NULL, 0, 0};
-    PyObject *out = encode_piece(self, data, n, &buf, NULL) < 0 ? PyErr_NoMemory() : ids_to_list(buf.ids, buf.len);
+    PyObject *out = encode_piece(self, data, n, &buf, NULL) < 0 ? PyErr_NoMemory() : ids_to_list(self, buf.ids, buf.len);
     free(buf.ids);
     return out;
 }
@@ -565,7 +580,7 @@ static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *args) {
     PyObject *result;
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
     else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
-    else result = ids_to_list(out.ids, out.len);
+    else result = ids_to_list(self, out.ids, out.len);
     free(out.ids);
     free(scratch.ids);
     return result;
@@ -615,7 +630,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
         if (!(result = PyList_New(count))) goto done;
         for (Py_ssize_t d = 0; d < count; d++) {
             Py_ssize_t begin = d ? ends[d - 1] : 0;
-            PyObject *ids = status[d] == DOC_SURROGATE ? Py_NewRef(Py_None) : ids_to_list(out.ids + begin, ends[d] - begin);
+            PyObject *ids = status[d] == DOC_SURROGATE ? Py_NewRef(Py_None) : ids_to_list(self, out.ids + begin, ends[d] - begin);
             if (!ids) { Py_CLEAR(result); goto done; }
             PyList_SET_ITEM(result, d, ids);
         }
@@ -643,6 +658,13 @@ static void free_tables(ChunkBPE *self) {
     free(self->tok_buf); free(self->toks); free(self->tok_hash);
     free(self->slots); free(self->powers); free(self->index_of);
     for (int k = 0; k < PCACHE_POOL; k++) { pcache_free(self->pcache[k]); self->pcache[k] = NULL; }
+    if (self->id_objects) {
+        for (Py_ssize_t i = 0; i < self->id_objects_len; i++) Py_XDECREF(self->id_objects[i]);
+        free(self->id_objects);
+    }
+    self->id_objects = NULL;
+    self->id_objects_len = 0;
+    self->max_id = -1;
     self->pairs = NULL; self->byte_pairs = NULL; self->tok_buf = NULL; self->toks = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
 }
 
@@ -802,7 +824,12 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
             return -1;
         }
         pairs_put(self, (uint32_t)a, (uint32_t)b, (int32_t)r);
+        if (r >= self->id_objects_len) self->id_objects_len = r + 1;
     }
+    if (self->max_id >= self->id_objects_len) self->id_objects_len = (Py_ssize_t)self->max_id + 1;
+    for (int b = 0; b < 256; b++)
+        if (self->byte_ids[b] >= self->id_objects_len) self->id_objects_len = self->byte_ids[b] + 1;
+    if (self->id_objects_len > ((Py_ssize_t)1 << 22)) self->id_objects_len = (Py_ssize_t)1 << 22;
     self->byte_pairs = malloc(65536 * sizeof(int64_t));
     if (!self->byte_pairs) { free_tables(self); PyErr_NoMemory(); return -1; }
     for (int x = 0; x < 256; x++)
