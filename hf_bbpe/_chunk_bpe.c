@@ -409,6 +409,22 @@ static int idbuf_reserve(IdBuf *b, Py_ssize_t extra) {
     return 0;
 }
 
+/* The front-cache slot of the piece data[0:n] (n <= FRONT_MAX_PIECE), and its key words. */
+static inline FrontSlot *front_key(const PieceCache *cache, const uint8_t *data, Py_ssize_t n, uint64_t *w0,
+                                   uint64_t *w1) {
+    uint64_t a = 0, b = 0;
+    for (Py_ssize_t i = 0; i < n && i < 8; i++) a |= (uint64_t)data[i] << (8 * i);
+    for (Py_ssize_t i = 8; i < n; i++) b |= (uint64_t)data[i] << (8 * (i - 8));
+    *w0 = a;
+    *w1 = b;
+    return &cache->front[((a * HASH_BASE) ^ (b + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (64 - FRONT_BITS)];
+}
+
+static inline const FrontSlot *front_slot(const PieceCache *cache, const uint8_t *data, Py_ssize_t n) {
+    uint64_t w0, w1;
+    return front_key(cache, data, n, &w0, &w1);
+}
+
 static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssize_t n, const int32_t *ids,
                              Py_ssize_t m) {
     if (!front || m > FRONT_IDS) return;
@@ -432,9 +448,7 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
     FrontSlot *front = NULL;
     uint64_t w0 = 0, w1 = 0;
     if (cache && n <= FRONT_MAX_PIECE) {
-        for (Py_ssize_t i = 0; i < n && i < 8; i++) w0 |= (uint64_t)data[i] << (8 * i);
-        for (Py_ssize_t i = 8; i < n; i++) w1 |= (uint64_t)data[i] << (8 * (i - 8));
-        front = &cache->front[((w0 * HASH_BASE) ^ (w1 + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (64 - FRONT_BITS)];
+        front = front_key(cache, data, n, &w0, &w1);
         if (front->w0 == w0 && front->w1 == w1 && front->len == (uint16_t)n) {
             for (int k = 0; k < FRONT_IDS; k++) ids[k] = front->ids[k]; /* ids has room for n + 1 >= 3 */
             out->len += front->nids;
@@ -511,47 +525,72 @@ static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_
 #define DOC_NO_MEMORY (-1)
 #define DOC_SURROGATE (-2) /* a lone surrogate: the caller encodes this text the slow way */
 
-/* Split a whole text with a scanner of _pretokenize.c and append the ids of every chunk to out,
- * with no Python object: it runs without the GIL. scratch holds one chunk's UTF-8. */
-static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
-                      IdBuf *scratch, PieceCache *cache) {
-    int ascii = t->kind == PyUnicode_1BYTE_KIND;
-    const Py_UCS1 *latin1 = t->data;
+/* The UTF-8 of the chunk t[i : i + len] into scratch (or in place for ASCII text): 0, or a DOC_
+ * status. */
+static int chunk_bytes(const PretokText *t, int ascii, Py_ssize_t i, Py_ssize_t len, IdBuf *scratch,
+                       const uint8_t **piece, Py_ssize_t *size) {
     if (ascii) {
+        *piece = (const uint8_t *)t->data + i;
+        *size = len;
+        return 0;
+    }
+    scratch->len = 0;
+    if (idbuf_reserve(scratch, len + 1) < 0) return DOC_NO_MEMORY; /* 4 bytes per code point */
+    uint8_t *p = (uint8_t *)scratch->ids;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t k = i; k < i + len; k++) {
+        Py_UCS4 c = PyUnicode_READ(t->kind, t->data, k);
+        if (c < 0x80) p[n++] = (uint8_t)c;
+        else if (c < 0x800) { p[n++] = (uint8_t)(0xC0 | (c >> 6)); p[n++] = (uint8_t)(0x80 | (c & 0x3F)); }
+        else if (c < 0x10000) {
+            if (c >= 0xD800 && c <= 0xDFFF) return DOC_SURROGATE;
+            p[n++] = (uint8_t)(0xE0 | (c >> 12));
+            p[n++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            p[n++] = (uint8_t)(0x80 | (c & 0x3F));
+        } else {
+            p[n++] = (uint8_t)(0xF0 | (c >> 18));
+            p[n++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+            p[n++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            p[n++] = (uint8_t)(0x80 | (c & 0x3F));
+        }
+    }
+    *piece = p;
+    *size = n;
+    return 0;
+}
+
+/* Split a whole text with a scanner of _pretokenize.c and append the ids of every chunk to out,
+ * with no Python object: it runs without the GIL. scratch[0] and scratch[1] hold the UTF-8 of
+ * the chunk being encoded and of the next one, whose front-cache slot is fetched from memory
+ * meanwhile (the slot's load, not the work, is what a cached chunk costs). */
+static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
+                      IdBuf scratch[2], PieceCache *cache) {
+    int ascii = t->kind == PyUnicode_1BYTE_KIND;
+    if (ascii) {
+        const Py_UCS1 *latin1 = t->data;
         for (Py_ssize_t i = 0; i < t->n; i++) if (latin1[i] >= 0x80) { ascii = 0; break; }
     }
-    for (Py_ssize_t i = 0; i < t->n;) {
-        Py_ssize_t len = scanner->chunk(t, i), size = 0;
-        const uint8_t *piece;
-        if (ascii) {
-            piece = latin1 + i;
-            size = len;
-        } else {
-            scratch->len = 0;
-            if (idbuf_reserve(scratch, len + 1) < 0) return DOC_NO_MEMORY; /* 4 bytes per code point */
-            uint8_t *p = (uint8_t *)scratch->ids;
-            for (Py_ssize_t k = i; k < i + len; k++) {
-                Py_UCS4 c = PyUnicode_READ(t->kind, t->data, k);
-                if (c < 0x80) p[size++] = (uint8_t)c;
-                else if (c < 0x800) { p[size++] = (uint8_t)(0xC0 | (c >> 6)); p[size++] = (uint8_t)(0x80 | (c & 0x3F)); }
-                else if (c < 0x10000) {
-                    if (c >= 0xD800 && c <= 0xDFFF) return DOC_SURROGATE;
-                    p[size++] = (uint8_t)(0xE0 | (c >> 12));
-                    p[size++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-                    p[size++] = (uint8_t)(0x80 | (c & 0x3F));
-                } else {
-                    p[size++] = (uint8_t)(0xF0 | (c >> 18));
-                    p[size++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-                    p[size++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-                    p[size++] = (uint8_t)(0x80 | (c & 0x3F));
-                }
-            }
-            piece = p;
+    if (t->n == 0) return 0;
+    int cur = 0, status;
+    Py_ssize_t i = 0, len = scanner->chunk(t, 0), size, next_size;
+    const uint8_t *piece, *next_piece;
+    if ((status = chunk_bytes(t, ascii, 0, len, &scratch[0], &piece, &size)) < 0) return status;
+    for (;;) {
+        Py_ssize_t j = i + len, next_len = 0;
+        if (j < t->n) {
+            next_len = scanner->chunk(t, j);
+            if ((status = chunk_bytes(t, ascii, j, next_len, &scratch[1 - cur], &next_piece, &next_size)) < 0)
+                return status;
+            if (cache && next_size >= 2 && next_size <= FRONT_MAX_PIECE) PREFETCH(front_slot(cache, next_piece, next_size));
         }
         if (encode_piece(self, piece, size, out, cache) < 0) return DOC_NO_MEMORY;
-        i += len;
+        if (j >= t->n) return 0;
+        i = j;
+        len = next_len;
+        piece = next_piece;
+        size = next_size;
+        cur = 1 - cur;
     }
-    return 0;
 }
 
 static const PretokScanner *get_scanner(PyObject *capsule) {
@@ -570,11 +609,11 @@ static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *args) {
     const PretokScanner *scanner = get_scanner(capsule);
     if (!scanner) return NULL;
     PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
-    IdBuf out = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    IdBuf out = {NULL, 0, 0}, scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
     int status, slot = -1;
     Py_BEGIN_ALLOW_THREADS
     PieceCache *cache = pcache_take(self, &slot);
-    status = encode_doc(self, scanner, &t, &out, &scratch, cache);
+    status = encode_doc(self, scanner, &t, &out, scratch, cache);
     pcache_give(self, slot);
     Py_END_ALLOW_THREADS
     PyObject *result;
@@ -582,7 +621,8 @@ static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *args) {
     else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
     else result = ids_to_list(self, out.ids, out.len);
     free(out.ids);
-    free(scratch.ids);
+    free(scratch[0].ids);
+    free(scratch[1].ids);
     return result;
 }
 
@@ -601,7 +641,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     int64_t *ends = malloc((size_t)(count + 1) * sizeof(int64_t));
     signed char *status = malloc((size_t)(count + 1));
     PyObject *result = NULL, *held = PyList_GetSlice(texts, 0, count); /* keeps every str alive */
-    IdBuf out = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    IdBuf out = {NULL, 0, 0}, scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
     if (!docs || !ends || !status || !held) { if (held) PyErr_NoMemory(); goto done; }
     for (Py_ssize_t d = 0; d < count; d++) {
         PyObject *text = PyList_GET_ITEM(held, d);
@@ -618,7 +658,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     PieceCache *cache = pcache_take(self, &slot);
     for (Py_ssize_t d = 0; d < count && !failed; d++) {
         Py_ssize_t before = out.len;
-        status[d] = (signed char)encode_doc(self, scanner, &docs[d], &out, &scratch, cache);
+        status[d] = (signed char)encode_doc(self, scanner, &docs[d], &out, scratch, cache);
         if (status[d] == DOC_NO_MEMORY) failed = 1;
         if (status[d] == DOC_SURROGATE) out.len = before;
         ends[d] = out.len;
@@ -649,7 +689,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     }
 done:
     Py_XDECREF(held);
-    free(docs); free(ends); free(status); free(out.ids); free(scratch.ids);
+    free(docs); free(ends); free(status); free(out.ids); free(scratch[0].ids); free(scratch[1].ids);
     return result;
 }
 
