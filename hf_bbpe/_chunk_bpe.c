@@ -5,14 +5,21 @@
  * the lowest merged id, leftmost first (minbpe's _encode_chunk, tiktoken's byte_pair_merge).
  * Chunks of up to SHORT_CHUNK tokens use that loop directly, keeping each pair's lookup until a
  * merge next to it changes it; longer ones a heap of (merged id, position) over a doubly linked
- * list, O(n log n). A dict caches the ids of short chunks, cleared when full.
+ * list, O(n log n).
  *
- * Which pairs merge depends on the mode (see chunk_encoder.py). In "merges" and "ignore_merges"
- * modes a hash table of (left id, right id) -> merged id holds the merges. In "ranks" mode
- * (tiktoken's rule) two adjacent parts merge when their bytes together are a token, by that
- * token's id: the vocabulary is a byte-string hash table whose polynomial hash of a
- * concatenation is computed from the parts' hashes, so a pair costs one probe and two memcmp.
+ * Which pairs merge depends on the mode (see chunk_encoder.py). An exactly keyed hash table of
+ * (left id, right id) -> merged id answers it: in "merges" and "ignore_merges" modes it holds the
+ * merges; in "ranks" mode (tiktoken's rule: two adjacent parts merge when their bytes together
+ * are a token, by that token's id) it holds every split of every token into two tokens. (A
+ * vocabulary with a byte string under two ids instead looks pairs up in the vocabulary's
+ * byte-string table, whose polynomial hash of a concatenation comes from the parts' hashes.)
  * In "ignore_merges" and "ranks" modes a chunk whose bytes are a token is that token.
+ *
+ * Whole texts (encode_text, encode_texts) are split by a _pretokenize scanner and encoded without
+ * the GIL and without a Python object per chunk. Their chunks go through caches that live as long
+ * as the kernel: a front cache of short chunks keyed by their bytes, the vocabulary, then a piece
+ * cache of the chunks that needed BPE (see PieceCache). Ids become a list through one int object
+ * per id, made once.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
