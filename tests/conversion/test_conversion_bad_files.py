@@ -416,3 +416,53 @@ def test_every_importer_rejects_bad_special_ids(tmp_path, bad_id, problem):
         model = tmp_path / "x.model"
         model.write_text(f"minbpe v1\n\n1\n<|bad|> {bad_id}\n97 98\n")
         expect(lambda: conversion.from_minbpe(model), "x.model")
+
+
+def _panics(encode, text: str) -> list[int] | None:
+    """``encode(text)``, or None where tiktoken's Rust core panics (a BaseException, not an Exception)."""
+    try:
+        return encode(text)
+    except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException
+        if type(exc).__name__ != "PanicException":
+            raise
+        return None
+
+
+def test_rank_file_without_a_single_byte_encodes_as_tiktoken_until_the_byte_is_needed(tmp_path):
+    """cl100k without the byte "%": tiktoken loads it and panics on text whose encoding needs "%"
+    on its own. We load it, give tiktoken's ids on every document where tiktoken succeeds and raise
+    MissingByteError naming the byte exactly where it fails, through the C and pure-Python encoders."""
+    import tiktoken_ext
+
+    from hf_bbpe import GPT4_SPLIT_PATTERN, MissingByteError
+    from hf_bbpe.chunk_encoder import ChunkEncoder
+
+    cl100k = Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"
+    lines = cl100k.read_bytes().splitlines(keepends=True)
+    path = tmp_path / "no_percent.tiktoken"
+    path.write_bytes(b"".join(line for line in lines if not line.startswith(b"JQ== ")))  # "%" is rank 4
+    reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN, special_tokens={"<|endoftext|>": 100257})
+    tok = conversion.from_tiktoken(path, special_tokens={"<|endoftext|>": 100257})
+    assert tok.n_vocab == reference.n_vocab and tok.byte_ids[ord("%")] == -1
+    docs = [doc for doc in MIX_SAMPLE.read_text(encoding="utf-8").split("\n\n") if doc] + ["50%", "%d", "a % b"]
+    failing = []
+    for doc in docs:
+        expected = _panics(reference.encode_ordinary, doc)
+        if expected is None:
+            failing.append(doc)
+            with pytest.raises(MissingByteError, match=r"cannot encode the byte b'%' \(0x25\)"):
+                tok.encode_ordinary(doc)
+        else:
+            assert tok.encode_ordinary(doc) == expected
+    assert 10 < len(failing) < len(docs) // 10 and "%d" not in failing  # "%d" is a token: no lone "%" needed
+    ok = [doc for doc in docs if doc not in failing]
+    assert tok.encode_batch(ok, num_threads=2) == reference.encode_ordinary_batch(ok)
+    with pytest.raises(MissingByteError):
+        tok.encode_batch(ok + failing[:1], num_threads=2)
+    python = ChunkEncoder({}, tok.byte_ids, mode="ranks", vocab=tok.vocab, native=False)
+    for chunk in (b"%d", b" %", b"xyz"):
+        assert python.encode_bytes(chunk) == reference._encode_single_piece(chunk)
+    with pytest.raises(MissingByteError, match="b'%'"):
+        python.encode_bytes(b"%")
+    with pytest.raises(ValueError, match=r"the single byte b'%' has no rank .*no merge list"):
+        tok.merges  # noqa: B018 - saving, extending and converting need the merges
