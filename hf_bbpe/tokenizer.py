@@ -437,6 +437,7 @@ class Tokenizer:
             self._encoder = ChunkEncoder(merges, self._byte_ids, mode=self._mode, vocab=normal)
         self._inverse_special = {idx: token for token, idx in self._special_tokens.items()}
         self._special_regex_cache: dict[frozenset[str], object] = {}
+        self._normalized_forms: tuple[Normalizer | None, dict[str, str]] | None = None  # {normalized form: token}
         self._policy_cache: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
 
     @property
@@ -713,11 +714,14 @@ class Tokenizer:
         ``tokenizers``' two passes (see :attr:`normalized_special_tokens`)."""
         late = self._normalized_specials
         normalize = self.normalizer.normalize if self.normalizer is not None else str
-        by_form: dict[str, str] = {}
-        for token in sorted(late, reverse=True):  # a form two tokens share goes to the first by name
-            form = normalize(token)
-            if form:
-                by_form[form] = token
+        cached = self._normalized_forms
+        if cached is None or cached[0] is not self.normalizer:
+            forms: dict[str, str] = {}
+            for token in sorted(late, reverse=True):  # a form two tokens share goes to the first by name
+                if normalize(token):
+                    forms[normalize(token)] = token
+            cached = self._normalized_forms = (self.normalizer, forms)
+        by_form = cached[1]
         forbidden = frozenset(form for form, token in by_form.items() if token in disallowed)
         wanted = frozenset(form for form, token in by_form.items() if token in allowed)
         if disallowed - late:
@@ -849,7 +853,8 @@ class Tokenizer:
         if mode == "ranks" and not any(self.unmerged_tokens.values()):
             mode = "merges"  # every token is its recovered merge: the merges encode alike (minbpe can read it)
         contents = ModelFileContents(self._chunker.plain_pattern or "", dict(self._special_tokens), dict(self.merges),
-                                     list(self._byte_ids), mode=mode, unmerged=dict(self._unmerged))
+                                     list(self._byte_ids), mode=mode, unmerged=dict(self._unmerged),
+                                     normalized_specials=sorted(self._normalized_specials))
         if not self.is_plain:
             contents.normalizer = None if self.normalizer is None else self.normalizer.to_json()
             contents.pre_tokenizer = None if self.pre_tokenizer is None else self.pre_tokenizer.to_json()
@@ -873,6 +878,9 @@ class Tokenizer:
             merges = _checked_merges(contents.merges, contents.byte_ids, unmerged)
             specials = checked_special_tokens(contents.special_tokens, existing={},
                                               normal_ids=set(contents.byte_ids) | set(unmerged) | set(merges.values()))
+            unknown = sorted(set(contents.normalized_specials) - specials.keys())
+            if unknown:
+                raise ValueError(f"normalized special token {unknown[0]!r} is not a special token of the file")
         except ValueError as exc:
             raise ModelFileError(f"{model_file}: {exc}") from None
         self._chunker = chunker
@@ -883,7 +891,7 @@ class Tokenizer:
         self._merges = merges
         self._rank_table = self._rank_vocab = None
         self._special_tokens = specials
-        self._normalized_specials = frozenset()
+        self._normalized_specials = frozenset(contents.normalized_specials)
         self._rebuild()
 
     @classmethod

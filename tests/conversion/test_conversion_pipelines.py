@@ -256,8 +256,8 @@ def _with_added_tokens(texts: list[str]) -> list[str]:
 def test_added_tokens_marked_normalized_match_as_tokenizers_does(name, files, tmp_path):
     """tokenizer.json added tokens with normalized=true are found in the normalized text, after
     those without it are found in the text as given: ids equal to ``tokenizers`` on NFD/NFKD text
-    holding the tokens in several spellings, through the engine, the exported tokenizer.json,
-    BBPETokenizer, its saved folder and the AutoTokenizer fast twin."""
+    holding the tokens in several spellings, through the engine (and its .model file), the
+    exported tokenizer.json, BBPETokenizer, its saved folder and the AutoTokenizer fast twin."""
     from tokenizers import AddedToken as HFAddedToken
 
     hf = HFTokenizer.from_file(str(_trained_file(name, files)))
@@ -277,6 +277,10 @@ def test_added_tokens_marked_normalized_match_as_tokenizers_does(name, files, tm
     assert _differing(expected, texts, lambda t: tok.encode(t, allowed_special="all")) == []
     with pytest.raises(ValueError, match="disallowed special token"):
         tok.encode("x café")
+    tok.save(tmp_path / "engine")
+    again = Tokenizer.from_file(tmp_path / "engine.model")
+    assert again.normalized_special_tokens == tok.normalized_special_tokens
+    assert _differing(expected[::5], texts[::5], lambda t: again.encode(t, allowed_special="all")) == []
     conversion.to_tokenizer_json(tok, tmp_path / "exported.json")
     exported = HFTokenizer.from_file(str(tmp_path / "exported.json"))
     assert _differing(expected, texts, lambda t: exported.encode(t, add_special_tokens=False).ids) == []
