@@ -287,8 +287,8 @@ def tokenizer_from_arrays(
     source: object,
 ) -> Tokenizer:
     """A ``"ranks"``-mode tokenizer from tokens laid end to end in ``buf`` (cut by ``lengths``)
-    with distinct ``ranks``; a token listed twice, a missing byte or a bad special token raises
-    FormatError naming ``source``. Nothing here makes a Python object per token."""
+    with distinct ``ranks``; a token listed twice or a bad special token raises FormatError naming
+    ``source`` (a missing single byte loads: see the module doc). Nothing here makes a Python object per token."""
     if len(ranks) and (int(ranks.min()) < 0 or int(ranks.max()) > MAX_RANK):
         bad = int(ranks[(ranks < 0) | (ranks > MAX_RANK)][0])
         raise FormatError(f"{source}: rank {bad} is out of range 0 .. {MAX_RANK} ({_RANK_LIMIT_NOTE})")

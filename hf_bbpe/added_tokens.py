@@ -114,11 +114,14 @@ class AddedTokenMatcher:
 
     def _normalized_spans(self, text: str, span: Span, group: _Group, split_special_tokens: bool) -> list[Span]:
         """The second pass on one stretch: normalized, cut at ``group``'s tokens, mapped back."""
-        normalized, alignment = self._normalizer.normalize_with_alignment(text[span.start : span.end])
+        piece = text[span.start : span.end]
+        normalized = self._normalizer.normalize(piece)
+        parts = group.spans(normalized, 0, split_special_tokens) if group.may_occur(normalized) else []
+        if all(part.token_id is None for part in parts):  # none found: the stretch as given (normalized alike)
+            return [span]
+        normalized, alignment = self._normalizer.normalize_with_alignment(piece)
         alignment = [(a + span.start, b + span.start) for a, b in alignment]
         out: list[Span] = []
-        parts = group.spans(normalized, 0, split_special_tokens) if group.may_occur(normalized) else \
-            [Span(0, len(normalized), None)]
         for part in parts:
             start, end = original_span(alignment, part.start, part.end)
             if part.token_id is not None:
