@@ -249,8 +249,7 @@ class Tokenizer:
         """A ``"ranks"``-mode tokenizer: tiktoken's ``Encoding`` for the same arguments.
 
         ``mergeable_ranks`` maps every normal token's bytes to its id, as tiktoken's
-        ``Encoding(mergeable_ranks=...)`` takes it; every single byte needs a rank (tiktoken
-        fails on a byte that has none). The merges are recovered from the ranks when first
+        ``Encoding(mergeable_ranks=...)`` takes it. The merges are recovered from the ranks when first
         needed (:attr:`merges`); tokens that no merge of lower ranks builds are kept as
         :attr:`unmerged_tokens`. Raises ValueError for a negative id or two tokens with one id.
 
