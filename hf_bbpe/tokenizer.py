@@ -21,7 +21,8 @@ import importlib
 import operator
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from .model_file import (
     write_model_file,
     write_vocab_file,
 )
-from .normalizers import Normalizer, resolve_normalizer
+from .normalizers import Normalizer, original_span, resolve_normalizer
 from .patterns import native_scanner, resolve_pattern
 from .pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
 from .progress import progress_bar
@@ -751,12 +752,46 @@ class Tokenizer:
         """``encode(text, ...)`` and each token's ``(start, end)`` character offsets in ``text``.
 
         A token holding part of a multi-byte character spans that whole character, as the
-        ``tokenizers`` library reports it (see token_offsets.py). ``allowed_special="none"``
-        gives ``encode_ordinary``'s ids.
+        ``tokenizers`` library reports it (see token_offsets.py). Under a normalizer or a
+        pipeline that changes the text (``ByteLevel(add_prefix_space=True)``), offsets go
+        through :meth:`chunks_with_spans`: a token covers the original characters its normalized
+        characters come from. ``allowed_special="none"`` gives ``encode_ordinary``'s ids.
         """
         ids = self.encode(text, allowed_special, disallowed_special)
         vocab = self.vocab
-        return ids, token_char_spans(text, [len(vocab[idx]) for idx in ids])
+        if self.is_plain:  # the tokens' bytes are the text's bytes
+            return ids, token_char_spans(text, [len(vocab[idx]) for idx in ids])
+        allowed, _ = self._special_policy(allowed_special, disallowed_special)
+        if not self._normalized_specials.isdisjoint(allowed):
+            raise NotImplementedError("offsets with special tokens found in the normalized text")
+        lengths = iter([len(vocab[idx]) for idx in ids])
+        offsets: list[tuple[int, int]] = []
+        at = 0
+        for stretch, is_special in split_on(text, self._special_regex(allowed) if allowed else None):
+            if is_special:
+                next(lengths)
+                offsets.append((at, at + len(stretch)))
+            else:
+                offsets += self._stretch_offsets(stretch, at, lengths)
+            at += len(stretch)
+        return ids, offsets
+
+    def _stretch_offsets(self, stretch: str, at: int, lengths: Iterator[int]) -> list[tuple[int, int]]:
+        """Offsets (from ``at``) of the tokens of ``stretch``, text without special tokens, taking
+        their byte lengths from ``lengths``: chunk by chunk, since each chunk is encoded alone."""
+        offsets: list[tuple[int, int]] = []
+        for chunk, spans in self.chunks_with_spans(stretch):
+            data = chunk if isinstance(chunk, bytes) else chunk.encode("utf-8", "surrogatepass")
+            taken: list[int] = []
+            while sum(taken) < len(data):
+                taken.append(next(lengths))
+            if isinstance(chunk, bytes):  # spans are per byte
+                ends = list(accumulate(taken))
+                parts = list(zip([0, *ends[:-1]], ends))
+            else:
+                parts = token_char_spans(chunk, taken)
+            offsets += [(start + at, end + at) for start, end in (original_span(spans, a, b) for a, b in parts)]
+        return offsets
 
     def _special_policy(
         self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial

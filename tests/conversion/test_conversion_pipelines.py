@@ -297,3 +297,17 @@ def test_added_tokens_marked_normalized_match_as_tokenizers_does(name, files, tm
     assert fast.is_fast and not isinstance(fast, BBPETokenizer)
     assert _differing(expected, texts, lambda t: loaded(t)["input_ids"]) == []
     assert _differing(expected, texts, lambda t: fast(t)["input_ids"]) == []
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_offsets_refer_to_the_original_text_as_tokenizers_reports_them(name, files):
+    """Under normalizers that change the text (NFD/NFKD/NFKC input) and pipelines that add to it,
+    BBPETokenizer's offsets are the original text's, equal to what ``tokenizers`` reports."""
+    path = _trained_file(name, files)
+    hf = HFTokenizer.from_file(str(path))
+    bbpe = BBPETokenizer.from_engine(conversion.from_tokenizer_json(path))
+    texts = texts_for(normalized=FAMILIES[name][0] is not None)[::7]
+    texts = [text for text in texts if EOT not in text]  # an added token's offsets are its span either way
+    differing = [text for text in texts
+                 if bbpe(text, return_offsets_mapping=True)["offset_mapping"] != hf.encode(text).offsets]
+    assert differing == []
