@@ -39,7 +39,7 @@ from .added_tokens import AddedTokenMatcher, ids_above, initial_added_tokens, no
 from .atomic_write import write_text_atomic
 from .byte_unicode import spell_vocab, unicode_to_token
 from .encode_outputs import Offsets, plain_output, with_offset_mapping
-from .normalizers import resolve_normalizer
+from .normalizers import original_span, resolve_normalizer
 from .patterns import resolve_pattern
 from .pre_tokenizers import resolve_pre_tokenizer
 from .saved_folder import (
@@ -169,7 +169,8 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         self.add_eos_token = bool(add_eos_token)
 
         kwargs["added_tokens_decoder"] = initial_added_tokens(
-            {**file_specials, **core.special_tokens}, kwargs.get("added_tokens_decoder") or {}, self._spelled
+            {**file_specials, **core.special_tokens}, kwargs.get("added_tokens_decoder") or {}, self._spelled,
+            core.normalized_special_tokens,
         )
         super().__init__(clean_up_tokenization_spaces=clean_up_tokenization_spaces, **kwargs)
         self._register_engine_specials()
@@ -314,7 +315,7 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         added = added_tokens_by_id(self)
         matcher = self._matcher
         if matcher is None or matcher.size != len(added):  # the size catches the added_tokens_decoder setter
-            matcher = self._matcher = AddedTokenMatcher(added)
+            matcher = self._matcher = AddedTokenMatcher(added, self._engine.normalizer)
         return matcher
 
     def tokenize(self, text: str, **kwargs: Any) -> list[str]:
@@ -327,11 +328,11 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         text, kwargs = self.prepare_for_tokenization(text, **kwargs)
         added = added_tokens_by_id(self)
         tokens: list[str] = []
-        for start, end, idx in self._added_matcher().spans(text, split_special_tokens):
-            if idx is None:
-                tokens += self._tokenize(text[start:end])
+        for span in self._added_matcher().spans(text, split_special_tokens):
+            if span.token_id is None:
+                tokens += self._tokenize(text[span.start : span.end] if span.normalized is None else span.normalized)
             else:
-                tokens.append(added[idx].content)
+                tokens.append(added[span.token_id].content)
         return tokens
 
     def _tokenize(self, text: str, **kwargs: Any) -> list[str]:
@@ -346,11 +347,11 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         if not matcher.may_occur(text, split_special_tokens):  # most texts: no added token in them
             return encode(text)
         ids: list[int] = []
-        for start, end, idx in matcher.spans(text, split_special_tokens):
-            if idx is None:
-                ids += encode(text[start:end])
-            else:
-                ids.append(idx)
+        for span in matcher.spans(text, split_special_tokens):
+            if span.token_id is not None:
+                ids.append(span.token_id)
+            else:  # normalized text (the second pass's) normalizes to itself: normal forms are idempotent
+                ids += encode(text[span.start : span.end] if span.normalized is None else span.normalized)
         return ids
 
     def _text_ids_and_offsets(self, text: str, split_special_tokens: bool = False) -> tuple[list[int], Offsets]:
@@ -358,14 +359,18 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         spans the whitespace it strips, as in ``tokenizers``)."""
         ids: list[int] = []
         offsets: Offsets = []
-        for start, end, idx in self._added_matcher().spans(text, split_special_tokens):
-            if idx is None:
+        for start, end, idx, normalized, alignment in self._added_matcher().spans(text, split_special_tokens):
+            if idx is not None:
+                ids.append(idx)
+                offsets.append((start, end))
+            elif normalized is not None:  # the second pass's normalized text: offsets through its alignment
+                piece_ids, piece_offsets = self._engine.encode_with_offsets(normalized, allowed_special="none")
+                ids += piece_ids
+                offsets += [original_span(alignment, first, last) for first, last in piece_offsets]
+            else:
                 piece_ids, piece_offsets = self._engine.encode_with_offsets(text[start:end], allowed_special="none")
                 ids += piece_ids
                 offsets += [(first + start, last + start) for first, last in piece_offsets]
-            else:
-                ids.append(idx)
-                offsets.append((start, end))
         return ids, offsets
 
     def _request_input(self, text: Any, options: dict[str, Any]) -> Any:
@@ -535,6 +540,7 @@ def _copy_engine(engine: Tokenizer, pattern: str | None, pre_tokenizer: Any, nor
                                  check=False, unmerged_tokens=engine.unmerged_tokens, mode=engine.mode,
                                  pre_tokenizer=engine.pre_tokenizer, normalizer=engine.normalizer,
                                  allow_large_ids=True)  # the engine checked its special ids when they were registered
+    copy.normalized_special_tokens = engine.normalized_special_tokens
     for name, given, resolve in (("pre_tokenizer", pre_tokenizer, resolve_pre_tokenizer),
                                  ("normalizer", normalizer, resolve_normalizer)):
         if given is not None and resolve(given) != getattr(copy, name):
