@@ -113,6 +113,9 @@ def _start_or_resume(folder: Path, settings: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"{folder}: exists and is not a folder")
     folder.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(folder)
+    if manifest is not None and not manifest["shards"] and not manifest.get("complete"):
+        manifest = None  # a run that committed nothing: start afresh, whatever its settings were
+        (folder / MANIFEST).unlink()
     if manifest is None:
         others = sorted(p.name for p in folder.iterdir() if not _is_temp_file(p.name))
         if others:
@@ -122,9 +125,13 @@ def _start_or_resume(folder: Path, settings: dict[str, Any]) -> dict[str, Any]:
         write_manifest(folder, manifest)
         return manifest
     for key, value in settings.items():
-        if manifest.get(key) != value:
-            raise ValueError(f"{folder / MANIFEST}: was written with another {key} ({manifest.get(key)!r}, now "
-                             f"{value!r}); write to a new folder, or delete this one to start over")
+        before = manifest.get(key)
+        if before != value:
+            if isinstance(value, dict) and isinstance(before, dict):  # name the part of "source" that differs
+                key, before, value = next((f"{key}.{k}", before.get(k), value.get(k)) for k in {**before, **value}
+                                          if before.get(k) != value.get(k))
+            raise ValueError(f"{folder / MANIFEST}: was written with another {key} ({before!r}, now {value!r}); "
+                             "write to a new folder, or delete this one to start over")
     for leftover in folder.iterdir():  # temp files of a killed run (atomic_open removes its own otherwise)
         if _is_temp_file(leftover.name):
             leftover.unlink()
