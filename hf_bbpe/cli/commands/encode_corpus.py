@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -118,6 +119,7 @@ def _ray_encoder(tok: Tokenizer, address: str, workers: int | None):
             ray.init(include_dashboard=False, **quiet)
         else:
             ray.init(address=address, **quiet)
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # one line per shard's dataset otherwise
     ray.data.DataContext.get_current().enable_progress_bars = False
 
     def encode(texts: list[str]):
