@@ -103,6 +103,21 @@ def encode_batch_flat(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers
     return ids, offsets
 
 
+def append_to_each(ids, offsets, token_id: int, dtype=None):
+    """Flat ids and offsets (as :func:`encode_batch_to_numpy` gives them) with ``token_id`` after
+    each text's ids (an EOS), as ``dtype`` (default: that of ``ids``)."""
+    import numpy as np
+
+    offsets = np.asarray(offsets, dtype=np.int64)
+    moved = offsets + np.arange(len(offsets), dtype=np.int64)  # text i starts i slots later
+    out = np.empty(int(moved[-1]), dtype=dtype or ids.dtype)
+    is_text = np.ones(len(out), dtype=bool)
+    is_text[moved[1:] - 1] = False
+    out[is_text] = ids
+    out[~is_text] = token_id
+    return out, moved
+
+
 def _whole_text_encoder(tokenizer: Tokenizer, texts: list[str], options: dict):
     """``(encode_texts, scanner)`` when every text can go through the C kernel in one call: a C
     scanner splits, the C kernel encodes, and no special token is allowed (a disallowed one

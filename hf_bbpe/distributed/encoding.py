@@ -131,16 +131,24 @@ class _BatchEncoder:
     def __init__(self, source: Any, text_column: str, add_eos: bool, attention_mask: bool, eos_token: str | None) -> None:
         loaded = _load(source)
         self.engine = loaded[0]
-        self.eos = [_eos_id(loaded, eos_token)] if add_eos else []
+        self.eos = _eos_id(loaded, eos_token) if add_eos else None
         self.text_column = text_column
         self.attention_mask = attention_mask
 
     def __call__(self, batch: pa.Table) -> pa.Table:
+        import numpy as np
         import pyarrow as pa
 
-        encode = self.engine.encode_ordinary
-        ids = [encode(text) + self.eos for text in batch.column(self.text_column).to_pylist()]
-        batch = batch.append_column("input_ids", pa.array(ids, pa.list_(pa.int32())))
+        from ..batch_encoding import append_to_each
+
+        # one call per batch (the C kernel encodes the texts back to back), ids as plain text
+        ids, offsets = self.engine.encode_batch_to_numpy(batch.column(self.text_column).to_pylist(), num_threads=1,
+                                                         allowed_special="none", disallowed_special=())
+        if self.eos is not None:
+            ids, offsets = append_to_each(ids, offsets, self.eos)
+        starts = pa.array(offsets.astype(np.int32))
+        batch = batch.append_column("input_ids", pa.ListArray.from_arrays(starts, pa.array(ids.astype(np.int32))))
         if self.attention_mask:
-            batch = batch.append_column("attention_mask", pa.array([[1] * len(row) for row in ids], pa.list_(pa.int8())))
+            ones = pa.array(np.ones(len(ids), dtype=np.int8))
+            batch = batch.append_column("attention_mask", pa.ListArray.from_arrays(starts, ones))
         return batch

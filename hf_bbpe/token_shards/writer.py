@@ -163,6 +163,8 @@ def _encode_shard(texts: list[str], encode: Encoder, batch_bytes: int, eos_id: i
     """A shard's tokens (each document's ids, then ``eos_id``) as ``dtype`` and its int64 offsets."""
     import numpy as np
 
+    from ..batch_encoding import append_to_each
+
     id_parts, length_parts = [], []
     for batch in _batches(texts, batch_bytes):
         ids, offsets = encode(batch)
@@ -174,15 +176,9 @@ def _encode_shard(texts: list[str], encode: Encoder, batch_bytes: int, eos_id: i
         id_parts.append(ids)
         length_parts.append(np.diff(offsets))
         bar.update(sum(len(text.encode("utf-8", "surrogatepass")) for text in batch))
-    lengths = np.concatenate(length_parts) + 1  # each document's ids and its EOS
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    tokens = np.empty(int(offsets[-1]), dtype=dtype)
-    is_text = np.ones(len(tokens), dtype=bool)
-    is_text[offsets[1:] - 1] = False
-    tokens[is_text] = np.concatenate(id_parts)
-    tokens[~is_text] = eos_id
-    return tokens, offsets
+    np.cumsum(np.concatenate(length_parts), out=offsets[1:])
+    return append_to_each(np.concatenate(id_parts), offsets, eos_id, np.dtype(dtype))
 
 
 def _batches(texts: list[str], batch_bytes: int) -> Iterator[list[str]]:
