@@ -196,6 +196,56 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         """
         return cls(engine=tok, **kwargs)
 
+    # ------------------------------------------------------------------ training
+
+    def train_new_from_iterator(
+        self,
+        text_iterator: Iterable[str | Sequence[str]],
+        vocab_size: int,
+        length: int | None = None,
+        new_special_tokens: Sequence[str | AddedToken] | None = None,
+        special_tokens_map: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> BBPETokenizer:
+        """A new tokenizer trained on ``text_iterator`` with this one's split pattern (or
+        pre-tokenizer), normalizer, special tokens and settings, as transformers'
+        ``PreTrainedTokenizerFast.train_new_from_iterator`` does.
+
+        ``text_iterator`` yields texts or batches (lists) of texts. ``vocab_size`` counts the
+        special tokens, as in transformers: the new tokenizer has ``vocab_size - k`` normal tokens
+        (256 bytes and the merges learned) and then its ``k`` special tokens, in this tokenizer's
+        order followed by ``new_special_tokens``; fewer merges if the text has no more pairs.
+        ``special_tokens_map`` renames special tokens (``{"<|endoftext|>": "</s>"}``), named roles
+        (``eos_token``...) included. Only special added tokens carry over, as in transformers.
+        ``length`` (the number of texts, for transformers' progress bar) is accepted and unused;
+        the engine's own keywords ``tie_break``, ``min_frequency``, ``num_workers`` and
+        ``show_progress`` (``progress``) are passed to :meth:`Tokenizer.train`.
+        """
+        train_options = {key: kwargs.pop(key) for key in ("tie_break", "min_frequency", "num_workers") if key in kwargs}
+        if "show_progress" in kwargs:
+            train_options["progress"] = bool(kwargs.pop("show_progress"))
+        if kwargs:
+            raise TypeError(f"train_new_from_iterator() got unexpected keyword arguments: {', '.join(kwargs)}")
+        rename = dict(special_tokens_map or {})
+        specials = [rename.get(token.content, token.content)
+                    for _, token in sorted(added_tokens_by_id(self).items()) if token.special]
+        specials += [str(token) for token in new_special_tokens or ()]
+        specials = list(dict.fromkeys(specials))
+        if vocab_size - len(specials) < 256:
+            raise ValueError(f"vocab_size {vocab_size} leaves no room for the 256 byte tokens beside "
+                             f"{len(specials)} special tokens (it counts them, as in transformers)")
+        old = self._engine
+        engine = Tokenizer.from_merges({}, pre_tokenizer=old.pre_tokenizer, normalizer=old.normalizer)
+        engine.train(_texts_of(text_iterator), vocab_size - len(specials), **train_options)
+        engine.register_special_tokens({token: engine.n_vocab + i for i, token in enumerate(specials)})
+        init = {key: value for key, value in self.init_kwargs.items() if key not in _NOT_CARRIED_OVER}
+        for key, value in init.items():
+            if key.endswith("_token") and isinstance(value, (str, AddedToken)):
+                init[key] = _renamed(value, rename)
+            elif key in ("additional_special_tokens", "extra_special_tokens") and isinstance(value, (list, tuple)):
+                init[key] = [_renamed(token, rename) for token in value]
+        return type(self).from_engine(engine, **init)
+
     # ------------------------------------------------------------------ vocabulary
 
     @property
@@ -516,6 +566,38 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         state = self.__dict__.copy()
         state["_matcher"] = None  # compiled regexes: rebuilt on first use
         return state
+
+
+_NOT_CARRIED_OVER = frozenset({
+    "vocab_file", "merges_file", "tokenizer_file", "name_or_path", "is_local", "local_files_only", "backend",
+    "added_tokens_decoder", "auto_map", "engine", "pattern", "pre_tokenizer", "normalizer", "bpe_mode",
+})
+"""init_kwargs that describe the old files or the old engine, not settings for a new tokenizer."""
+
+
+def _texts_of(text_iterator: Iterable[str | Sequence[str]]) -> Iterator[str]:
+    """The texts of an iterator of texts or of batches of texts."""
+    for item in text_iterator:
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, (list, tuple)):
+            for text in item:
+                if not isinstance(text, str):
+                    raise TypeError(f"train_new_from_iterator: a batch holds a {type(text).__name__}, not a str")
+                yield text
+        else:
+            raise TypeError(f"train_new_from_iterator: expected texts or lists of texts, got a {type(item).__name__}")
+
+
+def _renamed(token: str | AddedToken, rename: Mapping[str, str]) -> str | AddedToken:
+    """``token`` under its new name in ``rename`` (an AddedToken keeps its flags)."""
+    content = str(token)
+    if content not in rename:
+        return token
+    if isinstance(token, AddedToken):
+        return AddedToken(rename[content], single_word=token.single_word, lstrip=token.lstrip, rstrip=token.rstrip,
+                          normalized=token.normalized, special=True)
+    return rename[content]
 
 
 def _json_text(data: Any) -> str:

@@ -482,8 +482,10 @@ class Tokenizer:
         """Learn ``vocab_size - 256`` merges from a str or an iterable of documents.
 
         Documents (a file object yields lines) are split with the pattern one by one, in
-        parallel processes; see :func:`train_from_counts` for the rest. A ``ray.data.Dataset``
-        is counted on its Ray cluster (column ``text_column``; see ``hf_bbpe.distributed``).
+        parallel processes; see :func:`train_from_counts` for the rest. A Hugging Face
+        ``datasets.Dataset`` or streaming ``IterableDataset`` is read in batches (column
+        ``text_column``); a ``ray.data.Dataset`` is counted on its Ray cluster (the same column;
+        see ``hf_bbpe.distributed``).
         """
         _check_vocab_size(vocab_size)
         counts = self._chunk_counts(text, num_workers, progress, tie_break, text_column)
@@ -581,6 +583,7 @@ class Tokenizer:
         """The chunk counts of training text: in this machine's processes, or on Ray for a Ray Dataset."""
         ray_data = sys.modules.get("ray.data")  # a Ray Dataset can only exist once ray.data is loaded
         if ray_data is None or not isinstance(text, ray_data.Dataset):
+            text = _hf_dataset_texts(text, text_column)
             return count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
         if tie_break == "first_occurrence":
             raise ValueError(
@@ -967,6 +970,23 @@ class RegexTokenizer(Tokenizer):
         if pre_tokenizer is None:
             pattern = pattern or "gpt4"
         super().__init__(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
+
+
+def _hf_dataset_texts(data: Any, text_column: str) -> Any:
+    """The texts of column ``text_column`` of a Hugging Face ``datasets.Dataset`` or streaming
+    ``IterableDataset``, as a stream read in batches; anything else is returned as it is."""
+    datasets = sys.modules.get("datasets")  # such a dataset can only exist once datasets is loaded
+    if datasets is None:
+        return data
+    if isinstance(data, (datasets.DatasetDict, datasets.IterableDatasetDict)):
+        raise TypeError(f"train on one split of the dataset (its splits: {', '.join(data)}), e.g. ds['train']")
+    if not isinstance(data, (datasets.Dataset, datasets.IterableDataset)):
+        return data
+    columns = data.column_names
+    if columns is not None and text_column not in columns:
+        raise ValueError(f"the dataset has no column {text_column!r} (its columns: {', '.join(columns)}); "
+                         "pass text_column=")
+    return (text for batch in data.select_columns([text_column]).iter(batch_size=1024) for text in batch[text_column])
 
 
 def _chunker(pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
