@@ -13,7 +13,7 @@ Every format both ways, with the reference's ids::
     tok = conversion.from_minbpe("x.model"); conversion.to_minbpe(tok, "prefix")
     tok = conversion.from_tekken("tekken.json")                         # Mistral
     tok = conversion.load_preset("cl100k_base", "path/to/cl100k_base.tiktoken")
-    tok = conversion.load_preset("llama3", "Meta-Llama-3/tokenizer.model")  # also llama4, tekken
+    tok = conversion.load_preset("llama3", "Meta-Llama-3/tokenizer.model")  # also llama4, tekken, whisper
     tok = conversion.load("any/file/or/folder")                         # the format read from the content
 
 Every failure on bad input raises :class:`FormatError` (a ValueError) naming the file and the

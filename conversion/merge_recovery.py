@@ -35,9 +35,9 @@ def recover_merges(ranks: Mapping[bytes, int], source: object = "ranks") -> tupl
     """
     try:
         tok = Tokenizer.from_ranks(ranks)
+        unmerged = tok.unmerged_tokens  # a missing single byte raises here: there are no merges
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None
-    unmerged = tok.unmerged_tokens
     if unmerged:
         rank = min(unmerged)
         raise unbuildable_error(ranks, unmerged[rank], rank, source)

@@ -1,14 +1,18 @@
 """Known tokenizers by name, from local files: the owner's pattern and special tokens.
 
 OpenAI's encodings (``gpt2``, ``r50k_base``, ``p50k_base``, ``cl100k_base``, ``o200k_base``, as
-tiktoken defines them), Meta's ``llama3`` and ``llama4`` (the rank file shipped as
-``tokenizer.model``, with the special tokens llama_models' ``Tokenizer`` defines: 256 from id
-128000 for Llama 3, 2048 from id 200000 for Llama 4) and Mistral's ``tekken`` (a Tekken JSON
-file, which names its own pattern and special tokens).
+tiktoken defines them), OpenAI's Whisper (``whisper``: ``multilingual.tiktoken`` with 99
+languages, every model but large-v3; ``whisper_v3``: the same file with 100 languages, large-v3
+and large-v3-turbo; ``whisper_en``: ``gpt2.tiktoken``, the English-only ``.en`` models; special
+tokens as ``whisper.tokenizer.get_encoding`` numbers them), Meta's ``llama3`` and ``llama4`` (the
+rank file shipped as ``tokenizer.model``, with the special tokens llama_models' ``Tokenizer``
+defines: 256 from id 128000 for Llama 3, 2048 from id 200000 for Llama 4) and Mistral's
+``tekken`` (a Tekken JSON file, which names its own pattern and special tokens).
 
 ``load_preset(name, path)`` never downloads. It checks the file's sha256 against the known
-hashes (tiktoken's ``expected_hash`` for OpenAI's; the files llama-models 0.3.0 and
-mistral-common 1.13.1 ship for the others), so a wrong or damaged file is reported instead of
+hashes (tiktoken's ``expected_hash`` for OpenAI's; the files openai-whisper 20250625,
+llama-models 0.3.0 and mistral-common 1.13.1 ship for the others; Whisper's ``gpt2.tiktoken``
+is byte for byte ``r50k_base.tiktoken``), so a wrong or damaged file is reported instead of
 silently giving other ids (``check_hash=False`` skips that, e.g. for a deliberately edited file).
 """
 
@@ -68,6 +72,27 @@ def llama4_special_tokens() -> dict[str, int]:
     names += [f"<|reserved_special_token_{i}|>" for i in range(2048 - len(names))]
     return {token: 200000 + i for i, token in enumerate(names)}
 
+WHISPER_LANGUAGES = (
+    "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg lt la mi ml "
+    "cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn bs kk sq sw gl mr pa si km sn yo so af oc ka be tg sd gu am "
+    "yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su yue"
+).split()
+"""Whisper's language codes in its token order (``whisper.tokenizer.LANGUAGES``)."""
+
+
+def whisper_special_tokens(first_id: int, num_languages: int = 99) -> dict[str, int]:
+    """Whisper's special tokens, numbered from ``first_id`` (the number of ranks in its file) in
+    the order ``whisper.tokenizer.get_encoding`` gives them: end of text, start of transcript,
+    ``num_languages`` language tokens, the task and control tokens, then 1501 timestamps
+    ``<|0.00|>`` .. ``<|30.00|>``."""
+    names = ["<|endoftext|>", "<|startoftranscript|>", *[f"<|{code}|>" for code in WHISPER_LANGUAGES[:num_languages]],
+             "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>",
+             "<|notimestamps|>", *[f"<|{i * 0.02:.2f}|>" for i in range(1501)]]
+    return {token: first_id + i for i, token in enumerate(names)}
+
+
+_WHISPER_MULTILINGUAL = {"multilingual.tiktoken": "b34b360dbb493e781e479794586d661700670d65564001f23024971d1f2fa126"}
+
 PRESETS: dict[str, Preset] = {
     "gpt2": Preset(
         "gpt2", GPT2_SPLIT_PATTERN, {_EOT: 50256}, ("encoder.json", "vocab.bpe"),
@@ -93,6 +118,17 @@ PRESETS: dict[str, Preset] = {
     "o200k_base": Preset(
         "o200k_base", O200K_SPLIT_PATTERN, {_EOT: 199999, "<|endofprompt|>": 200018}, ("o200k_base.tiktoken",),
         {"o200k_base.tiktoken": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"},
+    ),
+    "whisper": Preset(
+        "whisper", GPT2_SPLIT_PATTERN, whisper_special_tokens(50257), ("multilingual.tiktoken",), _WHISPER_MULTILINGUAL,
+    ),
+    "whisper_v3": Preset(
+        "whisper_v3", GPT2_SPLIT_PATTERN, whisper_special_tokens(50257, 100), ("multilingual.tiktoken",),
+        _WHISPER_MULTILINGUAL,
+    ),
+    "whisper_en": Preset(
+        "whisper_en", GPT2_SPLIT_PATTERN, whisper_special_tokens(50256), ("gpt2.tiktoken",),
+        {"gpt2.tiktoken": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"},  # = r50k_base.tiktoken
     ),
     "llama3": Preset(
         "llama3", LLAMA3_SPLIT_PATTERN, llama3_special_tokens(), ("tokenizer.model",),
@@ -163,9 +199,11 @@ def preset_of_file(path: Path) -> str | None:
 
 def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool = True) -> Tokenizer:
     """The named tokenizer ("gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base",
-    "llama3", "llama4", "tekken") from local files, with its owner's pattern, special tokens and ids.
+    "whisper", "whisper_v3", "whisper_en", "llama3", "llama4", "tekken") from local files, with its
+    owner's pattern, special tokens and ids.
 
-    ``path`` is the rank file (``.tiktoken``; Meta's ``tokenizer.model``), the Tekken JSON file,
+    ``path`` is the rank file (``.tiktoken``, e.g. ``whisper/assets/multilingual.tiktoken``;
+    Meta's ``tokenizer.model``), the Tekken JSON file,
     or for "gpt2" the directory holding ``encoder.json`` and ``vocab.bpe`` (or a tuple of the two
     paths); a directory holding the preset's file name works for every preset.
     """

@@ -10,10 +10,16 @@ byte-identical to the original.
 The reader accepts what tiktoken's ``load_tiktoken_bpe`` + ``Encoding`` accept and decodes it
 to the same ranks: a UTF-8 byte-order mark, an empty token (a line ``= 5``), ranks written
 ``+5`` or ``1_000``, base64 with characters outside its alphabet (dropped, as tiktoken drops
-them, with a warning naming the line). It refuses, naming the file and line, what they refuse
-(a line without exactly two fields, bad padding, a rank that is not an integer or does not fit,
-two tokens with one rank) and, unlike them, a token listed twice (tiktoken silently keeps the
-last rank and leaves a hole at the first).
+them, with a warning naming the line), a token listed twice (``load_tiktoken_bpe`` builds a
+dict: the last rank wins and the earlier one is a hole in the id space, which decodes as no
+token, as in tiktoken; a warning names both lines). It refuses, naming the file and line, what
+they refuse (a line without exactly two fields, bad padding, a rank that is not an integer, two
+tokens with one rank) and a rank above 2**31 - 1: tiktoken takes ranks up to 2**32 - 1 (its
+``Rank`` is a u32), but ids here are 32-bit signed ints, and no model has 2**31 embedding rows.
+
+A single byte without a rank loads (tiktoken loads it too) but cannot be encoded: text whose
+encoding needs that byte on its own raises :class:`~hf_bbpe.chunk_encoder.MissingByteError`
+naming the byte, where tiktoken panics; everything else encodes as tiktoken encodes it.
 
 Writing a tokenizer in another mode checks that the ranks mean the same thing as the merges
 (see representability.py): tiktoken merges any two adjacent pieces whose bytes form a token,
@@ -53,25 +59,47 @@ else:  # pragma: no cover - strict_mode is new in 3.11
 _BOM = b"\xef\xbb\xbf"
 MAX_RANK = 2**31 - 1
 """The largest id the engine stores (tiktoken's own limit is 2**32 - 1)."""
+_RANK_LIMIT_NOTE = "tiktoken takes up to 2**32 - 1, but hf_bbpe stores ids as 32-bit signed ints"
 
 
 def read_tiktoken_file(path: str | os.PathLike) -> tuple[list[bytes], list[int]]:
     """The tokens and ranks of a rank file, in file order; any defect raises FormatError.
 
-    Accepts what tiktoken's ``load_tiktoken_bpe`` accepts (see the module doc) but rejects a
-    token listed twice.
+    Accepts what tiktoken's ``load_tiktoken_bpe`` accepts (see the module doc): a token listed
+    twice keeps its last rank, with a warning naming both lines.
     """
     path = Path(path)
     data = read_bytes(path)
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
-    lines = data.splitlines()
-    tokens, ranks = _read_lines_slowly(path, lines)
-    if len(set(tokens)) != len(tokens) or len(set(ranks)) != len(ranks):
-        _raise_duplicate(path, lines)
+    tokens, ranks, linenos = _read_lines_slowly(path, data.splitlines())
+    tokens, ranks, linenos = _last_rank_of_each_token(path, tokens, ranks, linenos)
+    first_line_of_rank: dict[int, int] = {}
+    for rank, lineno in zip(ranks, linenos):
+        first = first_line_of_rank.setdefault(rank, lineno)
+        if first != lineno:
+            raise FormatError(f"{path}:{lineno}: rank {rank} is already used on line {first}")
     if not tokens:
         raise FormatError(f"{path}: no ranks in the file")
     return tokens, ranks
+
+
+def _last_rank_of_each_token(
+    path: Path, tokens: list[bytes], ranks: list[int], linenos: list[int]
+) -> tuple[list[bytes], list[int], list[int]]:
+    """``load_tiktoken_bpe``'s dict semantics: a token listed again takes the later rank; the
+    earlier line is dropped (its rank becomes a hole) with a warning naming both lines."""
+    last = {token: i for i, token in enumerate(tokens)}
+    if len(last) == len(tokens):
+        return tokens, ranks, linenos
+    dropped = [i for i, token in enumerate(tokens) if last[token] != i]
+    first = dropped[0]
+    kept = last[tokens[first]]
+    warnings.warn(f"{path}:{linenos[kept]}: token {tokens[first]!r} is listed again (rank {ranks[kept]}; line "
+                  f"{linenos[first]} gave it rank {ranks[first]}): as tiktoken's load_tiktoken_bpe, the last rank "
+                  f"is kept and id {ranks[first]} is left unused ({len(dropped)} such line(s))", stacklevel=3)
+    keep = sorted(last.values())
+    return [tokens[i] for i in keep], [ranks[i] for i in keep], [linenos[i] for i in keep]
 
 
 def read_tiktoken_arrays(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -84,16 +112,23 @@ def read_tiktoken_arrays(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarra
     data = read_bytes(path)
     decoded = _decode_regular(data)
     if decoded is None:
-        tokens, ranks = read_tiktoken_file(path)
-        buf = np.frombuffer(b"".join(tokens), dtype=np.uint8)
-        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-        return buf, lengths, np.asarray(ranks, dtype=np.int64)
+        return _arrays_of_file(path)
     buf, lengths, ranks = decoded
+    if len(ranks) and int(ranks.max()) > MAX_RANK:
+        return _arrays_of_file(path)  # names the line
     if not bool(np.all(ranks[1:] > ranks[:-1])):
         ordered = np.sort(ranks)
         if bool(np.any(ordered[1:] == ordered[:-1])):
-            _raise_duplicate(path, data.splitlines())
+            return _arrays_of_file(path)  # a rank used twice is an error unless a token listed again frees it
     return buf, lengths, ranks
+
+
+def _arrays_of_file(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(buf, lengths, ranks)`` from the line-by-line reader (dict semantics, errors name lines)."""
+    tokens, ranks = read_tiktoken_file(path)
+    buf = np.frombuffer(b"".join(tokens), dtype=np.uint8)
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    return buf, lengths, np.asarray(ranks, dtype=np.int64)
 
 
 _B64_VALUES = np.full(256, 255, dtype=np.uint8)
@@ -156,10 +191,12 @@ def _decode_regular(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | 
     return buf, lengths.astype(np.int64), ranks
 
 
-def _read_lines_slowly(path: Path, lines: list[bytes]) -> tuple[list[bytes], list[int]]:
-    """Line by line, as ``load_tiktoken_bpe`` reads them, to name the first bad line."""
+def _read_lines_slowly(path: Path, lines: list[bytes]) -> tuple[list[bytes], list[int], list[int]]:
+    """Line by line, as ``load_tiktoken_bpe`` reads them, to name the first bad line: the
+    tokens, ranks and line numbers, in file order."""
     tokens: list[bytes] = []
     ranks: list[int] = []
+    linenos: list[int] = []
     lenient: list[int] = []
     for lineno, line in enumerate(lines, 1):
         if not line:
@@ -181,30 +218,14 @@ def _read_lines_slowly(path: Path, lines: list[bytes]) -> tuple[list[bytes], lis
         except ValueError:
             raise FormatError(f"{path}:{lineno}: rank {parts[1][:40]!r} is not an integer") from None
         if not 0 <= rank <= MAX_RANK:
-            raise FormatError(f"{path}:{lineno}: rank {parts[1][:40]!r} is out of range 0 .. {MAX_RANK}")
+            raise FormatError(f"{path}:{lineno}: rank {parts[1][:40]!r} is out of range 0 .. {MAX_RANK} "
+                              f"({_RANK_LIMIT_NOTE})")
         ranks.append(rank)
+        linenos.append(lineno)
     if lenient:
         warnings.warn(f"{path}:{lenient[0]}: base64 with characters outside its alphabet, dropped as tiktoken drops "
                       f"them ({len(lenient)} line(s))", stacklevel=3)
-    return tokens, ranks
-
-
-def _raise_duplicate(path: Path, lines: list[bytes]) -> None:
-    seen_tokens: dict[bytes, int] = {}
-    seen_ranks: dict[int, int] = {}
-    for lineno, line in enumerate(lines, 1):
-        parts = line.split()
-        if len(parts) != 2:
-            continue
-        token, rank = binascii.a2b_base64(parts[0]), int(parts[1])
-        if rank in seen_ranks:
-            raise FormatError(f"{path}:{lineno}: rank {rank} is already used on line {seen_ranks[rank]}")
-        if token in seen_tokens:
-            raise FormatError(f"{path}:{lineno}: token {token!r} already has a rank on line {seen_tokens[token]} "
-                              "(tiktoken would keep only this one)")
-        seen_tokens[token] = lineno
-        seen_ranks[rank] = lineno
-    raise FormatError(f"{path}: duplicate tokens or ranks")  # pragma: no cover - found above
+    return tokens, ranks, linenos
 
 
 def encode_tiktoken_file(ranks: Mapping[bytes, int]) -> bytes:
@@ -232,7 +253,15 @@ def from_tiktoken(
                                     special_tokens=dict(source._special_tokens), source=name)
     path = Path(source)
     buf, lengths, ranks = read_tiktoken_arrays(path)
-    return tokenizer_from_arrays(buf, lengths, ranks, pattern=pattern, special_tokens=special_tokens, source=path)
+    try:
+        return tokenizer_from_arrays(buf, lengths, ranks, pattern=pattern, special_tokens=special_tokens, source=path)
+    except _TokenListedTwice:  # the bulk reader keeps every line: read the file as a dict, as tiktoken does
+        buf, lengths, ranks = _arrays_of_file(path)
+        return tokenizer_from_arrays(buf, lengths, ranks, pattern=pattern, special_tokens=special_tokens, source=path)
+
+
+class _TokenListedTwice(FormatError):
+    """Two ranks of the arrays given to :func:`tokenizer_from_arrays` spell the same token."""
 
 
 def tokenizer_from_ranks(
@@ -258,11 +287,11 @@ def tokenizer_from_arrays(
     source: object,
 ) -> Tokenizer:
     """A ``"ranks"``-mode tokenizer from tokens laid end to end in ``buf`` (cut by ``lengths``)
-    with distinct ``ranks``; a token listed twice, a missing byte or a bad special token raises
-    FormatError naming ``source``. Nothing here makes a Python object per token."""
+    with distinct ``ranks``; a token listed twice or a bad special token raises FormatError naming
+    ``source`` (a missing single byte loads: see the module doc). Nothing here makes a Python object per token."""
     if len(ranks) and (int(ranks.min()) < 0 or int(ranks.max()) > MAX_RANK):
         bad = int(ranks[(ranks < 0) | (ranks > MAX_RANK)][0])
-        raise FormatError(f"{source}: rank {bad} is out of range 0 .. {MAX_RANK}")
+        raise FormatError(f"{source}: rank {bad} is out of range 0 .. {MAX_RANK} ({_RANK_LIMIT_NOTE})")
     starts = np.zeros(len(lengths), dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     singles = np.flatnonzero(lengths == 1)
@@ -277,7 +306,7 @@ def tokenizer_from_arrays(
                                           special_tokens=special_tokens)
     except DuplicateTokensError as exc:
         first, second = sorted((int(ranks[exc.first]), int(ranks[exc.second])))
-        raise FormatError(f"{source}: token {exc.token!r} has two ranks, {first} and {second}") from None
+        raise _TokenListedTwice(f"{source}: token {exc.token!r} has two ranks, {first} and {second}") from None
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None
     return tok

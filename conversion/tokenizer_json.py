@@ -34,8 +34,8 @@ What does not change ids is not imported: the decoder, the post-processor (e.g. 
 added by a template; the transformers glue handles those), padding and truncation. What would
 change them and the engine cannot do raises FormatError: an unsupported normalizer
 (``strict=False`` drops it with a warning), ``byte_fallback``, subword prefixes, dropout, added
-tokens that strip spaces or match single words, and, under a normalizer, added tokens marked
-``normalized`` (``tokenizers`` looks for those in the normalized text).
+tokens that strip spaces or match single words. Added tokens marked ``normalized`` are found in
+the normalized text, as ``tokenizers`` finds them (``Tokenizer.normalized_special_tokens``).
 """
 
 from __future__ import annotations
@@ -165,6 +165,7 @@ def tokenizer_from_json_data(data: Mapping[str, Any], source: Path, *, strict: b
     pre_tokenizer = _pre_tokenizer_of(data.get("pre_tokenizer"), source)
 
     specials: dict[str, int] = {}
+    normalized: set[str] = set()
     for entry in data.get("added_tokens") or []:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("content"), str) or not isinstance(entry.get("id"), int):
             raise FormatError(f"{source}: bad added_tokens entry {entry!r}")
@@ -172,9 +173,8 @@ def tokenizer_from_json_data(data: Mapping[str, Any], source: Path, *, strict: b
             if entry.get(flag):
                 raise FormatError(f"{source}: added token {entry['content']!r} has {flag}=true, which the engine "
                                   "cannot do")
-        if normalizer is not None and entry.get("normalized"):
-            raise FormatError(f"{source}: added token {entry['content']!r} has normalized=true: tokenizers looks for it "
-                              "in the normalized text, the engine in the text as given")
+        if entry.get("normalized"):
+            normalized.add(entry["content"])
         if entry["content"] in specials:
             raise FormatError(f"{source}: added token {entry['content']!r} is listed twice")
         specials[entry["content"]] = entry["id"]
@@ -227,12 +227,16 @@ def tokenizer_from_json_data(data: Mapping[str, Any], source: Path, *, strict: b
         unmerged = {idx: token for idx, token in token_bytes.items() if idx not in built and idx not in byte_ids}
         mode = "ignore_merges" if ignore_merges else "merges"
         if ignore_merges and _is_rank_vocabulary(token_bytes, engine_merges):
-            return _ranks_tokenizer(token_bytes, pre_tokenizer, normalizer, specials, source)
-        return assemble_tokenizer(engine_merges, byte_ids, pattern=None, special_tokens=specials, source=source,
-                                  pre_tokenizer=pre_tokenizer, normalizer=normalizer, unmerged_tokens=unmerged,
-                                  mode=mode)
-    _check_rank_pairs(token_bytes, set(pair_ids), ignore_merges, source)
-    return _ranks_tokenizer(token_bytes, pre_tokenizer, normalizer, specials, source)
+            tok = _ranks_tokenizer(token_bytes, pre_tokenizer, normalizer, specials, source)
+        else:
+            tok = assemble_tokenizer(engine_merges, byte_ids, pattern=None, special_tokens=specials, source=source,
+                                     pre_tokenizer=pre_tokenizer, normalizer=normalizer, unmerged_tokens=unmerged,
+                                     mode=mode)
+    else:
+        _check_rank_pairs(token_bytes, set(pair_ids), ignore_merges, source)
+        tok = _ranks_tokenizer(token_bytes, pre_tokenizer, normalizer, specials, source)
+    tok.normalized_special_tokens = normalized
+    return tok
 
 
 def _ranks_tokenizer(token_bytes: Mapping[int, bytes], pre_tokenizer: PreTokenizer, normalizer: Normalizer | None,

@@ -1,11 +1,14 @@
 """Added tokens for :class:`BBPETokenizer`: matched in text the way the Rust ``tokenizers``
 library matches them, numbered above every id in use, and seeded from the engine's specials.
 
-Matching (what the ``tokenizer.json`` fast twin does, so both give the same ids): special added
-tokens first, then the others in the text between them; within each group the leftmost match,
-and the longest token at a position (``"<|a|>b"`` before ``"<|a|>"``); ``lstrip``/``rstrip``
-take the whitespace before/after into the token, ``single_word`` needs no word character on
-either side. ``split_special_tokens=True`` leaves special tokens to be encoded as text.
+Matching (what the ``tokenizer.json`` fast twin does, so both give the same ids), in two passes
+as ``tokenizers`` makes them: added tokens not marked ``normalized`` first, in the text as given;
+then, in each stretch of text between them, normalized on its own by the tokenizer's
+normalizer, the tokens marked ``normalized``, by their normalized spelling. Within a pass the
+leftmost match, and the longest token at a position (``"<|a|>b"`` before ``"<|a|>"``);
+``lstrip``/``rstrip`` take the whitespace before/after into the token, ``single_word`` needs no
+word character on either side. ``split_special_tokens=True`` leaves the special tokens it
+matches as text.
 
 This module is also copied into model folders as remote code: it imports only flat sibling
 modules, relatively, and third-party libraries that transformers already needs.
@@ -13,11 +16,13 @@ modules, relatively, and third-party libraries that transformers already needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import regex
 from transformers import AddedToken
+
+from .normalizers import Alignment, Normalizer, original_span
 
 PREFILTER_MAX = 32
 """Up to this many tokens in a group, a substring test per token (C speed) runs before the
@@ -25,36 +30,63 @@ regex scan: most texts hold no added token and skip the scan."""
 
 
 class Span(NamedTuple):
-    """A stretch of text: an added token (``token_id``) or text between them (``token_id=None``)."""
+    """A stretch of text: an added token (``token_id``) or text between them (``token_id=None``).
+
+    Text that the second pass normalized carries that ``normalized`` text (to be encoded as it
+    is) and its ``alignment`` (each character's span in the original text); ``start:end`` is
+    then where it comes from in the original.
+    """
 
     start: int
     end: int
     token_id: int | None
+    normalized: str | None = None
+    alignment: Alignment | None = None
 
 
 class _Group(NamedTuple):
     pattern: Any  # a compiled regex: one alternative per token, longest first
     ids: list[int]  # the token id of each alternative
+    special: frozenset[int]  # the alternatives (1-based group numbers) that are special tokens
     contents: tuple[str, ...]  # for the substring prefilter; () when the group is large
 
     def may_occur(self, text: str) -> bool:
         return not self.contents or any(content in text for content in self.contents)
 
+    def spans(self, text: str, base: int, split_special_tokens: bool) -> list[Span]:
+        """``text`` (at ``base`` in the original) cut at this group's tokens; each stretch on its
+        own, as ``tokenizers`` does (single_word sees nothing beyond it)."""
+        cut: list[Span] = []
+        start = 0
+        for match in self.pattern.finditer(text):
+            if split_special_tokens and match.lastindex in self.special:
+                continue  # left as text, as tokenizers skips the match
+            if match.start() > start:
+                cut.append(Span(base + start, base + match.start(), None))
+            cut.append(Span(base + match.start(), base + match.end(), self.ids[match.lastindex - 1]))
+            start = match.end()
+        if start < len(text):
+            cut.append(Span(base + start, base + len(text), None))
+        return cut
+
 
 class AddedTokenMatcher:
-    """Finds added tokens in text; built from ``{id: AddedToken}`` (transformers' added tokens)."""
+    """Finds added tokens in text; built from ``{id: AddedToken}`` (transformers' added tokens)
+    and the tokenizer's normalizer (None: tokens marked ``normalized`` are found as written)."""
 
-    def __init__(self, added: Mapping[int, AddedToken]) -> None:
+    def __init__(self, added: Mapping[int, AddedToken], normalizer: Normalizer | None = None) -> None:
         self.size = len(added)
-        specials = _group([(idx, tok) for idx, tok in added.items() if tok.special])
-        others = _group([(idx, tok) for idx, tok in added.items() if not tok.special])
-        # the groups to match, without and with split_special_tokens
-        self._groups = ([g for g in (specials, others) if g], [others] if others else [])
-        self._prefilter = tuple(_prefilter(groups) for groups in self._groups)
+        self._normalizer = normalizer
+        normalize = normalizer.normalize if normalizer is not None else None
+        self._first = _group([(idx, tok) for idx, tok in added.items() if not tok.normalized])
+        self._second = _group([(idx, tok) for idx, tok in added.items() if tok.normalized], normalize)
+        raw = [g for g in (self._first, None if normalizer is not None else self._second) if g]
+        late_unseen = normalizer is not None and self._second is not None  # its spellings are not the text's
+        self._prefilter = None if late_unseen else _prefilter(raw)
 
     def may_occur(self, text: str, split_special_tokens: bool = False) -> bool:
         """False when no added token can occur in ``text`` (a quick test; True may be wrong)."""
-        contents = self._prefilter[split_special_tokens]
+        contents = self._prefilter
         return contents is None or any(content in text for content in contents)
 
     def spans(self, text: str, split_special_tokens: bool = False) -> list[Span]:
@@ -62,35 +94,54 @@ class AddedTokenMatcher:
         (or none for ``""``) when no added token occurs."""
         if not text:
             return []
-        groups = [g for g in self._groups[split_special_tokens] if g.may_occur(text)]
         spans = [Span(0, len(text), None)]
-        for group in groups:
-            cut: list[Span] = []
-            for span in spans:
+        first = self._first
+        if first is not None and first.may_occur(text):
+            spans = first.spans(text, 0, split_special_tokens)
+        second = self._second
+        if second is None:
+            return spans
+        cut: list[Span] = []
+        for span in spans:
+            if span.token_id is not None:
+                cut.append(span)
+            elif self._normalizer is None:
                 piece = text[span.start : span.end]
-                if span.token_id is not None or not group.may_occur(piece):
-                    cut.append(span)
-                    continue
-                # each stretch on its own (as tokenizers does): single_word sees nothing beyond it
-                base, start = span.start, 0
-                for match in group.pattern.finditer(piece):
-                    if match.start() > start:
-                        cut.append(Span(base + start, base + match.start(), None))
-                    cut.append(Span(base + match.start(), base + match.end(), group.ids[match.lastindex - 1]))
-                    start = match.end()
-                if start < len(piece):
-                    cut.append(Span(base + start, span.end, None))
-            spans = cut
-        return spans
+                cut += second.spans(piece, span.start, split_special_tokens) if second.may_occur(piece) else [span]
+            else:
+                cut += self._normalized_spans(text, span, second, split_special_tokens)
+        return cut
+
+    def _normalized_spans(self, text: str, span: Span, group: _Group, split_special_tokens: bool) -> list[Span]:
+        """The second pass on one stretch: normalized, cut at ``group``'s tokens, mapped back."""
+        piece = text[span.start : span.end]
+        normalized = self._normalizer.normalize(piece)
+        parts = group.spans(normalized, 0, split_special_tokens) if group.may_occur(normalized) else []
+        if all(part.token_id is None for part in parts):  # none found: the stretch as given (normalized alike)
+            return [span]
+        normalized, alignment = self._normalizer.normalize_with_alignment(piece)
+        alignment = [(a + span.start, b + span.start) for a, b in alignment]
+        out: list[Span] = []
+        for part in parts:
+            start, end = original_span(alignment, part.start, part.end)
+            if part.token_id is not None:
+                out.append(Span(start, end, part.token_id))
+            else:
+                out.append(Span(start, end, None, normalized[part.start : part.end], alignment[part.start : part.end]))
+        return out
 
 
-def _group(tokens: Sequence[tuple[int, AddedToken]]) -> _Group | None:
+def _group(tokens: Sequence[tuple[int, AddedToken]], normalize: Any = None) -> _Group | None:
+    """The tokens as one regex; ``normalize``: each is found by its normalized content."""
     if not tokens:
         return None
-    tokens = sorted(tokens, key=lambda item: (-len(item[1].content), item[0]))
+    spelled = [(idx, tok, normalize(tok.content) if normalize else tok.content) for idx, tok in tokens]
+    spelled = sorted((item for item in spelled if item[2]), key=lambda item: (-len(item[2]), item[0]))
+    if not spelled:
+        return None
     alternatives = []
-    for _, tok in tokens:
-        core = f"({regex.escape(tok.content)})"
+    for _, tok, content in spelled:
+        core = f"({regex.escape(content)})"
         if tok.single_word:
             core = rf"(?<!\w){core}(?!\w)"
         if tok.lstrip:
@@ -98,8 +149,9 @@ def _group(tokens: Sequence[tuple[int, AddedToken]]) -> _Group | None:
         if tok.rstrip:
             core = rf"{core}\s*"
         alternatives.append(f"(?:{core})")
-    contents = tuple(tok.content for _, tok in tokens) if len(tokens) <= PREFILTER_MAX else ()
-    return _Group(regex.compile("|".join(alternatives)), [idx for idx, _ in tokens], contents)
+    contents = tuple(content for _, _, content in spelled) if len(spelled) <= PREFILTER_MAX else ()
+    special = frozenset(i for i, (_, tok, _) in enumerate(spelled, 1) if tok.special)
+    return _Group(regex.compile("|".join(alternatives)), [idx for idx, _, _ in spelled], special, contents)
 
 
 def _prefilter(groups: Sequence[_Group]) -> tuple[str, ...] | None:
@@ -126,10 +178,12 @@ def ids_above(new_tokens: Iterable[str | AddedToken], known: Mapping[str, int], 
 
 
 def initial_added_tokens(
-    specials: Mapping[str, int], saved: Mapping[int, Any], normal_tokens: Mapping[int, str]
+    specials: Mapping[str, int], saved: Mapping[int, Any], normal_tokens: Mapping[int, str],
+    normalized: Collection[str] = (),
 ) -> dict[int, AddedToken]:
     """The added tokens to start with: those ``saved`` in a folder (flags kept), plus the engine's
-    ``specials`` as special AddedTokens; ids that clash with each other or with a normal token
+    ``specials`` as special AddedTokens (marked ``normalized`` if in ``normalized``, the engine's
+    normalized special tokens); ids that clash with each other or with a normal token
     (``normal_tokens``, id -> spelling) raise ValueError naming the token."""
     decoder: dict[int, AddedToken] = {}
     for idx, token in saved.items():
@@ -147,7 +201,7 @@ def initial_added_tokens(
         if saved_ids.get(content, idx) != idx:
             raise ValueError(f"special token {content!r} has id {idx}, but the saved added tokens give it "
                              f"id {saved_ids[content]}")
-        decoder.setdefault(idx, AddedToken(content, special=True, normalized=False))
+        decoder.setdefault(idx, AddedToken(content, special=True, normalized=content in normalized))
     return decoder
 
 

@@ -86,6 +86,38 @@ def encode_batch_to_numpy(tokenizer: Tokenizer, texts: Sequence[str], *, num_thr
     return ids.astype(np.uint32, copy=False), np.concatenate(offsets)
 
 
+def encode_batch_flat(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers: int | None = None, **options):
+    """:func:`encode_batch_to_numpy`'s flat uint32 ids and int64 offsets, computed the way that runs
+    in parallel for this tokenizer: threads where the C kernel encodes whole texts without the GIL,
+    else ``num_workers`` forked processes (:func:`encode_batch`). ``num_workers`` defaults to the
+    CPUs available; 1 encodes in this thread."""
+    import numpy as np
+
+    texts = list(texts)
+    if num_workers == 1 or _whole_text_encoder(tokenizer, texts, options) is not None:
+        return encode_batch_to_numpy(tokenizer, texts, num_threads=num_workers, **options)
+    lists = encode_batch(tokenizer, texts, num_workers=num_workers or available_cpus(), **options)
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum([len(ids) for ids in lists], out=offsets[1:])
+    ids = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.uint32, count=int(offsets[-1]))
+    return ids, offsets
+
+
+def append_to_each(ids, offsets, token_id: int, dtype=None):
+    """Flat ids and offsets (as :func:`encode_batch_to_numpy` gives them) with ``token_id`` after
+    each text's ids (an EOS), as ``dtype`` (default: that of ``ids``)."""
+    import numpy as np
+
+    offsets = np.asarray(offsets, dtype=np.int64)
+    moved = offsets + np.arange(len(offsets), dtype=np.int64)  # text i starts i slots later
+    out = np.empty(int(moved[-1]), dtype=dtype or ids.dtype)
+    is_text = np.ones(len(out), dtype=bool)
+    is_text[moved[1:] - 1] = False
+    out[is_text] = ids
+    out[~is_text] = token_id
+    return out, moved
+
+
 def _whole_text_encoder(tokenizer: Tokenizer, texts: list[str], options: dict):
     """``(encode_texts, scanner)`` when every text can go through the C kernel in one call: a C
     scanner splits, the C kernel encodes, and no special token is allowed (a disallowed one

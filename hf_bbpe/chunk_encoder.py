@@ -53,6 +53,19 @@ class DuplicateTokensError(ValueError):
         self.token, self.first, self.second = token, first, second
 
 
+class MissingByteError(ValueError):
+    """Text needs a single byte that the vocabulary has no token for (a rank file may lack one:
+    tiktoken loads it, then fails on such text); ``.byte`` is the byte value."""
+
+    def __init__(self, byte: int) -> None:
+        super().__init__(f"cannot encode the byte {bytes([byte])!r} ({byte:#04x}): the vocabulary has no token for it "
+                         "on its own (its rank file lists no such single byte; tiktoken fails on this text too)")
+        self.byte = byte
+
+    def __reduce__(self) -> tuple[type, tuple[int]]:
+        return type(self), (self.byte,)
+
+
 class TokenTable:
     """A vocabulary ``{id: bytes}`` as three flat buffers, the form the C kernel reads.
 
@@ -97,6 +110,10 @@ class ChunkEncoder:
     module doc); the two other than ``"merges"`` need ``vocab``, ``{id: bytes}`` of every
     normal token, or the same as a :class:`TokenTable` (a byte string listed under two ids is
     found as the lower one).
+
+    In ``"ranks"`` mode a byte may have no token (``byte_ids[b] == -1``), as in a rank file that
+    tiktoken loads: the byte then gets a stand-in id above every real one, which merges as its
+    byte does, and any encoding that would output it raises :class:`MissingByteError`.
     """
 
     def __init__(
@@ -112,10 +129,14 @@ class ChunkEncoder:
             raise ValueError(f"unknown mode {mode!r}; expected one of {MODES}")
         if mode != "merges" and vocab is None:
             raise ValueError(f"mode {mode!r} needs the vocabulary")
+        self._given = (tuple(byte_ids), vocab if mode != "merges" else None)  # what pickling rebuilds from
         self.merges = merges
         self.byte_ids = tuple(byte_ids)
         self.mode = mode
         self.vocab = vocab if mode != "merges" else None
+        self._stand_ins: dict[int, int] = {}  # stand-in id -> the byte without a token
+        if -1 in self.byte_ids:
+            self._stand_in_missing_bytes()
         self._identity = self.byte_ids == tuple(range(256))
         self._cache: dict[str, tuple[int, ...]] = {}
         if native and _native is not None:
@@ -130,6 +151,8 @@ class ChunkEncoder:
             self.encode_text = kernel.encode_text
             self.encode_texts = kernel.encode_texts
             self.clear_cache = kernel.clear_cache
+            if self._stand_ins:
+                self._check_outputs()
         else:
             self._whole: dict[bytes, int] | None = None
             self._pair_rank = merges.get
@@ -145,6 +168,47 @@ class ChunkEncoder:
                         whole[data] = min(first, idx)
                 if mode == "ranks":
                     self._pair_rank = self._rank_of_bytes
+            if self._stand_ins:
+                self._check_outputs()
+
+    def _stand_in_missing_bytes(self) -> None:
+        """Give each byte without a token a stand-in id (and token) above every real id."""
+        if self.mode != "ranks":
+            missing = self.byte_ids.index(-1)
+            raise ValueError(f"the single byte {bytes([missing])!r} has no token; only \"ranks\" mode allows that")
+        table = self.vocab if isinstance(self.vocab, TokenTable) else TokenTable.from_vocab(self.vocab)
+        first = max(max(table.ids, default=-1), max(self.byte_ids)) + 1
+        missing = [b for b, idx in enumerate(self.byte_ids) if idx < 0]
+        self._stand_ins = {first + k: b for k, b in enumerate(missing)}
+        ids = dict(zip(missing, self._stand_ins))
+        self.byte_ids = tuple(ids.get(b, idx) for b, idx in enumerate(self.byte_ids))
+        self.vocab = TokenTable(table.data + bytes(missing), array("q", [*table.lengths, *[1] * len(missing)]),
+                                array("q", [*table.ids, *self._stand_ins]))
+        self._first_stand_in = first
+
+    def _check_outputs(self) -> None:
+        """Wrap every encoding method so that output holding a stand-in id raises MissingByteError."""
+        first, stand_ins = self._first_stand_in, self._stand_ins
+
+        def check(ids):
+            if ids and max(ids) >= first:
+                raise MissingByteError(stand_ins[next(i for i in ids if i >= first)])
+            return ids
+
+        encode_chunks, encode_bytes = self.encode_chunks, self.encode_bytes
+        self.encode_chunks = lambda chunks: check(encode_chunks(chunks))
+        self.encode_bytes = lambda data: check(encode_bytes(data))
+        if "encode_text" in self.__dict__:
+            encode_text, encode_texts = self.encode_text, self.encode_texts
+
+            def encode_texts_checked(texts, scanner, as_lists):
+                result = encode_texts(texts, scanner, as_lists)
+                for ids in result if as_lists else [array("I", result[0])]:
+                    check(ids)
+                return result
+
+            self.encode_text = lambda text, scanner: check(encode_text(text, scanner))
+            self.encode_texts = encode_texts_checked
 
     def _rank_of_bytes(self, pair: tuple[int, int], default: int | None = None) -> int | None:
         """``"ranks"`` mode: the id of the token that the two parts spell together, if any."""
@@ -155,8 +219,8 @@ class ChunkEncoder:
             return default
 
     def __getstate__(self) -> dict:
-        return {"merges": self.merges, "byte_ids": self.byte_ids, "mode": self.mode, "vocab": self.vocab,
-                "native": self.native}
+        byte_ids, vocab = self._given
+        return {"merges": self.merges, "byte_ids": byte_ids, "mode": self.mode, "vocab": vocab, "native": self.native}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["merges"], state["byte_ids"], mode=state.get("mode", "merges"), vocab=state.get("vocab"),
@@ -168,7 +232,7 @@ class ChunkEncoder:
     @property
     def native(self) -> bool:
         """True when the C kernel encodes (then ``encode_text`` and ``encode_texts`` work)."""
-        return "encode_chunks" in self.__dict__
+        return "_kernel" in self.__dict__
 
     def encode_text(self, text: str, scanner: object) -> list[int] | None:
         """Split ``text`` with a C scanner (``patterns.native_scanner``) and encode it in one call,

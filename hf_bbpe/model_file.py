@@ -14,7 +14,8 @@ written as ``hf_bbpe v1``: the same layout plus one line with the 256 byte ids, 
 lines ``<left> <right> <id>``. A tokenizer that v1 cannot describe is written as ``hf_bbpe v2``:
 v1 plus two sections. After the pattern, one line holding a JSON object ``{"normalizer": ...,
 "pre_tokenizer": ...}`` in ``tokenizers``' JSON forms (the pipeline's patterns in Python
-``regex`` syntax; the pattern line is then empty), for a normalizer or a pre-tokenizer pipeline.
+``regex`` syntax; the pattern line is then empty), for a normalizer or a pre-tokenizer pipeline,
+and ``"normalized_special_tokens": [...]`` when some special tokens are found in the normalized text.
 After the byte ids, a line ``mode <merges|ignore_merges|ranks>``, the number of tokens that no
 merge builds (Llama 3 has 678) and one ``<id> <base64 bytes>`` line for each. minbpe reads only
 its own layout; hf_bbpe reads all three, and writes the first one that holds the tokenizer.
@@ -54,6 +55,8 @@ class ModelFileContents:
     """JSON form of a pre-tokenizer pipeline; None when ``pattern`` says how text is split."""
     mode: str = "merges"
     unmerged: dict[int, bytes] = field(default_factory=dict)
+    normalized_specials: list[str] = field(default_factory=list)
+    """Special tokens found in the normalized text (``Tokenizer.normalized_special_tokens``)."""
 
 
 def is_minbpe_layout(merges: dict[tuple[int, int], int], byte_ids: list[int]) -> bool:
@@ -74,12 +77,14 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
                 "format cannot hold (in a regex, write it as \\n)"
             )
     pipeline = contents.normalizer is not None or contents.pre_tokenizer is not None
-    v2 = pipeline or contents.mode != "merges" or bool(contents.unmerged)
+    v2 = pipeline or contents.mode != "merges" or bool(contents.unmerged) or bool(contents.normalized_specials)
     minbpe = not v2 and is_minbpe_layout(contents.merges, contents.byte_ids)
     header = EXTENDED_HEADER_V2 if v2 else MINBPE_HEADER if minbpe else EXTENDED_HEADER
     lines = [header, contents.pattern]
     if v2:
         options = {"normalizer": contents.normalizer, "pre_tokenizer": contents.pre_tokenizer}
+        if contents.normalized_specials:
+            options["normalized_special_tokens"] = sorted(contents.normalized_specials)
         lines.append(json.dumps(options, ensure_ascii=True, separators=(",", ":")))
     lines.append(str(len(contents.special_tokens)))
     lines += [f"{token} {idx}" for token, idx in contents.special_tokens.items()]
@@ -138,10 +143,13 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
             options = json.loads(lines[2]) if len(lines) > 2 else None
         except ValueError as exc:
             raise fail(3, f"expected a JSON object with the normalizer and pre_tokenizer ({exc})") from None
-        if not isinstance(options, dict) or not all(v is None or isinstance(v, dict) for v in options.values()):
+        named = options.pop("normalized_special_tokens", []) if isinstance(options, dict) else []
+        if not isinstance(options, dict) or not all(v is None or isinstance(v, dict) for v in options.values()) \
+                or not isinstance(named, list) or not all(isinstance(t, str) for t in named):
             raise fail(3, f"expected a JSON object with the normalizer and pre_tokenizer, got {lines[2]!r}")
         contents.normalizer = options.get("normalizer")
         contents.pre_tokenizer = options.get("pre_tokenizer")
+        contents.normalized_specials = named
     if len(lines) <= lineno:
         raise fail(len(lines) + 1, "file ends before the special-token count")
     try:

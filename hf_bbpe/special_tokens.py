@@ -123,3 +123,20 @@ def resolve_special_policy(
 def special_token_regex(tokens: Collection[str]) -> regex.Pattern:
     """A regex matching any of ``tokens``, longest first so that overlapping tokens are exact."""
     return regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))
+
+
+def split_on(text: str, pattern: regex.Pattern | None) -> list[tuple[str, bool]]:
+    """``text`` cut at the matches of ``pattern`` (None: no cut): ``(stretch, is_match)`` pairs in
+    order, with no empty stretches."""
+    if pattern is None:
+        return [(text, False)] if text else []
+    parts: list[tuple[str, bool]] = []
+    start = 0
+    for match in pattern.finditer(text):
+        if match.start() > start:
+            parts.append((text[start : match.start()], False))
+        parts.append((match.group(), True))
+        start = match.end()
+    if start < len(text):
+        parts.append((text[start:], False))
+    return parts

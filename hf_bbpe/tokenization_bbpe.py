@@ -39,7 +39,7 @@ from .added_tokens import AddedTokenMatcher, ids_above, initial_added_tokens, no
 from .atomic_write import write_text_atomic
 from .byte_unicode import spell_vocab, unicode_to_token
 from .encode_outputs import Offsets, plain_output, with_offset_mapping
-from .normalizers import resolve_normalizer
+from .normalizers import original_span, resolve_normalizer
 from .patterns import resolve_pattern
 from .pre_tokenizers import resolve_pre_tokenizer
 from .saved_folder import (
@@ -170,7 +170,8 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         self.add_eos_token = bool(add_eos_token)
 
         kwargs["added_tokens_decoder"] = initial_added_tokens(
-            {**file_specials, **core.special_tokens}, kwargs.get("added_tokens_decoder") or {}, self._spelled
+            {**file_specials, **core.special_tokens}, kwargs.get("added_tokens_decoder") or {}, self._spelled,
+            core.normalized_special_tokens,
         )
         super().__init__(clean_up_tokenization_spaces=clean_up_tokenization_spaces, **kwargs)
         self._register_engine_specials()
@@ -195,6 +196,56 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         lacks are added as new special tokens above the largest id in use.
         """
         return cls(engine=tok, **kwargs)
+
+    # ------------------------------------------------------------------ training
+
+    def train_new_from_iterator(
+        self,
+        text_iterator: Iterable[str | Sequence[str]],
+        vocab_size: int,
+        length: int | None = None,
+        new_special_tokens: Sequence[str | AddedToken] | None = None,
+        special_tokens_map: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> BBPETokenizer:
+        """A new tokenizer trained on ``text_iterator`` with this one's split pattern (or
+        pre-tokenizer), normalizer, special tokens and settings, as transformers'
+        ``PreTrainedTokenizerFast.train_new_from_iterator`` does.
+
+        ``text_iterator`` yields texts or batches (lists) of texts. ``vocab_size`` counts the
+        special tokens, as in transformers: the new tokenizer has ``vocab_size - k`` normal tokens
+        (256 bytes and the merges learned) and then its ``k`` special tokens, in this tokenizer's
+        order followed by ``new_special_tokens``; fewer merges if the text has no more pairs.
+        ``special_tokens_map`` renames special tokens (``{"<|endoftext|>": "</s>"}``), named roles
+        (``eos_token``...) included. Only special added tokens carry over, as in transformers.
+        ``length`` (the number of texts, for transformers' progress bar) is accepted and unused;
+        the engine's own keywords ``tie_break``, ``min_frequency``, ``num_workers`` and
+        ``show_progress`` (``progress``) are passed to :meth:`Tokenizer.train`.
+        """
+        train_options = {key: kwargs.pop(key) for key in ("tie_break", "min_frequency", "num_workers") if key in kwargs}
+        if "show_progress" in kwargs:
+            train_options["progress"] = bool(kwargs.pop("show_progress"))
+        if kwargs:
+            raise TypeError(f"train_new_from_iterator() got unexpected keyword arguments: {', '.join(kwargs)}")
+        rename = dict(special_tokens_map or {})
+        specials = [rename.get(token.content, token.content)
+                    for _, token in sorted(added_tokens_by_id(self).items()) if token.special]
+        specials += [str(token) for token in new_special_tokens or ()]
+        specials = list(dict.fromkeys(specials))
+        if vocab_size - len(specials) < 256:
+            raise ValueError(f"vocab_size {vocab_size} leaves no room for the 256 byte tokens beside "
+                             f"{len(specials)} special tokens (it counts them, as in transformers)")
+        old = self._engine
+        engine = Tokenizer.from_merges({}, pre_tokenizer=old.pre_tokenizer, normalizer=old.normalizer)
+        engine.train(_texts_of(text_iterator), vocab_size - len(specials), **train_options)
+        engine.register_special_tokens({token: engine.n_vocab + i for i, token in enumerate(specials)})
+        init = {key: value for key, value in self.init_kwargs.items() if key not in _NOT_CARRIED_OVER}
+        for key, value in init.items():
+            if key.endswith("_token") and isinstance(value, (str, AddedToken)):
+                init[key] = _renamed(value, rename)
+            elif key in ("additional_special_tokens", "extra_special_tokens") and isinstance(value, (list, tuple)):
+                init[key] = [_renamed(token, rename) for token in value]
+        return type(self).from_engine(engine, **init)
 
     # ------------------------------------------------------------------ vocabulary
 
@@ -315,7 +366,7 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         added = added_tokens_by_id(self)
         matcher = self._matcher
         if matcher is None or matcher.size != len(added):  # the size catches the added_tokens_decoder setter
-            matcher = self._matcher = AddedTokenMatcher(added)
+            matcher = self._matcher = AddedTokenMatcher(added, self._engine.normalizer)
         return matcher
 
     def tokenize(self, text: str, **kwargs: Any) -> list[str]:
@@ -328,11 +379,11 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         text, kwargs = self.prepare_for_tokenization(text, **kwargs)
         added = added_tokens_by_id(self)
         tokens: list[str] = []
-        for start, end, idx in self._added_matcher().spans(text, split_special_tokens):
-            if idx is None:
-                tokens += self._tokenize(text[start:end])
+        for span in self._added_matcher().spans(text, split_special_tokens):
+            if span.token_id is None:
+                tokens += self._tokenize(text[span.start : span.end] if span.normalized is None else span.normalized)
             else:
-                tokens.append(added[idx].content)
+                tokens.append(added[span.token_id].content)
         return tokens
 
     def _tokenize(self, text: str, **kwargs: Any) -> list[str]:
@@ -347,11 +398,11 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         if not matcher.may_occur(text, split_special_tokens):  # most texts: no added token in them
             return encode(text)
         ids: list[int] = []
-        for start, end, idx in matcher.spans(text, split_special_tokens):
-            if idx is None:
-                ids += encode(text[start:end])
-            else:
-                ids.append(idx)
+        for span in matcher.spans(text, split_special_tokens):
+            if span.token_id is not None:
+                ids.append(span.token_id)
+            else:  # normalized text (the second pass's) normalizes to itself: normal forms are idempotent
+                ids += encode(text[span.start : span.end] if span.normalized is None else span.normalized)
         return ids
 
     def _text_ids_and_offsets(self, text: str, split_special_tokens: bool = False) -> tuple[list[int], Offsets]:
@@ -359,14 +410,18 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         spans the whitespace it strips, as in ``tokenizers``)."""
         ids: list[int] = []
         offsets: Offsets = []
-        for start, end, idx in self._added_matcher().spans(text, split_special_tokens):
-            if idx is None:
+        for start, end, idx, normalized, alignment in self._added_matcher().spans(text, split_special_tokens):
+            if idx is not None:
+                ids.append(idx)
+                offsets.append((start, end))
+            elif normalized is not None:  # the second pass's normalized text: offsets through its alignment
+                piece_ids, piece_offsets = self._engine.encode_with_offsets(normalized, allowed_special="none")
+                ids += piece_ids
+                offsets += [original_span(alignment, first, last) for first, last in piece_offsets]
+            else:
                 piece_ids, piece_offsets = self._engine.encode_with_offsets(text[start:end], allowed_special="none")
                 ids += piece_ids
                 offsets += [(first + start, last + start) for first, last in piece_offsets]
-            else:
-                ids.append(idx)
-                offsets.append((start, end))
         return ids, offsets
 
     def _request_input(self, text: Any, options: dict[str, Any]) -> Any:
@@ -567,6 +622,38 @@ class _Spelling:
         return self.spelled, self.token_to_id
 
 
+_NOT_CARRIED_OVER = frozenset({
+    "vocab_file", "merges_file", "tokenizer_file", "name_or_path", "is_local", "local_files_only", "backend",
+    "added_tokens_decoder", "auto_map", "engine", "pattern", "pre_tokenizer", "normalizer", "bpe_mode",
+})
+"""init_kwargs that describe the old files or the old engine, not settings for a new tokenizer."""
+
+
+def _texts_of(text_iterator: Iterable[str | Sequence[str]]) -> Iterator[str]:
+    """The texts of an iterator of texts or of batches of texts."""
+    for item in text_iterator:
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, (list, tuple)):
+            for text in item:
+                if not isinstance(text, str):
+                    raise TypeError(f"train_new_from_iterator: a batch holds a {type(text).__name__}, not a str")
+                yield text
+        else:
+            raise TypeError(f"train_new_from_iterator: expected texts or lists of texts, got a {type(item).__name__}")
+
+
+def _renamed(token: str | AddedToken, rename: Mapping[str, str]) -> str | AddedToken:
+    """``token`` under its new name in ``rename`` (an AddedToken keeps its flags)."""
+    content = str(token)
+    if content not in rename:
+        return token
+    if isinstance(token, AddedToken):
+        return AddedToken(rename[content], single_word=token.single_word, lstrip=token.lstrip, rstrip=token.rstrip,
+                          normalized=token.normalized, special=True)
+    return rename[content]
+
+
 def _json_text(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
@@ -589,6 +676,7 @@ def _copy_engine(engine: Tokenizer, pattern: str | None, pre_tokenizer: Any, nor
                                  check=False, unmerged_tokens=engine.unmerged_tokens, mode=engine.mode,
                                  pre_tokenizer=engine.pre_tokenizer, normalizer=engine.normalizer,
                                  allow_large_ids=True)  # the engine checked its special ids when they were registered
+    copy.normalized_special_tokens = engine.normalized_special_tokens
     for name, given, resolve in (("pre_tokenizer", pre_tokenizer, resolve_pre_tokenizer),
                                  ("normalizer", normalizer, resolve_normalizer)):
         if given is not None and resolve(given) != getattr(copy, name):

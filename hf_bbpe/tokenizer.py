@@ -22,7 +22,8 @@ import operator
 import os
 import sys
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from .model_file import (
     write_model_file,
     write_vocab_file,
 )
-from .normalizers import Normalizer, resolve_normalizer
+from .normalizers import Normalizer, original_span, resolve_normalizer
 from .patterns import native_scanner, resolve_pattern
 from .pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
 from .progress import progress_bar
@@ -47,6 +48,7 @@ from .special_tokens import (
     checked_special_tokens,
     resolve_special_policy,
     special_token_regex,
+    split_on,
 )
 from .token_ids import single_token_id, token_id_list
 from .token_offsets import token_char_spans
@@ -81,6 +83,7 @@ class Tokenizer:
         self._rank_table: TokenTable | None = None  # "ranks" mode before its merges are recovered
         self._rank_vocab: dict[int, bytes] | None = None  # the same as a dict, made when first needed
         self._special_tokens: dict[str, int] = {}
+        self._normalized_specials: frozenset[str] = frozenset()
         self._rebuild()
 
     # ----------------------------------------------------------------- state
@@ -147,7 +150,7 @@ class Tokenizer:
         function that holds a tokenizer (it pickles it)."""
         state = self.__dict__.copy()
         for key in ("_split", "_scanner", "_encoder", "_vocab", "_rank_vocab", "_special_regex_cache",
-                    "_policy_cache"):
+                    "_normalized_forms", "_policy_cache"):
             state.pop(key, None)
         merges = state.get("_merges")
         if type(merges) is dict:
@@ -265,11 +268,14 @@ class Tokenizer:
         """A ``"ranks"``-mode tokenizer: tiktoken's ``Encoding`` for the same arguments.
 
         ``mergeable_ranks`` maps every normal token's bytes to its id, as tiktoken's
-        ``Encoding(mergeable_ranks=...)`` takes it; every single byte needs a rank (tiktoken
-        fails on a byte that has none). The merges are recovered from the ranks when first
+        ``Encoding(mergeable_ranks=...)`` takes it. The merges are recovered from the ranks when first
         needed (:attr:`merges`); tokens that no merge of lower ranks builds are kept as
-        :attr:`unmerged_tokens`. Raises ValueError for a missing byte, a negative id or two
-        tokens with one id.
+        :attr:`unmerged_tokens`. Raises ValueError for a negative id or two tokens with one id.
+
+        A single byte without a rank loads, as tiktoken loads it: text whose encoding needs that
+        byte on its own raises :class:`~chunk_encoder.MissingByteError` naming it (tiktoken
+        panics there), everything else encodes as tiktoken encodes it. Such a vocabulary has no
+        merge list (:attr:`merges` raises), so it cannot be saved or extended.
         """
         vocab: dict[int, bytes] = {}
         for data, idx in mergeable_ranks.items():
@@ -298,10 +304,6 @@ class Tokenizer:
     ) -> Tokenizer:
         """:meth:`from_ranks` for a vocabulary given as a table with distinct ids (importers
         read files straight into one); ``byte_ids[b]`` is the id of byte ``b``, -1 if none."""
-        if -1 in byte_ids:
-            missing = list(byte_ids).index(-1)
-            raise ValueError(f"the single byte {bytes([missing])!r} has no rank ({list(byte_ids).count(-1)} bytes "
-                             "missing); byte-level BPE needs all 256")
         if len(table.ids) and (min(table.ids) < 0 or max(table.ids) > _MAX_ID):
             bad = next(i for i in table.ids if not 0 <= i <= _MAX_ID)
             raise ValueError(f"token id {bad} is out of range 0 .. {_MAX_ID}")
@@ -345,6 +347,11 @@ class Tokenizer:
     def _recover_merges(self) -> None:
         """In ``"ranks"`` mode, recover the merges from the ranks once (see from_ranks)."""
         if self._merges is None:
+            if -1 in self._byte_ids:
+                missing = self._byte_ids.index(-1)
+                raise ValueError(f"the single byte {bytes([missing])!r} has no rank ({self._byte_ids.count(-1)} bytes "
+                                 "missing): this vocabulary encodes as tiktoken does, but has no merge list, which "
+                                 "byte-level BPE needs all 256 bytes for (to save, extend or convert it)")
             merges, unmerged = self._encoder.recover_merges()
             vocab = self._normal_vocab()
             self._unmerged = {idx: vocab[idx] for idx in unmerged}
@@ -376,6 +383,27 @@ class Tokenizer:
     @special_tokens.setter
     def special_tokens(self, tokens: Mapping[str, int]) -> None:
         self._special_tokens = self._checked_specials(tokens, replace=True)  # a bad value changes nothing
+        self._normalized_specials = self._normalized_specials.intersection(self._special_tokens)
+        self._rebuild()
+
+    @property
+    def normalized_special_tokens(self) -> frozenset[str]:
+        """The special tokens found in the normalized text (``tokenizers``' ``normalized: true``).
+
+        ``encode`` first finds the other special tokens in the text as given; each stretch between
+        them is normalized, and these are found in it by their normalized spelling, as
+        ``tokenizers`` finds added tokens marked ``normalized`` (so "café" under NFD also matches
+        the precomposed "café" in text). Empty unless set; every name must be a special token.
+        """
+        return self._normalized_specials
+
+    @normalized_special_tokens.setter
+    def normalized_special_tokens(self, tokens: Iterable[str]) -> None:
+        tokens = frozenset(tokens)
+        unknown = sorted(tokens - self._special_tokens.keys())
+        if unknown:
+            raise ValueError(f"normalized special token {unknown[0]!r} is not a registered special token")
+        self._normalized_specials = tokens
         self._rebuild()
 
     def register_special_tokens(self, special_tokens: Mapping[str, int], *, allow_large_ids: bool = False) -> None:
@@ -427,6 +455,7 @@ class Tokenizer:
             self._encoder = ChunkEncoder(merges, self._byte_ids, mode=self._mode, vocab=normal)
         self._inverse_special = {idx: token for token, idx in self._special_tokens.items()}
         self._special_regex_cache: dict[frozenset[str], object] = {}
+        self._normalized_forms: tuple[Normalizer | None, dict[str, str]] | None = None  # {normalized form: token}
         self._policy_cache: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
 
     @property
@@ -471,8 +500,10 @@ class Tokenizer:
         """Learn ``vocab_size - 256`` merges from a str or an iterable of documents.
 
         Documents (a file object yields lines) are split with the pattern one by one, in
-        parallel processes; see :func:`train_from_counts` for the rest. A ``ray.data.Dataset``
-        is counted on its Ray cluster (column ``text_column``; see ``hf_bbpe.distributed``).
+        parallel processes; see :func:`train_from_counts` for the rest. A Hugging Face
+        ``datasets.Dataset`` or streaming ``IterableDataset`` is read in batches (column
+        ``text_column``); a ``ray.data.Dataset`` is counted on its Ray cluster (the same column;
+        see ``hf_bbpe.distributed``).
         """
         _check_vocab_size(vocab_size)
         counts = self._chunk_counts(text, num_workers, progress, tie_break, text_column)
@@ -557,6 +588,7 @@ class Tokenizer:
             allow_large_ids=True,  # the ids were checked when they were registered here
             pre_tokenizer=self.pre_tokenizer, normalizer=self.normalizer,
         )
+        extended._normalized_specials = self._normalized_specials
         extended._merges = extended._learn(
             words, weights, num_new_merges, tie_break, min_frequency, verbose, progress, unique_bytes=True
         )
@@ -569,6 +601,7 @@ class Tokenizer:
         """The chunk counts of training text: in this machine's processes, or on Ray for a Ray Dataset."""
         ray_data = sys.modules.get("ray.data")  # a Ray Dataset can only exist once ray.data is loaded
         if ray_data is None or not isinstance(text, ray_data.Dataset):
+            text = _hf_dataset_texts(text, text_column)
             return count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
         if tie_break == "first_occurrence":
             raise ValueError(
@@ -678,6 +711,8 @@ class Tokenizer:
         to encode it as ordinary text.
         """
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        if self._normalized_specials and not self._normalized_specials.isdisjoint(allowed | disallowed):
+            return self._encode_normalized_specials(text, allowed, disallowed)
         if disallowed:
             match = self._special_regex(disallowed).search(text)
             if match:
@@ -695,6 +730,40 @@ class Tokenizer:
             ids += self.encode_ordinary(text[start:])
         return ids
 
+    def _encode_normalized_specials(self, text: str, allowed: frozenset[str], disallowed: frozenset[str]) -> list[int]:
+        """:meth:`encode` when some special tokens are found in the normalized text, in
+        ``tokenizers``' two passes (see :attr:`normalized_special_tokens`)."""
+        late = self._normalized_specials
+        normalize = self.normalizer.normalize if self.normalizer is not None else str
+        cached = self._normalized_forms
+        if cached is None or cached[0] is not self.normalizer:
+            forms: dict[str, str] = {}
+            for token in sorted(late, reverse=True):  # a form two tokens share goes to the first by name
+                if normalize(token):
+                    forms[normalize(token)] = token
+            cached = self._normalized_forms = (self.normalizer, forms)
+        by_form = cached[1]
+        forbidden = frozenset(form for form, token in by_form.items() if token in disallowed)
+        wanted = frozenset(form for form, token in by_form.items() if token in allowed)
+        if disallowed - late:
+            match = self._special_regex(disallowed - late).search(text)
+            if match:
+                raise DisallowedSpecialToken(match.group())
+        ids: list[int] = []
+        for stretch, is_special in split_on(text, self._special_regex(allowed - late) if allowed - late else None):
+            if is_special:
+                ids.append(self._special_tokens[stretch])
+                continue
+            normalized = normalize(stretch)
+            if forbidden:
+                match = self._special_regex(forbidden).search(normalized)
+                if match:
+                    raise DisallowedSpecialToken(by_form[match.group()])
+            for piece, is_form in split_on(normalized, self._special_regex(wanted) if wanted else None):
+                # the piece is normalized already; normalizing again changes nothing (normal forms are idempotent)
+                ids += [self._special_tokens[by_form[piece]]] if is_form else self.encode_ordinary(piece)
+        return ids
+
     def encode_with_offsets(
         self,
         text: str,
@@ -704,12 +773,46 @@ class Tokenizer:
         """``encode(text, ...)`` and each token's ``(start, end)`` character offsets in ``text``.
 
         A token holding part of a multi-byte character spans that whole character, as the
-        ``tokenizers`` library reports it (see token_offsets.py). ``allowed_special="none"``
-        gives ``encode_ordinary``'s ids.
+        ``tokenizers`` library reports it (see token_offsets.py). Under a normalizer or a
+        pipeline that changes the text (``ByteLevel(add_prefix_space=True)``), offsets go
+        through :meth:`chunks_with_spans`: a token covers the original characters its normalized
+        characters come from. ``allowed_special="none"`` gives ``encode_ordinary``'s ids.
         """
         ids = self.encode(text, allowed_special, disallowed_special)
         vocab = self.vocab
-        return ids, token_char_spans(text, [len(vocab[idx]) for idx in ids])
+        if self.is_plain:  # the tokens' bytes are the text's bytes
+            return ids, token_char_spans(text, [len(vocab[idx]) for idx in ids])
+        allowed, _ = self._special_policy(allowed_special, disallowed_special)
+        if not self._normalized_specials.isdisjoint(allowed):
+            raise NotImplementedError("offsets with special tokens found in the normalized text")
+        lengths = iter([len(vocab[idx]) for idx in ids])
+        offsets: list[tuple[int, int]] = []
+        at = 0
+        for stretch, is_special in split_on(text, self._special_regex(allowed) if allowed else None):
+            if is_special:
+                next(lengths)
+                offsets.append((at, at + len(stretch)))
+            else:
+                offsets += self._stretch_offsets(stretch, at, lengths)
+            at += len(stretch)
+        return ids, offsets
+
+    def _stretch_offsets(self, stretch: str, at: int, lengths: Iterator[int]) -> list[tuple[int, int]]:
+        """Offsets (from ``at``) of the tokens of ``stretch``, text without special tokens, taking
+        their byte lengths from ``lengths``: chunk by chunk, since each chunk is encoded alone."""
+        offsets: list[tuple[int, int]] = []
+        for chunk, spans in self.chunks_with_spans(stretch):
+            data = chunk if isinstance(chunk, bytes) else chunk.encode("utf-8", "surrogatepass")
+            taken: list[int] = []
+            while sum(taken) < len(data):
+                taken.append(next(lengths))
+            if isinstance(chunk, bytes):  # spans are per byte
+                ends = list(accumulate(taken))
+                parts = list(zip([0, *ends[:-1]], ends))
+            else:
+                parts = token_char_spans(chunk, taken)
+            offsets += [(start + at, end + at) for start, end in (original_span(spans, a, b) for a, b in parts)]
+        return offsets
 
     def _special_policy(
         self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
@@ -805,7 +908,8 @@ class Tokenizer:
         if mode == "ranks" and not any(self.unmerged_tokens.values()):
             mode = "merges"  # every token is its recovered merge: the merges encode alike (minbpe can read it)
         contents = ModelFileContents(self._chunker.plain_pattern or "", dict(self._special_tokens), dict(self.merges),
-                                     list(self._byte_ids), mode=mode, unmerged=dict(self._unmerged))
+                                     list(self._byte_ids), mode=mode, unmerged=dict(self._unmerged),
+                                     normalized_specials=sorted(self._normalized_specials))
         if not self.is_plain:
             contents.normalizer = None if self.normalizer is None else self.normalizer.to_json()
             contents.pre_tokenizer = None if self.pre_tokenizer is None else self.pre_tokenizer.to_json()
@@ -829,6 +933,9 @@ class Tokenizer:
             merges = _checked_merges(contents.merges, contents.byte_ids, unmerged)
             specials = checked_special_tokens(contents.special_tokens, existing={},
                                               normal_ids=set(contents.byte_ids) | set(unmerged) | set(merges.values()))
+            unknown = sorted(set(contents.normalized_specials) - specials.keys())
+            if unknown:
+                raise ValueError(f"normalized special token {unknown[0]!r} is not a special token of the file")
         except ValueError as exc:
             raise ModelFileError(f"{model_file}: {exc}") from None
         self._chunker = chunker
@@ -839,6 +946,7 @@ class Tokenizer:
         self._merges = merges
         self._rank_table = self._rank_vocab = None
         self._special_tokens = specials
+        self._normalized_specials = frozenset(contents.normalized_specials)
         self._rebuild()
 
     @classmethod
@@ -880,6 +988,23 @@ class RegexTokenizer(Tokenizer):
         if pre_tokenizer is None:
             pattern = pattern or "gpt4"
         super().__init__(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
+
+
+def _hf_dataset_texts(data: Any, text_column: str) -> Any:
+    """The texts of column ``text_column`` of a Hugging Face ``datasets.Dataset`` or streaming
+    ``IterableDataset``, as a stream read in batches; anything else is returned as it is."""
+    datasets = sys.modules.get("datasets")  # such a dataset can only exist once datasets is loaded
+    if datasets is None:
+        return data
+    if isinstance(data, (datasets.DatasetDict, datasets.IterableDatasetDict)):
+        raise TypeError(f"train on one split of the dataset (its splits: {', '.join(data)}), e.g. ds['train']")
+    if not isinstance(data, (datasets.Dataset, datasets.IterableDataset)):
+        return data
+    columns = data.column_names
+    if columns is not None and text_column not in columns:
+        raise ValueError(f"the dataset has no column {text_column!r} (its columns: {', '.join(columns)}); "
+                         "pass text_column=")
+    return (text for batch in data.select_columns([text_column]).iter(batch_size=1024) for text in batch[text_column])
 
 
 def _chunker(pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,

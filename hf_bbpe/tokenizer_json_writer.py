@@ -105,7 +105,8 @@ def tokenizer_json_dict(
         pairs = list(tok.merges)
     merges = [[spelled[a], spelled[b]] for a, b in pairs]
 
-    added = [_added_token(content, idx) for content, idx in specials.items()]
+    normalized = tok.normalized_special_tokens
+    added = [_added_token(content, idx, normalized=content in normalized) for content, idx in specials.items()]
     for extra in added_tokens_extra or ():
         fields = {k: v for k, v in extra.items() if k in _ADDED_TOKEN_DEFAULTS}
         fields.setdefault("special", False)

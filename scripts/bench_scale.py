@@ -1,6 +1,6 @@
 """Benchmark hf_bbpe.distributed: chunk counting and encoding on Ray, against one machine.
 
-    python scripts/bench_scale.py [CORPUS] [--limit-mb N] [--vocab-size 32768]
+    python scripts/bench_scale.py [CORPUS] [--limit-mb N] [--vocab-size 32768] [--sections counting,encode-corpus]
 
 CORPUS (default: the shared 49 MB corpus, split into documents at blank lines) is first written
 as a parquet dataset (32 files), which Ray reads as a user's job would. Each measurement runs in
@@ -13,6 +13,13 @@ its own subprocess, so that the driver's memory is its own:
   actors hold N, the reading tasks need one) over the whole dataset;
 * driver memory: the driver's peak RSS (VmHWM, reset before counting) above its RSS before
   counting, while it receives the counts and while it trains, divided by the distinct chunks.
+
+* ``encode-corpus``: the real command (``python -m hf_bbpe.cli encode-corpus``) on the parquet
+  files, with a tokenizer trained on the whole corpus to ``--vocab-size`` (uint16 shards of 16 MiB
+  of text each): one process (``--workers 1``), every core, and a Ray cluster that the command
+  starts (``--ray local``) with 1 and 2 actors. The time is the command's whole wall time,
+  start-up included (for Ray: starting the cluster and its actors); the four folders must be
+  byte-identical.
 
 Throughput is MB of UTF-8 text per second of wall time. The counts of every run are checked to
 equal the single-process counts, and the merges trained from the Ray counts to equal the merges
@@ -116,6 +123,8 @@ def main() -> None:
     parser.add_argument("corpus", nargs="?", default=DEFAULT_CORPUS)
     parser.add_argument("--limit-mb", type=float, default=None)
     parser.add_argument("--vocab-size", type=int, default=32768)
+    parser.add_argument("--sections", default="counting,encode-corpus",
+                        help="comma-separated, from: counting (with encode_dataset), encode-corpus")
     parser.add_argument("--mode", choices=("local", "ray"), help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--parquet", help=argparse.SUPPRESS)
@@ -132,23 +141,69 @@ def main() -> None:
         write_parquet(documents, parquet)
         del documents
         reference = os.path.join(tmp, "reference.json")
+        sections = args.sections.split(",")
         print(f"corpus: {args.corpus}, {megabytes:.1f} MB of text, GPT-4 pattern, vocab {args.vocab_size}")
-        for mode, workers in (("local", 1), ("local", 2), ("ray", 1), ("ray", 2)):
-            out = subprocess.run(
-                [sys.executable, __file__, "--mode", mode, "--workers", str(workers), "--parquet", parquet,
-                 "--reference", reference, "--vocab-size", str(args.vocab_size)],
-                capture_output=True, text=True, check=True, timeout=3600,
-            ).stdout
-            r = json.loads(out.strip().splitlines()[-1])
-            line = f"{mode:5} {workers} worker(s): counting {megabytes / r['count_s']:5.2f} MB/s ({r['count_s']:.1f} s)"
-            if mode == "ray":
-                line += (
-                    f"; encode_dataset {megabytes / r['encode_s']:5.2f} MB/s ({r['tokens']:,} tokens); "
-                    f"training on the driver {r['train_s']:.1f} s; {r['distinct']:,} distinct chunks; driver peak "
-                    f"+{r['driver_count_mb']:.0f} MB receiving counts ({r['driver_count_mb'] * 1e6 / r['distinct']:.0f} "
-                    f"B/chunk), +{r['driver_train_mb']:.0f} MB training ({r['driver_train_mb'] * 1e6 / r['distinct']:.0f} B/chunk)"
-                )
-            print(line, flush=True)
+        if "counting" in sections:
+            bench_counting(args, parquet, reference, megabytes)
+        if "encode-corpus" in sections:
+            bench_encode_corpus(args, tmp, parquet, reference, megabytes)
+
+
+def bench_counting(args: argparse.Namespace, parquet: str, reference: str, megabytes: float) -> None:
+    """Counting (and encode_dataset) locally and on Ray; the first run writes the reference merges."""
+    for mode, workers in (("local", 1), ("local", 2), ("ray", 1), ("ray", 2)):
+        r = run_child(args, mode, workers, parquet, reference)
+        line = f"{mode:5} {workers} worker(s): counting {megabytes / r['count_s']:5.2f} MB/s ({r['count_s']:.1f} s)"
+        if mode == "ray":
+            line += (
+                f"; encode_dataset {megabytes / r['encode_s']:5.2f} MB/s ({r['tokens']:,} tokens); "
+                f"training on the driver {r['train_s']:.1f} s; {r['distinct']:,} distinct chunks; driver peak "
+                f"+{r['driver_count_mb']:.0f} MB receiving counts ({r['driver_count_mb'] * 1e6 / r['distinct']:.0f} "
+                f"B/chunk), +{r['driver_train_mb']:.0f} MB training ({r['driver_train_mb'] * 1e6 / r['distinct']:.0f} B/chunk)"
+            )
+        print(line, flush=True)
+
+
+def run_child(args: argparse.Namespace, mode: str, workers: int, parquet: str, reference: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--mode", mode, "--workers", str(workers), "--parquet", parquet,
+         "--reference", reference, "--vocab-size", str(args.vocab_size)],
+        capture_output=True, text=True, check=True, timeout=3600,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def bench_encode_corpus(args: argparse.Namespace, tmp: str, parquet: str, reference: str, megabytes: float) -> None:
+    """``hf-bbpe encode-corpus`` here (1 process, every core) and on Ray (1 and 2 actors), same bytes."""
+    from hf_bbpe import Tokenizer
+    from hf_bbpe.token_shards import open_token_shards
+
+    if not os.path.exists(reference):
+        run_child(args, "local", 2, parquet, reference)  # counts and trains the tokenizer
+    with open(reference, encoding="utf-8") as f:
+        pairs = json.load(f)["merges"]
+    tok = Tokenizer.from_merges({tuple(pair): 256 + i for i, pair in enumerate(pairs)}, pattern="gpt4",
+                                special_tokens={"<|endoftext|>": 256 + len(pairs)})
+    tok.save(os.path.join(tmp, "tokenizer"))
+    inputs = sorted(os.path.join(parquet, name) for name in os.listdir(parquet))
+    folders = []
+    for label, extra in (("1 process", ["--workers", "1"]), ("all cores", []),
+                         ("Ray, 1 actor", ["--ray", "local", "--workers", "1"]),
+                         ("Ray, 2 actors", ["--ray", "local", "--workers", "2"])):
+        out = os.path.join(tmp, f"shards-{len(folders)}")
+        command = [sys.executable, "-m", "hf_bbpe.cli", "encode-corpus", *inputs, "--tokenizer",
+                   os.path.join(tmp, "tokenizer.model"), "--out", out, "--shard-mb", "16", "--no-progress", "--quiet"]
+        start = time.perf_counter()
+        subprocess.run(command + extra, check=True, timeout=3600)
+        seconds = time.perf_counter() - start
+        tokens = sum(len(shard.tokens) for shard in open_token_shards(out))
+        print(f"encode-corpus, {label:13}: {megabytes / seconds:5.2f} MB/s ({seconds:.1f} s, {tokens:,} tokens "
+              "with EOS, start-up included)", flush=True)
+        folders.append(out)
+    contents = [{name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))}
+                for folder in folders]
+    assert all(c == contents[0] for c in contents), "encode-corpus folders differ between runs"
+    print("encode-corpus: the four folders are byte-identical", flush=True)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ make_venv() {  # make_venv DIR
 make_venv .venv
 # torch first and pinned: 2.13.0 is the CPU build on these machines; anything newer is CUDA.
 .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[torch,test,app,ray]"
+.venv/bin/python -m pip install -q -e ".[torch,test,app,ray,datatrove]"
 
 if [ "${HF_BBPE_SKIP_TF457:-0}" != "1" ]; then
   make_venv .venv-tf457

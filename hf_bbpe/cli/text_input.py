@@ -9,6 +9,7 @@ give a result that looks like one and means nothing.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -173,3 +174,66 @@ def _split_lines(lines: Iterator[str], mode: str) -> Iterator[str]:
         in_blank_run = blank and bool(doc)
     if doc:
         yield "".join(doc)
+
+
+RECORD_SUFFIXES = (".jsonl", ".parquet")
+
+
+def iter_corpus_documents(paths: Sequence[str], mode: str = "file", text_column: str = "text") -> Iterator[str]:
+    """The documents of a corpus, file after file: each record's ``text_column`` in a ``.jsonl``
+    file (one JSON object a line) or a ``.parquet`` file (one row each), and text files cut by
+    ``mode`` (see :func:`iter_documents`). A bad record is an error naming the file and the line
+    or row; input with no document at all is an error."""
+    count = 0
+    for path in paths:
+        if path.endswith(".jsonl"):
+            documents = _jsonl_documents(path, text_column)
+        elif path.endswith(".parquet"):
+            documents = _parquet_documents(path, text_column)
+        else:
+            documents = [read_text(path)] if mode == "file" else _split_lines(_iter_lines(path), mode)
+        for doc in documents:
+            count += 1
+            yield doc
+    if not count:
+        reject_empty(paths, 0)
+
+
+def _jsonl_documents(path: str, column: str) -> Iterator[str]:
+    for lineno, line in enumerate(_iter_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise CommandError(f"{path}, line {lineno}: not JSON ({exc})") from None
+        if not isinstance(record, dict) or column not in record:
+            fields = ", ".join(map(repr, record)) if isinstance(record, dict) else f"a JSON {type(record).__name__}"
+            raise CommandError(f"{path}, line {lineno}: no field {column!r} (it has {fields or 'no field'}; "
+                               "--text-column names the field)")
+        text = record[column]
+        if not isinstance(text, str):
+            raise CommandError(f"{path}, line {lineno}: field {column!r} is not a string")
+        yield text
+
+
+def _parquet_documents(path: str, column: str) -> Iterator[str]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise CommandError(f"{path}: reading parquet needs pyarrow (pip install 'hf_bbpe[ray]' brings it)") from None
+    try:
+        parquet = pq.ParquetFile(path)
+    except OSError as exc:
+        raise CommandError(f"{path}: not a parquet file ({exc})") from None
+    names = parquet.schema_arrow.names
+    if column not in names:
+        raise CommandError(f"{path}: no column {column!r} (its columns: {', '.join(names)}; "
+                           "--text-column names the column)")
+    row = 0
+    for batch in parquet.iter_batches(columns=[column], batch_size=8192):
+        for text in batch.column(0).to_pylist():
+            if not isinstance(text, str):
+                raise CommandError(f"{path}, row {row}: column {column!r} holds {text!r}, not a string")
+            row += 1
+            yield text

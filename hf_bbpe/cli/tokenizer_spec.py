@@ -3,7 +3,8 @@
 Accepted forms (``TOKENIZER`` in every subcommand's help):
 
 * ``PRESET:PATH``: a preset of the conversion package (``gpt2``, ``r50k_base``,
-  ``cl100k_base``, ``o200k_base``, ``llama3``, ``llama4``, ``tekken``) read from a local file or
+  ``cl100k_base``, ``o200k_base``, ``whisper``, ``whisper_v3``, ``whisper_en``, ``llama3``,
+  ``llama4``, ``tekken``) read from a local file or
   folder, e.g. ``llama3:Meta-Llama-3/tokenizer.model`` (pattern and special tokens come with the
   preset; ``--no-check-hash`` loads a file whose sha256 is not the preset's);
 * any file or folder that ``conversion.load`` reads, the format told by the content, not the
@@ -40,7 +41,8 @@ from .errors import CommandError, one_line, with_flag_names
 SPEC_HELP = (
     "a tokenizer file or folder, its format read from the content (tiktoken ranks, Meta's tokenizer.model, "
     "tekken.json, tokenizer.json, encoder.json/vocab.bpe, a minbpe .model, a save_pretrained folder), or "
-    "PRESET:PATH (gpt2, r50k_base, p50k_base, cl100k_base, o200k_base, llama3, llama4, tekken), "
+    "PRESET:PATH (gpt2, r50k_base, p50k_base, cl100k_base, o200k_base, whisper, whisper_v3, whisper_en, llama3, "
+    "llama4, tekken), "
     "e.g. llama3:Meta-Llama-3/tokenizer.model"
 )
 

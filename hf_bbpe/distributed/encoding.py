@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..tokenizer import Tokenizer
 from .ray_import import cluster_cpus, require_ray
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
     import ray.data
 
@@ -51,6 +53,45 @@ def encode_dataset(
     )
 
 
+def encode_texts(
+    texts: Sequence[str], tokenizer: Any, *, num_actors: int | None = None, batch_size: int | None = 256
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of ``texts``, encoded on the cluster by :func:`encode_dataset`'s actors and put back
+    in input order: one flat uint32 array and int64 offsets (``len(texts) + 1`` of them), as
+    ``Tokenizer.encode_batch_to_numpy`` returns them. ``hf-bbpe encode-corpus --ray`` encodes each
+    shard with it."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ray = require_ray()
+    texts = list(texts)
+    n = len(texts)
+    if not n:
+        return np.zeros(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
+    blocks = max(1, min(n, 4 * (num_actors or cluster_cpus())))
+    bounds = [n * k // blocks for k in range(blocks + 1)]
+    ds = ray.data.from_arrow([
+        pa.table({"text": pa.array(texts[a:b], pa.large_string()), "position": pa.array(range(a, b), pa.int64())})
+        for a, b in zip(bounds, bounds[1:]) if b > a
+    ])
+    encoded = encode_dataset(ds, tokenizer, num_actors=num_actors, batch_size=batch_size)
+    pieces: list[np.ndarray | None] = [None] * n
+    for batch in encoded.select_columns(["position", "input_ids"]).iter_batches(batch_format="pyarrow", batch_size=None):
+        ids = batch.column("input_ids")
+        flat = pc.list_flatten(ids).to_numpy().astype(np.uint32)
+        ends = np.cumsum(pc.list_value_length(ids).to_numpy(zero_copy_only=False), dtype=np.int64)
+        starts = np.concatenate(([0], ends[:-1]))
+        for position, start, end in zip(batch.column("position").to_pylist(), starts, ends):
+            pieces[position] = flat[start:end]
+    missing = [i for i, piece in enumerate(pieces) if piece is None]
+    if missing:
+        raise RuntimeError(f"Ray returned no ids for {len(missing)} of {n} texts (the first: {missing[0]})")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(piece) for piece in pieces], out=offsets[1:])
+    return np.concatenate(pieces).astype(np.uint32, copy=False), offsets
+
+
 def _engine_and_eos(tokenizer: Any, eos_token: str | None) -> tuple[Tokenizer, str | None]:
     """``(engine tokenizer, its EOS string)`` from an engine tokenizer or a ``BBPETokenizer``."""
     if isinstance(tokenizer, Tokenizer):
@@ -90,16 +131,24 @@ class _BatchEncoder:
     def __init__(self, source: Any, text_column: str, add_eos: bool, attention_mask: bool, eos_token: str | None) -> None:
         loaded = _load(source)
         self.engine = loaded[0]
-        self.eos = [_eos_id(loaded, eos_token)] if add_eos else []
+        self.eos = _eos_id(loaded, eos_token) if add_eos else None
         self.text_column = text_column
         self.attention_mask = attention_mask
 
     def __call__(self, batch: pa.Table) -> pa.Table:
+        import numpy as np
         import pyarrow as pa
 
-        encode = self.engine.encode_ordinary
-        ids = [encode(text) + self.eos for text in batch.column(self.text_column).to_pylist()]
-        batch = batch.append_column("input_ids", pa.array(ids, pa.list_(pa.int32())))
+        from ..batch_encoding import append_to_each
+
+        # one call per batch (the C kernel encodes the texts back to back), ids as plain text
+        ids, offsets = self.engine.encode_batch_to_numpy(batch.column(self.text_column).to_pylist(), num_threads=1,
+                                                         allowed_special="none", disallowed_special=())
+        if self.eos is not None:
+            ids, offsets = append_to_each(ids, offsets, self.eos)
+        starts = pa.array(offsets.astype(np.int32))
+        batch = batch.append_column("input_ids", pa.ListArray.from_arrays(starts, pa.array(ids.astype(np.int32))))
         if self.attention_mask:
-            batch = batch.append_column("attention_mask", pa.array([[1] * len(row) for row in ids], pa.list_(pa.int8())))
+            ones = pa.array(np.ones(len(ids), dtype=np.int8))
+            batch = batch.append_column("attention_mask", pa.ListArray.from_arrays(starts, ones))
         return batch

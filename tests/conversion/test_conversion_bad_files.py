@@ -14,6 +14,7 @@ from conversion import FormatError
 from hf_bbpe import Tokenizer
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+MIX_SAMPLE = DATA / "text" / "mix-sample.txt"
 ENCODER = (DATA / "gpt2" / "encoder.json").read_text(encoding="utf-8")
 VOCAB_BPE = (DATA / "gpt2" / "vocab.bpe").read_text(encoding="utf-8")
 
@@ -170,13 +171,44 @@ def test_duplicate_rank(tmp_path):
         conversion.from_tiktoken(path)
 
 
-def test_duplicate_token(tmp_path):
-    rows = _tiny_ranks() + [(b"ab", 258)]
+@pytest.mark.parametrize("layout", ["regular", "bom"])
+def test_token_listed_twice_keeps_its_last_rank_as_tiktoken_does(tmp_path, layout):
+    """load_tiktoken_bpe builds a dict: the last rank of a token listed twice wins and the first is
+    a hole. Same ids as tiktoken on real text, the same n_vocab, and the hole decodes as no token."""
+    rows = _tiny_ranks() + [(b"ab", 258), (b"x", 259)]  # "ab" listed again; the byte "x" too
     path = _rank_file(tmp_path / "x.tiktoken", rows)
-    with pytest.raises(FormatError, match=r"x.tiktoken: token b'ab' has two ranks, 256 and 258"):
-        conversion.from_tiktoken(path)
-    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # the line-by-line reader names the line
-    with pytest.raises(FormatError, match=r"x.tiktoken:259: token b'ab' already has a rank on line 257"):
+    if layout == "bom":  # the line-by-line reader instead of the bulk one
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    reference = _tiktoken_encoding(path, r"\S+|\s+", special_tokens={"<|eot|>": 300})
+    with pytest.warns(UserWarning, match=r"x.tiktoken:260: token b'x' is listed again \(rank 259; line 121 gave "
+                                         r"it rank 120\).*id 120 is left unused \(2 such line"):
+        tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+", special_tokens={"<|eot|>": 300})
+    assert tok.mergeable_ranks() == reference._mergeable_ranks
+    assert tok.n_vocab == reference.n_vocab == 301
+    text = MIX_SAMPLE.read_text(encoding="utf-8")[:20000] + " abc ab xab xyz"
+    assert tok.encode(text, allowed_special="all") == reference.encode(text, allowed_special="all")
+    assert tok.encode_ordinary("ab x") == reference.encode_ordinary("ab x") == [258, 32, 259]
+    for hole in (256, 120):  # the first rank of "ab", and of the byte "x"
+        with pytest.raises(KeyError):
+            reference.decode([hole])
+        with pytest.raises(ValueError, match=f"unknown token id {hole}"):
+            tok.decode([hole])
+    assert tok.decode([258, 259]) == reference.decode([258, 259]) == "abx"
+
+
+def test_rank_freed_by_a_token_listed_again_may_be_reused(tmp_path):
+    """tiktoken checks ranks for duplicates after the dict is built, so a rank that only a
+    replaced line used is free; a rank two kept tokens share is refused, naming both lines."""
+    rows = _tiny_ranks() + [(b"ab", 258), (b"xy", 256)]
+    path = _rank_file(tmp_path / "x.tiktoken", rows)
+    reference = _tiktoken_encoding(path, r"\S+|\s+")
+    with pytest.warns(UserWarning, match="is listed again"):
+        tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
+    assert tok.mergeable_ranks() == reference._mergeable_ranks
+    assert tok.encode_ordinary("ab xy abc") == reference.encode_ordinary("ab xy abc")
+    path = _rank_file(tmp_path / "x.tiktoken", rows + [(b"zz", 258)])
+    with pytest.warns(UserWarning), pytest.raises(FormatError, match=r"x.tiktoken:261: rank 258 is already used on "
+                                                                     r"line 259"):
         conversion.from_tiktoken(path)
 
 
@@ -200,11 +232,12 @@ def test_unbuildable_token_in_rank_file_is_reached_as_tiktoken_reaches_it(tmp_pa
     assert tok.encode_ordinary("xyz") == [258]
 
 
-def _tiktoken_encoding(path: Path, pattern: str):
+def _tiktoken_encoding(path: Path, pattern: str, special_tokens: dict | None = None):
     import tiktoken
     from tiktoken.load import load_tiktoken_bpe
 
-    return tiktoken.Encoding("t", pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(str(path)), special_tokens={})
+    return tiktoken.Encoding("t", pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(str(path)),
+                             special_tokens=special_tokens or {})
 
 
 @pytest.mark.parametrize("edit", ["bom", "empty_token", "signed_and_underscored_ranks", "crlf", "junk_in_base64"])
@@ -243,6 +276,30 @@ def test_rank_too_large_for_tiktoken_is_a_format_error(tmp_path):
     path.write_bytes(path.read_bytes() + b"eHl6 12345678901234567890123\n")
     with pytest.raises(FormatError, match=r"x.tiktoken:259: rank b'12345678901234567890123' is out of range"):
         conversion.from_tiktoken(path)
+
+
+@pytest.mark.parametrize("rank, tiktoken_takes_it", [(2**31, True), (2**32 - 1, True), (2**32, False)])
+def test_ranks_above_int32_are_refused_naming_the_line(tmp_path, rank, tiktoken_takes_it):
+    """tiktoken's ranks are u32: it builds an Encoding for ranks up to 2**32 - 1 (and overflows
+    above). Ids here are int32, so any rank above 2**31 - 1 is refused with the file, line and
+    the reason; 2**31 - 1 itself loads and encodes as tiktoken does."""
+    import tiktoken
+
+    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks() + [(b"xyz", rank)])
+    ranks = {bytes([b]): b for b in range(256)} | {b"xyz": rank}
+    if tiktoken_takes_it:
+        assert tiktoken.Encoding("t", pat_str=r"\S+", mergeable_ranks=ranks, special_tokens={}).encode("xyz") == [rank]
+    else:
+        with pytest.raises(OverflowError):
+            tiktoken.Encoding("t", pat_str=r"\S+", mergeable_ranks=ranks, special_tokens={})
+    with pytest.raises(FormatError, match=rf"x.tiktoken:259: rank b'{rank}' is out of range 0 \.\. 2147483647 "
+                                          r"\(tiktoken takes up to 2\*\*32 - 1, but hf_bbpe stores ids as 32-bit"):
+        conversion.from_tiktoken(path)
+    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks() + [(b"xyz", 2**31 - 1)])
+    reference = _tiktoken_encoding(path, r"\S+|\s+")
+    tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
+    assert tok.encode_ordinary("xyz abc xyzab") == reference.encode_ordinary("xyz abc xyzab")
+    assert tok.n_vocab == reference.n_vocab == 2**31
 
 
 def test_missing_file():
@@ -359,3 +416,53 @@ def test_every_importer_rejects_bad_special_ids(tmp_path, bad_id, problem):
         model = tmp_path / "x.model"
         model.write_text(f"minbpe v1\n\n1\n<|bad|> {bad_id}\n97 98\n")
         expect(lambda: conversion.from_minbpe(model), "x.model")
+
+
+def _panics(encode, text: str) -> list[int] | None:
+    """``encode(text)``, or None where tiktoken's Rust core panics (a BaseException, not an Exception)."""
+    try:
+        return encode(text)
+    except BaseException as exc:  # noqa: BLE001 - pyo3's PanicException
+        if type(exc).__name__ != "PanicException":
+            raise
+        return None
+
+
+def test_rank_file_without_a_single_byte_encodes_as_tiktoken_until_the_byte_is_needed(tmp_path):
+    """cl100k without the byte "%": tiktoken loads it and panics on text whose encoding needs "%"
+    on its own. We load it, give tiktoken's ids on every document where tiktoken succeeds and raise
+    MissingByteError naming the byte exactly where it fails, through the C and pure-Python encoders."""
+    import tiktoken_ext
+
+    from hf_bbpe import GPT4_SPLIT_PATTERN, MissingByteError
+    from hf_bbpe.chunk_encoder import ChunkEncoder
+
+    cl100k = Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"
+    lines = cl100k.read_bytes().splitlines(keepends=True)
+    path = tmp_path / "no_percent.tiktoken"
+    path.write_bytes(b"".join(line for line in lines if not line.startswith(b"JQ== ")))  # "%" is rank 4
+    reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN, special_tokens={"<|endoftext|>": 100257})
+    tok = conversion.from_tiktoken(path, special_tokens={"<|endoftext|>": 100257})
+    assert tok.n_vocab == reference.n_vocab and tok.byte_ids[ord("%")] == -1
+    docs = [doc for doc in MIX_SAMPLE.read_text(encoding="utf-8").split("\n\n") if doc] + ["50%", "%d", "a % b"]
+    failing = []
+    for doc in docs:
+        expected = _panics(reference.encode_ordinary, doc)
+        if expected is None:
+            failing.append(doc)
+            with pytest.raises(MissingByteError, match=r"cannot encode the byte b'%' \(0x25\)"):
+                tok.encode_ordinary(doc)
+        else:
+            assert tok.encode_ordinary(doc) == expected
+    assert 10 < len(failing) < len(docs) // 10 and "%d" not in failing  # "%d" is a token: no lone "%" needed
+    ok = [doc for doc in docs if doc not in failing]
+    assert tok.encode_batch(ok, num_threads=2) == reference.encode_ordinary_batch(ok)
+    with pytest.raises(MissingByteError):
+        tok.encode_batch(ok + failing[:1], num_threads=2)
+    python = ChunkEncoder({}, tok.byte_ids, mode="ranks", vocab=tok.vocab, native=False)
+    for chunk in (b"%d", b" %", b"xyz"):
+        assert python.encode_bytes(chunk) == reference._encode_single_piece(chunk)
+    with pytest.raises(MissingByteError, match="b'%'"):
+        python.encode_bytes(b"%")
+    with pytest.raises(ValueError, match=r"the single byte b'%' has no rank .*no merge list"):
+        tok.merges  # noqa: B018 - saving, extending and converting need the merges

@@ -1,7 +1,8 @@
 """The real families load through conversion.load and encode exactly as their owners' encoders.
 
 Owners' encoders, from their PyPI packages (test extra): llama_models' tiktoken-based Llama 3 and
-Llama 4 ``Tokenizer``, mistral_common's ``Tekkenizer`` (both Tekken files), and ``tokenizers``
+Llama 4 ``Tokenizer``, mistral_common's ``Tekkenizer`` (both Tekken files), openai-whisper's
+``whisper.tokenizer`` (its three encodings), and ``tokenizers``
 running the Llama 3 tokenizer.json that transformers' ``TikTokenConverter`` makes. Every
 comparison is the whole id sequence of each document of tests/data/text/mix-sample.txt (prose
 in nine languages and Python code, plus Vietnamese that reaches Llama 3's 678 tokens no merge
@@ -16,7 +17,7 @@ import pytest
 from llama_models.llama3.tokenizer import Tokenizer as Llama3Reference
 from llama_models.llama4.tokenizer import Tokenizer as Llama4Reference
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer
-from tests.support.families import LLAMA3_MODEL, LLAMA4_MODEL, TEKKEN_FILES, mix_documents
+from tests.support.families import LLAMA3_MODEL, LLAMA4_MODEL, TEKKEN_FILES, WHISPER_ASSETS, mix_documents
 from tokenizers import Tokenizer as HFTokenizer
 
 import conversion
@@ -198,3 +199,56 @@ def test_extending_llama3_keeps_every_id_and_encodes_other_text_as_before(llama3
     assert differing(extended.encode_ordinary, lambda d: reference.encode(d, bos=False, eos=False), untouched) == []
     assert any(set(extended.encode_ordinary(doc)) & set(new_ids) for doc in touched)
     assert all(extended.decode(extended.encode_ordinary(doc)) == doc for doc in touched)
+
+
+WHISPER_ENCODINGS = {"whisper": ("multilingual", 99), "whisper_v3": ("multilingual", 100), "whisper_en": ("gpt2", 99)}
+"""Preset name -> the arguments of whisper.tokenizer.get_encoding that make the owner's encoding."""
+
+
+def whisper_reference(preset: str):
+    """Whisper's own encoding (tiktoken underneath, with Whisper's special tokens)."""
+    from whisper.tokenizer import get_encoding
+
+    name, num_languages = WHISPER_ENCODINGS[preset]
+    return get_encoding(name, num_languages=num_languages)
+
+
+@pytest.mark.parametrize("preset", sorted(WHISPER_ENCODINGS))
+def test_whisper_presets_equal_whisper_tokenizer(preset, tmp_path):
+    """Each Whisper preset: the owner's special tokens and ids, the same ids as whisper's encoder on
+    every document with and without special tokens, through load_preset, conversion.load and the
+    tokenizer.json we export run by ``tokenizers``."""
+    reference = whisper_reference(preset)
+    path = WHISPER_ASSETS / PRESETS[preset].files[0]
+    tok = conversion.load_preset(preset, path)
+    assert tok.mode == "ranks" and tok.special_tokens == reference._special_tokens
+    assert tok.n_vocab == reference.n_vocab and tok.mergeable_ranks() == reference._mergeable_ranks
+    assert differing(tok.encode_ordinary, reference.encode_ordinary) == []
+    assert differing(tok.encode, reference.encode) == []  # whisper's own default: special tokens disallowed
+    names = ["<|startoftranscript|>", "<|endoftext|>", "<|0.00|>", "<|transcribe|>", "<|notimestamps|>", "<|yue|>"]
+    spelled = [with_specials(doc, names[i % 3:]) for i, doc in enumerate(DOCS[:300])]
+    assert differing(lambda d: tok.encode(d, allowed_special="all"),
+                     lambda d: reference.encode(d, allowed_special="all"), spelled) == []
+    assert differing(lambda d: tok.encode(d, disallowed_special=()),
+                     lambda d: reference.encode(d, disallowed_special=()), spelled) == []
+    with pytest.raises(ValueError, match=r"<\|endoftext\|>"):
+        tok.encode("a <|endoftext|>")
+    assert tok.decode(reference.encode(DOCS[5])) == DOCS[5]
+    if preset == "whisper":
+        assert conversion.load(path).special_tokens == tok.special_tokens  # recognised by its sha256
+    conversion.to_tokenizer_json(tok, tmp_path / "tokenizer.json")
+    hf = HFTokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert differing(lambda d: hf.encode(d, add_special_tokens=False).ids, reference.encode_ordinary) == []
+    assert differing(lambda d: hf.encode(d, add_special_tokens=False).ids,
+                     lambda d: reference.encode(d, allowed_special="all"), spelled) == []
+
+
+def test_whisper_preset_names_the_right_file():
+    """multilingual.tiktoken is not the English-only models' file, and Whisper's gpt2.tiktoken is
+    byte for byte r50k_base.tiktoken (either preset takes it)."""
+    with pytest.raises(conversion.FormatError, match=r"this is whisper's multilingual.tiktoken \(by its sha256\)"):
+        conversion.load_preset("whisper_en", WHISPER_ASSETS / "multilingual.tiktoken")
+    r50k = conversion.load_preset("r50k_base", WHISPER_ASSETS / "gpt2.tiktoken")
+    english = conversion.load_preset("whisper_en", WHISPER_ASSETS)
+    assert r50k.vocab.items() <= english.vocab.items() and english.special_tokens["<|endoftext|>"] == 50256
+    assert conversion.load_preset("whisper_v3", WHISPER_ASSETS).special_tokens["<|translate|>"] == 50359

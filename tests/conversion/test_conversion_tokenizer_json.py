@@ -307,8 +307,6 @@ def test_same_merges_without_ignore_merges_import(tmp_path):
     (lambda d: d["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Whitespace"}),
      "tokenizer.json: pre_tokenizer 'Whitespace' is not supported"),
     (lambda d: d["pre_tokenizer"]["pretokenizers"].pop(), "has no ByteLevel step"),
-    (lambda d: d.update(normalizer={"type": "NFC"}) or d["added_tokens"][0].update(normalized=True),
-     "has normalized=true"),
     (lambda d: d["added_tokens"][0].update(lstrip=True), "has lstrip=true"),
     (lambda d: d["model"].update(byte_fallback=True), "byte_fallback=true"),
     (lambda d: d["model"].update(dropout=0.1), "dropout=0.1"),

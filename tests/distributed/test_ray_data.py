@@ -1,4 +1,4 @@
-"""hf_bbpe.distributed on a real local Ray cluster (``ray.init(num_cpus=2)``, started once here).
+"""hf_bbpe.distributed on a real local Ray cluster (``ray.init(num_cpus=2)``, the session's ``cluster`` fixture).
 
 * chunk counts, and the merges trained from them, equal the single-machine path on the documents
   of mix-sample.txt, for both tie-breaks (``first_occurrence`` through ``order_column``), for
@@ -32,15 +32,6 @@ from tests.support.hf import EOT, mix_docs, trained_engine
 from tests.support.reference_bpe import naive_train_weighted
 
 GPT4 = RegexTokenizer("gpt4").pattern
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """A local two-CPU Ray cluster for this module, shut down after it."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -171,5 +171,9 @@ def test_extend_keeps_ranks_mode_and_every_old_id():
 def test_modes_are_checked():
     with pytest.raises(ValueError, match="unknown mode 'tiktoken'"):
         Tokenizer.from_merges({}, mode="tiktoken")
+    missing_nul = Tokenizer.from_ranks({bytes([b]): b for b in range(1, 256)})  # tiktoken builds it too
+    assert missing_nul.encode_ordinary("ab") == [97, 98]
+    with pytest.raises(ValueError, match=r"cannot encode the byte b'\\x00'"):
+        missing_nul.encode_ordinary("a\x00")
     with pytest.raises(ValueError, match=r"the single byte b'\\x00' has no rank"):
-        Tokenizer.from_ranks({bytes([b]): b for b in range(1, 256)})
+        missing_nul.merges  # noqa: B018

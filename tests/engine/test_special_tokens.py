@@ -254,3 +254,23 @@ def test_decode_matches_tiktoken(tok, enc):
     ids = enc.encode("hello <|endoftext|> 日本", allowed_special="all")
     assert tok.decode(ids) == enc.decode(ids)
     assert tok.decode_bytes(ids) == enc.decode_bytes(ids)
+
+
+def test_normalized_special_tokens_are_checked_and_follow_the_special_tokens(tok):
+    """Only registered special tokens can be marked; replacing the special tokens drops the marks
+    of tokens that are gone; with no normalizer a marked token is found as written, after the others."""
+    import copy
+
+    tok = copy.deepcopy(tok)
+    with pytest.raises(ValueError, match=r"normalized special token '<\|nope\|>' is not a registered special token"):
+        tok.normalized_special_tokens = {"<|nope|>"}
+    tok.register_special_tokens({"<|a|>b": 601, "b<|c|>": 602})
+    tok.normalized_special_tokens = {"<|a|>b", "<|im_start|>"}
+    # "b<|c|>" is found first (the text as given), so the overlapping "<|a|>b" is not
+    assert tok.encode("x<|a|>b<|c|>", allowed_special="all")[-1] == 602
+    assert tok.encode("x<|a|>b<|c|>", allowed_special="all")[-2:] != [601, 602]
+    assert tok.encode("<|a|>b <|im_start|>", allowed_special="all")[::2] == [601, 600]
+    with pytest.raises(ValueError, match=r"'<\|a\|>b'"):
+        tok.encode("x<|a|>by")
+    tok.special_tokens = {"<|a|>b": 601}
+    assert tok.normalized_special_tokens == {"<|a|>b"}

@@ -1,7 +1,7 @@
 """The real families through transformers: BBPETokenizer wrapping Llama 3 (678 tokens no merge
-builds), Llama 4 and Tekken, saved and loaded back, and the AutoTokenizer fast twin of the saved
+builds), Llama 4, Tekken and Whisper, saved and loaded back, and the AutoTokenizer fast twin of the saved
 folder (tokenizer.json run by ``tokenizers``, no hf_bbpe), each equal, whole id sequence per
-document of mix-sample.txt, to the owner's encoder (llama_models, mistral_common): 0 documents
+document of mix-sample.txt, to the owner's encoder (llama_models, mistral_common, whisper): 0 documents
 differing. An extended Llama 3 keeps every old id through the same paths. The Llama 3 tests also
 run on transformers 4.57."""
 
@@ -13,7 +13,7 @@ import pytest
 from llama_models.llama3.tokenizer import Tokenizer as Llama3Reference
 from llama_models.llama4.tokenizer import Tokenizer as Llama4Reference
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer
-from tests.support.families import LLAMA3_MODEL, LLAMA4_MODEL, TEKKEN_FILES, mix_documents
+from tests.support.families import LLAMA3_MODEL, LLAMA4_MODEL, TEKKEN_FILES, WHISPER_ASSETS, mix_documents
 from transformers import AutoTokenizer
 
 import conversion
@@ -73,3 +73,26 @@ def test_extended_llama3_in_transformers_keeps_every_old_id(tmp_path):
     for encode in (lambda d: hf(d)["input_ids"], lambda d: fast(d)["input_ids"], lambda d: back(d)["input_ids"]):
         assert differing(encode, reference, untouched) == []
         assert differing(encode, extended.encode_ordinary) == []
+
+
+def test_whisper_bbpe_tokenizer_and_fast_twin_equal_whisper(tmp_path):
+    """Whisper (multilingual, 1608 special tokens) in transformers: BBPETokenizer, the saved folder
+    loaded back, and its AutoTokenizer fast twin give whisper's own ids, on plain documents and on
+    documents spelling special tokens (matched, as whisper's encode with allowed_special="all")."""
+    from whisper.tokenizer import get_encoding
+
+    reference = get_encoding("multilingual")
+    tok = conversion.load_preset("whisper", WHISPER_ASSETS / "multilingual.tiktoken")
+    docs = DOCS[:400]
+    spelled = [f"<|startoftranscript|><|en|><|transcribe|><|0.00|>{doc[:200]}<|2.40|>{doc[200:]}<|endoftext|>"
+               for doc in docs[:150]]
+    hf = BBPETokenizer.from_engine(tok)
+    hf.save_pretrained(tmp_path)
+    back = BBPETokenizer.from_pretrained(tmp_path)
+    fast = AutoTokenizer.from_pretrained(tmp_path)
+    assert not isinstance(fast, BBPETokenizer) and back.engine.special_tokens == reference._special_tokens
+    for encoder in (hf, back, fast):
+        assert differing(lambda d: encoder(d)["input_ids"], reference.encode_ordinary, docs) == []
+        assert differing(lambda d: encoder(d)["input_ids"], lambda d: reference.encode(d, allowed_special="all"),
+                         spelled) == []
+        assert encoder.convert_tokens_to_ids("<|notimestamps|>") == reference._special_tokens["<|notimestamps|>"]

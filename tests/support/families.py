@@ -3,6 +3,7 @@ and the multilingual text and code documents that parity tests compare whole id 
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import llama_models
@@ -17,6 +18,9 @@ TEKKEN_FILES = {
     name: Path(mistral_common.__file__).parent / "data" / f"{name}.json" for name in ("tekken_240718", "tekken_240911")
 }
 """Mistral's Tekken files (tiktoken ranks inside JSON), mistral-common 1.13.1."""
+WHISPER_ASSETS = Path(importlib.util.find_spec("whisper").origin).parent / "assets"
+"""OpenAI's Whisper rank files (multilingual.tiktoken, gpt2.tiktoken), openai-whisper 20250625; found
+without importing whisper, which imports torch."""
 
 
 def mix_documents() -> list[str]:

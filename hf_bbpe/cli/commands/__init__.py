@@ -8,6 +8,7 @@ is defined once in ``cli/arguments.py``, and the rest is each command's own.
 COMMANDS = (
     "train",
     "encode",
+    "encode_corpus",
     "decode",
     "convert",
     "inspect_tokenizer",

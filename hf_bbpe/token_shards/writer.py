@@ -1,0 +1,192 @@
+"""Writing token shards: cut the document stream into shards, encode each, commit it, resume.
+
+Shard boundaries depend only on the documents (a shard ends after the document that brings its
+UTF-8 text to ``shard_bytes``), and ids are the engine's ``encode_ordinary`` ids whichever encoder
+computes them, so the folder is byte-identical however the encoding ran. A shard's two files are
+written atomically, then the manifest, atomically too, records it: after an interruption the
+manifest says which documents are done, and a new run with the same settings skips them and
+rewrites whatever came after (a shard written but not yet recorded is written again, identically).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..progress import progress_bar
+from ..tokenizer import Tokenizer
+from .layout import FORMAT, MANIFEST, VERSION, read_manifest, token_dtype, write_manifest, write_shard
+
+DEFAULT_SHARD_BYTES = 256 << 20  # of UTF-8 text: about 64M tokens, 128 MB of uint16
+DEFAULT_BATCH_BYTES = 16 << 20  # text handed to the encoder at a time (the progress bar moves per batch)
+
+Encoder = Callable[[list[str]], tuple[Any, Any]]
+"""texts -> (flat uint32 ids, int64 offsets with ``len(texts) + 1`` entries), as ``encode_ordinary``."""
+
+
+def local_encoder(tokenizer: Tokenizer, num_workers: int | None = None) -> Encoder:
+    """This machine's encoder: the engine's batch encoding on ``num_workers`` threads or processes
+    (default: every CPU; 1 encodes in this thread). Text is plain text, as ``encode_ordinary``
+    reads it: a special token's string inside a document is not the special token."""
+    from ..batch_encoding import encode_batch_flat
+
+    def encode(texts: list[str]) -> tuple[Any, Any]:
+        return encode_batch_flat(tokenizer, texts, num_workers=num_workers, allowed_special="none",
+                                 disallowed_special=())
+
+    return encode
+
+
+def tokenizer_sha256(tokenizer: Tokenizer) -> str:
+    """sha256 of the tokenizer's ``.model`` file (merges, special tokens, split pattern, normalizer):
+    the manifest's record of what encoded the shards."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tokenizer.save(Path(tmp) / "tokenizer")
+        return hashlib.sha256((Path(tmp) / "tokenizer.model").read_bytes()).hexdigest()
+
+
+def write_token_shards(
+    documents: Iterable[str],
+    tokenizer: Tokenizer,
+    out: str | os.PathLike,
+    *,
+    eos_id: int,
+    encoder: Encoder | None = None,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+    source: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
+) -> dict[str, Any]:
+    """Encode ``documents`` into token shards in the folder ``out``; returns the manifest.
+
+    ``encoder`` computes the ids (default: :func:`local_encoder` on every CPU; Ray's is
+    ``hf_bbpe.distributed.encode_texts``); it never changes the result. ``source`` describes the
+    input (file names and sizes, how documents are cut) and is kept in the manifest: a folder
+    left by an interrupted run resumes only with the same tokenizer, EOS id, ``shard_bytes`` and
+    ``source``, and ``documents`` must yield the same documents again. A finished folder is
+    returned as it is.
+    """
+    if shard_bytes < 1 or batch_bytes < 1:
+        raise ValueError(f"shard_bytes and batch_bytes must be >= 1, got {shard_bytes} and {batch_bytes}")
+    n_vocab = tokenizer.n_vocab
+    if not 0 <= eos_id < n_vocab:
+        raise ValueError(f"eos_id {eos_id} is not an id of the tokenizer (0 <= id < {n_vocab})")
+    settings = {
+        "format": FORMAT, "version": VERSION, "dtype": token_dtype(n_vocab), "vocab_size": n_vocab,
+        "eos_id": eos_id, "tokenizer_sha256": tokenizer_sha256(tokenizer), "shard_bytes": shard_bytes,
+        "source": dict(source or {}),
+    }
+    folder = Path(out)
+    manifest = _start_or_resume(folder, settings)
+    if manifest["complete"]:
+        return manifest
+    encode = encoder or local_encoder(tokenizer)
+    stream = iter(documents)
+    done = manifest["documents"]
+    if done and sum(1 for _ in itertools.islice(stream, done)) < done:
+        raise ValueError(f"{folder / MANIFEST}: records {done} documents done, but the input now has fewer "
+                         "(it changed since the interrupted run); write to a new folder")
+    with progress_bar(desc="encoding", unit="MB", enabled=progress, scale=1 / 1e6) as bar:
+        for texts in _shard_texts(stream, shard_bytes):
+            tokens, offsets = _encode_shard(texts, encode, batch_bytes, eos_id, settings["dtype"], n_vocab, bar)
+            entry = write_shard(folder, len(manifest["shards"]), tokens, offsets)
+            manifest["shards"].append(entry)
+            manifest["documents"] += entry["documents"]
+            manifest["tokens"] += entry["tokens"]
+            write_manifest(folder, manifest)
+    if not manifest["documents"]:
+        raise ValueError("no documents to encode (empty input)")
+    manifest["complete"] = True
+    write_manifest(folder, manifest)
+    return manifest
+
+
+def _start_or_resume(folder: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """The manifest to continue from: a new one for a new or empty folder, the folder's own if it
+    was made with the same settings; else a ValueError naming what differs."""
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder}: exists and is not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = read_manifest(folder)
+    if manifest is not None and not manifest["shards"] and not manifest.get("complete"):
+        manifest = None  # a run that committed nothing: start afresh, whatever its settings were
+        (folder / MANIFEST).unlink()
+    if manifest is None:
+        others = sorted(p.name for p in folder.iterdir() if not _is_temp_file(p.name))
+        if others:
+            raise ValueError(f"{folder}: holds files but no {MANIFEST} ({', '.join(others[:3])}...): "
+                             "give a new or empty folder")
+        manifest = {**settings, "complete": False, "documents": 0, "tokens": 0, "shards": []}
+        write_manifest(folder, manifest)
+        return manifest
+    for key, value in settings.items():
+        before = manifest.get(key)
+        if before != value:
+            if isinstance(value, dict) and isinstance(before, dict):  # name the part of "source" that differs
+                key, before, value = next((f"{key}.{k}", before.get(k), value.get(k)) for k in {**before, **value}
+                                          if before.get(k) != value.get(k))
+            raise ValueError(f"{folder / MANIFEST}: was written with another {key} ({before!r}, now {value!r}); "
+                             "write to a new folder, or delete this one to start over")
+    for leftover in folder.iterdir():  # temp files of a killed run (atomic_open removes its own otherwise)
+        if _is_temp_file(leftover.name):
+            leftover.unlink()
+    return manifest
+
+
+def _is_temp_file(name: str) -> bool:
+    return name.endswith(".tmp") and (name.startswith(".shard-") or name.startswith(f".{MANIFEST}."))
+
+
+def _shard_texts(documents: Iterator[str], shard_bytes: int) -> Iterator[list[str]]:
+    """The documents in shards: each ends with the document that brings it to ``shard_bytes``."""
+    texts: list[str] = []
+    size = 0
+    for n, doc in enumerate(documents):
+        if not isinstance(doc, str):
+            raise TypeError(f"document {n} is a {type(doc).__name__}, not a str")
+        texts.append(doc)
+        size += len(doc.encode("utf-8", "surrogatepass"))
+        if size >= shard_bytes:
+            yield texts
+            texts, size = [], 0
+    if texts:
+        yield texts
+
+
+def _encode_shard(texts: list[str], encode: Encoder, batch_bytes: int, eos_id: int, dtype: str, n_vocab: int,
+                  bar: Any) -> tuple[Any, Any]:
+    """A shard's tokens (each document's ids, then ``eos_id``) as ``dtype`` and its int64 offsets."""
+    import numpy as np
+
+    from ..batch_encoding import append_to_each
+
+    id_parts, length_parts = [], []
+    for batch in _batches(texts, batch_bytes):
+        ids, offsets = encode(batch)
+        ids, offsets = np.asarray(ids), np.asarray(offsets, dtype=np.int64)
+        if len(offsets) != len(batch) + 1:
+            raise RuntimeError(f"the encoder returned {len(offsets) - 1} documents for {len(batch)}")
+        if len(ids) and int(ids.max()) >= n_vocab:
+            raise RuntimeError(f"the encoder returned id {int(ids.max())}, outside the tokenizer's {n_vocab} ids")
+        id_parts.append(ids)
+        length_parts.append(np.diff(offsets))
+        bar.update(sum(len(text.encode("utf-8", "surrogatepass")) for text in batch))
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(length_parts), out=offsets[1:])
+    return append_to_each(np.concatenate(id_parts), offsets, eos_id, np.dtype(dtype))
+
+
+def _batches(texts: list[str], batch_bytes: int) -> Iterator[list[str]]:
+    start = size = 0
+    for i, text in enumerate(texts):
+        size += len(text)
+        if size >= batch_bytes:
+            yield texts[start : i + 1]
+            start, size = i + 1, 0
+    if start < len(texts):
+        yield texts[start:]

@@ -1,0 +1,46 @@
+"""Token shards encoded on the session's local Ray cluster are byte-identical to this machine's:
+through ``hf_bbpe.distributed.encode_texts`` in this process, and through ``hf-bbpe encode-corpus
+--ray ADDRESS``, a separate driver that joins the cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from hf_bbpe.token_shards import local_encoder, write_token_shards
+from tests.support.cli import run_cli
+from tests.support.hf import EOT, mix_docs, trained_engine
+from tests.support.shards import folder_bytes, shard_documents, write_corpus
+
+ray = pytest.importorskip("ray")  # the cluster fixture fails in CI without Ray
+
+
+def test_encode_texts_gives_the_ids_in_order(cluster):
+    from hf_bbpe.distributed import encode_texts
+
+    docs = mix_docs()
+    tok = trained_engine(1024)
+    ids, offsets = encode_texts(docs, tok, num_actors=1)
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == [tok.encode_ordinary(d) for d in docs]
+
+
+def test_shards_on_ray_equal_local_shards(cluster, tmp_path):
+    from hf_bbpe.distributed import encode_texts
+
+    docs = mix_docs()
+    tok = trained_engine(1024)
+    options = {"eos_id": 1030, "shard_bytes": 60_000, "progress": False}
+    write_token_shards(docs, tok, tmp_path / "local", encoder=local_encoder(tok, 1), **options)
+    write_token_shards(docs, tok, tmp_path / "ray", encoder=lambda texts: encode_texts(texts, tok, num_actors=1),
+                       batch_bytes=60_000, **options)
+    assert folder_bytes(tmp_path / "ray") == folder_bytes(tmp_path / "local")
+    assert shard_documents(tmp_path / "ray")[7] == tok.encode_ordinary(docs[7]) + [1030]
+
+
+def test_cli_on_a_ray_cluster_equals_the_cli_here(cluster, mix_tok_dir, tmp_path):
+    files, _ = write_corpus(tmp_path / "corpus")
+    common = ["encode-corpus", *files, "--tokenizer", mix_tok_dir, "--docs", "line", "--shard-mb", "0.1", "--no-progress"]
+    run_cli(*common, "--out", tmp_path / "here")
+    address = ray.get_runtime_context().gcs_address
+    run_cli(*common, "--out", tmp_path / "ray", "--ray", address, "--workers", "1", timeout=300)
+    assert folder_bytes(tmp_path / "ray") == folder_bytes(tmp_path / "here")
+    assert len(shard_documents(tmp_path / "ray")[0]) > 1 and shard_documents(tmp_path / "ray")[0][-1] == 512  # EOT
