@@ -5,14 +5,21 @@
  * the lowest merged id, leftmost first (minbpe's _encode_chunk, tiktoken's byte_pair_merge).
  * Chunks of up to SHORT_CHUNK tokens use that loop directly, keeping each pair's lookup until a
  * merge next to it changes it; longer ones a heap of (merged id, position) over a doubly linked
- * list, O(n log n). A dict caches the ids of short chunks, cleared when full.
+ * list, O(n log n).
  *
- * Which pairs merge depends on the mode (see chunk_encoder.py). In "merges" and "ignore_merges"
- * modes a hash table of (left id, right id) -> merged id holds the merges. In "ranks" mode
- * (tiktoken's rule) two adjacent parts merge when their bytes together are a token, by that
- * token's id: the vocabulary is a byte-string hash table whose polynomial hash of a
- * concatenation is computed from the parts' hashes, so a pair costs one probe and two memcmp.
+ * Which pairs merge depends on the mode (see chunk_encoder.py). An exactly keyed hash table of
+ * (left id, right id) -> merged id answers it: in "merges" and "ignore_merges" modes it holds the
+ * merges; in "ranks" mode (tiktoken's rule: two adjacent parts merge when their bytes together
+ * are a token, by that token's id) it holds every split of every token into two tokens. (A
+ * vocabulary with a byte string under two ids instead looks pairs up in the vocabulary's
+ * byte-string table, whose polynomial hash of a concatenation comes from the parts' hashes.)
  * In "ignore_merges" and "ranks" modes a chunk whose bytes are a token is that token.
+ *
+ * Whole texts (encode_text, encode_texts) are split by a _pretokenize scanner and encoded without
+ * the GIL and without a Python object per chunk. Their chunks go through caches that live as long
+ * as the kernel: a front cache of short chunks keyed by their bytes, the vocabulary, then a piece
+ * cache of the chunks that needed BPE (see PieceCache). Ids become a list through one int object
+ * per id, made once.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -20,32 +27,134 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "_hash.h"
 #include "_pretokenize.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
 
 #define SHORT_CHUNK 32
 #define CACHE_MAX_CHARS 128
 #define NO_MERGE INT64_MAX
 #define HASH_BASE 0x9E3779B97F4A7C15ULL
 
-/* A cache of the ids of short chunks that needed BPE (the whole-piece lookup found no token), keyed
- * exactly by the chunk's bytes, direct-mapped. A kernel keeps a few; a call holds one for itself
- * (taken with an atomic flag), so threads share no entry and need no lock. */
-#define PCACHE_SLOTS (1 << 12)
-#define PCACHE_BYTES 22
-#define PCACHE_IDS 6
+/* A cache of the ids of the pieces that needed BPE (the whole-piece lookup found no token), keyed
+ * exactly by the piece's bytes: an open-addressing table of slots pointing into an arena that holds
+ * each entry's ids then its bytes. It lives as long as the kernel (pieces repeat across documents
+ * and calls). When full it stops taking pieces (the frequent ones came first), and is emptied
+ * only after as many pieces more found no room, so that it follows a corpus that
+ * changes. A kernel keeps a few; a call holds one for itself (taken
+ * with an atomic flag), so threads share no entry and need no lock. */
+#define PCACHE_SLOTS (1 << 19)
+#define PCACHE_MAX_ENTRIES (PCACHE_SLOTS / 2)
+#define PCACHE_ARENA_MAX ((size_t)16 << 20)
+#define PCACHE_MAX_PIECE 256 /* bytes; longer pieces are rare and not kept */
 #define PCACHE_POOL 4
 
 typedef struct {
     uint64_t hash;
-    uint8_t len, nids; /* len 0: empty */
-    uint8_t bytes[PCACHE_BYTES];
-    int32_t ids[PCACHE_IDS];
-} PieceEntry;
+    uint32_t off;  /* of the entry's ids in the arena; its bytes follow them */
+    uint16_t len;  /* bytes of the piece; 0: an empty slot */
+    uint16_t nids;
+} PieceSlot;
+
+/* In front of both, a direct-mapped cache of short pieces of few ids, keyed by the piece's bytes
+ * themselves (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one
+ * memory access, where the vocabulary costs three (4 MB: the frequent pieces of a corpus fit). */
+#define FRONT_BITS 17
+#define FRONT_MAX_PIECE 16
+#define FRONT_IDS 3
 
 typedef struct {
-    PieceEntry e[PCACHE_SLOTS];
+    uint64_t w0, w1;
+    int32_t ids[FRONT_IDS];
+    uint16_t len; /* 0: an empty slot */
+    uint16_t nids;
+} FrontSlot;
+
+typedef struct {
+    FrontSlot *front;
+    PieceSlot *slots;
+    uint8_t *arena;
+    size_t arena_len, arena_cap;
+    uint32_t entries, refused, max_entries;
 } PieceCache;
+
+static PieceCache *pcache_new(Py_ssize_t max_entries) {
+    PieceCache *c = calloc(1, sizeof(PieceCache));
+    if (c) c->max_entries = (uint32_t)(max_entries < 1 ? 1 : max_entries < PCACHE_MAX_ENTRIES ? max_entries : PCACHE_MAX_ENTRIES);
+    if (c && (!(c->slots = calloc(PCACHE_SLOTS, sizeof(PieceSlot))) ||
+              !(c->front = calloc((size_t)1 << FRONT_BITS, sizeof(FrontSlot))))) {
+        free(c->slots);
+        free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+static void pcache_free(PieceCache *c) {
+    if (c) { free(c->front); free(c->slots); free(c->arena); free(c); }
+}
+
+/* The slot of the piece data[0:n] (hash h, mixed m): its entry, or the empty slot to fill. */
+static inline PieceSlot *pcache_find(const PieceCache *c, uint64_t h, uint64_t m, const uint8_t *data, Py_ssize_t n) {
+    for (uint64_t j = m & (PCACHE_SLOTS - 1);; j = (j + 1) & (PCACHE_SLOTS - 1)) {
+        PieceSlot *s = &c->slots[j];
+        if (s->len == 0) return s;
+        if (s->hash == h && s->len == n &&
+            memcmp(c->arena + s->off + (size_t)s->nids * sizeof(int32_t), data, (size_t)n) == 0)
+            return s;
+    }
+}
+
+/* Keep ids[0:m] as the piece data[0:n] in the empty slot s (the cache is emptied first when full). */
+static void pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash, const uint8_t *data, Py_ssize_t n,
+                       const int32_t *ids, Py_ssize_t m) {
+    size_t need = (size_t)m * sizeof(int32_t) + (((size_t)n + 3) & ~(size_t)3);
+    if (c->entries >= c->max_entries || c->arena_len + need > PCACHE_ARENA_MAX) {
+        if (++c->refused < c->max_entries) return;
+        memset(c->slots, 0, PCACHE_SLOTS * sizeof(PieceSlot));
+        c->arena_len = 0;
+        c->entries = c->refused = 0;
+        s = (PieceSlot *)pcache_find(c, h, m_hash, data, n);
+    }
+    if (c->arena_len + need > c->arena_cap) {
+        size_t cap = c->arena_cap ? c->arena_cap : (size_t)1 << 16;
+        while (cap < c->arena_len + need) cap *= 2;
+        uint8_t *arena = realloc(c->arena, cap);
+        if (!arena) return; /* not kept: the cache is only an accelerator */
+        c->arena = arena;
+        c->arena_cap = cap;
+    }
+    uint8_t *at = c->arena + c->arena_len;
+    memcpy(at, ids, (size_t)m * sizeof(int32_t));
+    memcpy(at + (size_t)m * sizeof(int32_t), data, (size_t)n);
+    s->hash = h;
+    s->off = (uint32_t)c->arena_len;
+    s->len = (uint16_t)n;
+    s->nids = (uint16_t)m;
+    c->arena_len += need;
+    c->entries++;
+}
+
+/* One entry of the pair table; left == UINT32_MAX marks an empty slot. */
+typedef struct {
+    uint32_t left, right;
+    int32_t merged;
+} PairSlot;
+
+/* Token i of the vocabulary: tok_buf[start : start + len], with its id. */
+typedef struct {
+    uint32_t start;
+    int32_t len, id;
+} TokInfo;
 
 typedef struct {
     uint32_t tag; /* high bits of the mixed hash */
@@ -54,18 +163,17 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    uint64_t *keys;
-    int32_t *vals;
-    uint64_t mask;
+    int64_t *byte_pairs; /* rank_of(byte_ids[x], byte_ids[y]) at x * 256 + y: the first pairs of every chunk */
+    PairSlot *pairs; /* (left id, right id) -> merged id; NULL in "ranks" mode with duplicate tokens */
+    uint64_t pair_mask;
     int32_t byte_ids[256];
     PyObject *cache;
     Py_ssize_t cache_max;
     int rank_mode;
     /* the vocabulary as a byte-string hash table (NULL in "merges" mode) */
     uint8_t *tok_buf;
-    int64_t *tok_start;
-    int32_t *tok_len;
-    int32_t *tok_id;
+    TokInfo *toks;
+    Py_ssize_t tok_count;
     uint64_t *tok_hash;
     Slot *slots;
     uint64_t tok_mask;
@@ -74,6 +182,8 @@ typedef struct {
     int32_t *index_of; /* token index of each id up to max_id, -1 if none ("ranks" mode) */
     int64_t max_id;
     int64_t dup_first, dup_second; /* ids of the first two tokens found with the same bytes, or -1 */
+    PyObject **id_objects; /* the int of each id below id_objects_len, made on first use */
+    Py_ssize_t id_objects_len;
     PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
     int pcache_busy[PCACHE_POOL];
 } ChunkBPE;
@@ -83,7 +193,7 @@ typedef struct {
 static PieceCache *pcache_take(ChunkBPE *self, int *slot) {
     for (int k = 0; k < PCACHE_POOL; k++) {
         if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE) == 0) {
-            if (!self->pcache[k]) self->pcache[k] = calloc(1, sizeof(PieceCache));
+            if (!self->pcache[k]) self->pcache[k] = pcache_new(self->cache_max);
             if (self->pcache[k]) { *slot = k; return self->pcache[k]; }
             __atomic_store_n(&self->pcache_busy[k], 0, __ATOMIC_RELEASE);
             return NULL;
@@ -108,50 +218,78 @@ static inline uint64_t bytes_hash(const uint8_t *p, Py_ssize_t n) {
     return h;
 }
 
-/* Index of the token equal to p[0:n] (hash h), or -1. */
-static inline int64_t token_lookup(const ChunkBPE *self, uint64_t h, const uint8_t *p, Py_ssize_t n) {
-    uint64_t m = mix64(h), j = m & self->tok_mask;
+/* Index of the token equal to p[0:n] (m: mix64 of its hash), or -1. */
+static inline int64_t token_lookup_mixed(const ChunkBPE *self, uint64_t m, const uint8_t *p, Py_ssize_t n) {
+    uint64_t j = m & self->tok_mask;
     uint32_t tag = (uint32_t)(m >> 32);
     for (;;) {
         Slot s = self->slots[j];
         if (s.tok < 0) return -1;
-        if (s.tag == tag && self->tok_len[s.tok] == n &&
-            memcmp(self->tok_buf + self->tok_start[s.tok], p, (size_t)n) == 0)
+        if (s.tag == tag && self->toks[s.tok].len == n &&
+            memcmp(self->tok_buf + self->toks[s.tok].start, p, (size_t)n) == 0)
             return s.tok;
         j = (j + 1) & self->tok_mask;
     }
 }
 
 /* "ranks" mode: the id of the token spelled by tokens a then b, or NO_MERGE. */
+/* Index of the token equal to p[0:n] (hash h), or -1. */
+static inline int64_t token_lookup(const ChunkBPE *self, uint64_t h, const uint8_t *p, Py_ssize_t n) {
+    return token_lookup_mixed(self, mix64(h), p, n);
+}
+
 static inline int64_t rank_of_bytes(const ChunkBPE *self, int32_t a, int32_t b) {
     if (a < 0 || b < 0 || a > self->max_id || b > self->max_id) return NO_MERGE;
     int32_t ta = self->index_of[a], tb = self->index_of[b];
     if (ta < 0 || tb < 0) return NO_MERGE;
-    int32_t la = self->tok_len[ta], lb = self->tok_len[tb];
+    int32_t la = self->toks[ta].len, lb = self->toks[tb].len;
     if (la + lb > self->max_len) return NO_MERGE;
     uint64_t m = mix64(self->tok_hash[ta] + self->powers[la] * self->tok_hash[tb]), j = m & self->tok_mask;
     uint32_t tag = (uint32_t)(m >> 32);
-    const uint8_t *pa = self->tok_buf + self->tok_start[ta], *pb = self->tok_buf + self->tok_start[tb];
+    const uint8_t *pa = self->tok_buf + self->toks[ta].start, *pb = self->tok_buf + self->toks[tb].start;
     for (;;) {
         Slot s = self->slots[j];
         if (s.tok < 0) return NO_MERGE;
-        if (s.tag == tag && self->tok_len[s.tok] == la + lb) {
-            const uint8_t *pt = self->tok_buf + self->tok_start[s.tok];
-            if (memcmp(pt, pa, (size_t)la) == 0 && memcmp(pt + la, pb, (size_t)lb) == 0) return self->tok_id[s.tok];
+        if (s.tag == tag && self->toks[s.tok].len == la + lb) {
+            const uint8_t *pt = self->tok_buf + self->toks[s.tok].start;
+            if (memcmp(pt, pa, (size_t)la) == 0 && memcmp(pt + la, pb, (size_t)lb) == 0) return self->toks[s.tok].id;
         }
         j = (j + 1) & self->tok_mask;
     }
 }
 
+static inline uint64_t pair_slot(const ChunkBPE *self, uint32_t a, uint32_t b) {
+    return mix64(((uint64_t)a << 32) | b) & self->pair_mask;
+}
+
+/* The merged id of a pair, exactly keyed: in "ranks" mode the table holds every split of every
+ * token into two tokens, so it answers what rank_of_bytes would, in one probe. */
 static inline int64_t rank_of(const ChunkBPE *self, int32_t a, int32_t b) {
-    if (self->rank_mode) return rank_of_bytes(self, a, b);
-    uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
-    uint64_t j = mix64(key) & self->mask;
-    while (self->keys[j] != UINT64_MAX) {
-        if (self->keys[j] == key) return self->vals[j];
-        j = (j + 1) & self->mask;
+    if (!self->pairs) return rank_of_bytes(self, a, b);
+    for (uint64_t j = pair_slot(self, (uint32_t)a, (uint32_t)b);; j = (j + 1) & self->pair_mask) {
+        PairSlot s = self->pairs[j];
+        if (s.left == UINT32_MAX) return NO_MERGE;
+        if (s.left == (uint32_t)a && s.right == (uint32_t)b) return s.merged;
     }
-    return NO_MERGE;
+}
+
+/* An empty pair table for count pairs (load at most 1/2); 0, or -1 when out of memory. */
+static int pairs_alloc(ChunkBPE *self, uint64_t count) {
+    uint64_t cap = 16;
+    while (cap < count * 2 + 2) cap <<= 1;
+    self->pairs = malloc(cap * sizeof(PairSlot));
+    if (!self->pairs) return -1;
+    memset(self->pairs, 0xff, cap * sizeof(PairSlot));
+    self->pair_mask = cap - 1;
+    return 0;
+}
+
+static void pairs_put(ChunkBPE *self, uint32_t a, uint32_t b, int32_t merged) {
+    uint64_t j = pair_slot(self, a, b);
+    while (self->pairs[j].left != UINT32_MAX && !(self->pairs[j].left == a && self->pairs[j].right == b))
+        j = (j + 1) & self->pair_mask;
+    PairSlot s = {a, b, merged};
+    self->pairs[j] = s;
 }
 
 static inline int64_t rank_below(const ChunkBPE *self, int32_t a, int32_t b, int64_t limit) {
@@ -160,10 +298,15 @@ static inline int64_t rank_below(const ChunkBPE *self, int32_t a, int32_t b, int
 }
 
 /* Merge the lowest pair below limit, leftmost on ties, one at a time; each pair's rank is looked
- * up once and again only when a merge next to it changes it. */
-static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, int64_t limit) {
+ * up once and again only when a merge next to it changes it. bytes (or NULL): the chunk the ids
+ * are the single bytes of, whose pairs' ranks the dense byte-pair table gives (limit NO_MERGE). */
+static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, int64_t limit, const uint8_t *bytes) {
     int64_t ranks[SHORT_CHUNK];
-    for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = rank_below(self, ids[i], ids[i + 1], limit);
+    if (bytes && self->byte_pairs) {
+        for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = self->byte_pairs[(bytes[i] << 8) | bytes[i + 1]];
+    } else {
+        for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = rank_below(self, ids[i], ids[i + 1], limit);
+    }
     while (n >= 2) {
         int64_t best = NO_MERGE;
         Py_ssize_t at = -1;
@@ -176,6 +319,10 @@ static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, 
         memmove(ids + at + 1, ids + at + 2, tail * sizeof(int32_t));
         if (tail > 1) memmove(ranks + at + 1, ranks + at + 2, (tail - 1) * sizeof(int64_t));
         n--;
+        if (self->pairs) { /* the two lookups are independent: start both memory loads at once */
+            if (at + 1 < n) PREFETCH(&self->pairs[pair_slot(self, (uint32_t)ids[at], (uint32_t)ids[at + 1])]);
+            if (at > 0) PREFETCH(&self->pairs[pair_slot(self, (uint32_t)ids[at - 1], (uint32_t)ids[at])]);
+        }
         if (at + 1 < n) ranks[at] = rank_below(self, ids[at], ids[at + 1], limit);
         if (at > 0) ranks[at - 1] = rank_below(self, ids[at - 1], ids[at], limit);
     }
@@ -269,6 +416,32 @@ static int idbuf_reserve(IdBuf *b, Py_ssize_t extra) {
     return 0;
 }
 
+/* The front-cache slot of the piece data[0:n] (n <= FRONT_MAX_PIECE), and its key words. */
+static inline FrontSlot *front_key(const PieceCache *cache, const uint8_t *data, Py_ssize_t n, uint64_t *w0,
+                                   uint64_t *w1) {
+    uint64_t a = 0, b = 0;
+    for (Py_ssize_t i = 0; i < n && i < 8; i++) a |= (uint64_t)data[i] << (8 * i);
+    for (Py_ssize_t i = 8; i < n; i++) b |= (uint64_t)data[i] << (8 * (i - 8));
+    *w0 = a;
+    *w1 = b;
+    return &cache->front[((a * HASH_BASE) ^ (b + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (64 - FRONT_BITS)];
+}
+
+static inline const FrontSlot *front_slot(const PieceCache *cache, const uint8_t *data, Py_ssize_t n) {
+    uint64_t w0, w1;
+    return front_key(cache, data, n, &w0, &w1);
+}
+
+static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssize_t n, const int32_t *ids,
+                             Py_ssize_t m) {
+    if (!front || m > FRONT_IDS) return;
+    front->w0 = w0;
+    front->w1 = w1;
+    front->len = (uint16_t)n;
+    front->nids = (uint16_t)m;
+    for (Py_ssize_t k = 0; k < m; k++) front->ids[k] = ids[k];
+}
+
 /* Append the ids of one chunk of n bytes to out; 0, or -1 when out of memory. Needs no GIL.
  * cache (may be NULL) is a piece cache this call holds. */
 static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache) {
@@ -279,53 +452,79 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
         out->len++;
         return 0;
     }
-    uint64_t h = (self->slots || cache) && n > 1 ? bytes_hash(data, n) : 0;
-    if (self->slots && n > 1) {
-        int64_t t = token_lookup(self, h, data, n);
-        if (t >= 0) {
-            ids[0] = self->tok_id[t];
-            out->len++;
+    FrontSlot *front = NULL;
+    uint64_t w0 = 0, w1 = 0;
+    if (cache && n <= FRONT_MAX_PIECE) {
+        front = front_key(cache, data, n, &w0, &w1);
+        if (front->w0 == w0 && front->w1 == w1 && front->len == (uint16_t)n) {
+            for (int k = 0; k < FRONT_IDS; k++) ids[k] = front->ids[k]; /* ids has room for n + 1 >= 3 */
+            out->len += front->nids;
             return 0;
         }
     }
-    PieceEntry *entry = NULL;
-    if (cache && n <= PCACHE_BYTES) {
-        entry = &cache->e[mix64(h) & (PCACHE_SLOTS - 1)];
-        if (entry->len == n && entry->hash == h && memcmp(entry->bytes, data, (size_t)n) == 0) {
-            memcpy(ids, entry->ids, entry->nids * sizeof(int32_t));
+    uint64_t h = 0, mixed = 0;
+    if (self->slots || cache) {
+        h = bytes_hash(data, n);
+        mixed = mix64(h);
+        /* a piece that is no token looks in the piece cache next: start that load too */
+        if (cache && n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(mixed >> 20) & (PCACHE_SLOTS - 1)]);
+    }
+    if (self->slots) {
+        int64_t t = token_lookup_mixed(self, mixed, data, n);
+        if (t >= 0) {
+            ids[0] = self->toks[t].id;
+            out->len++;
+            front_put(front, w0, w1, n, ids, 1);
+            return 0;
+        }
+    }
+    PieceSlot *entry = NULL;
+    if (cache && n <= PCACHE_MAX_PIECE) {
+        entry = pcache_find(cache, h, mixed >> 20, data, n);
+        if (entry->len) {
+            memcpy(ids, cache->arena + entry->off, entry->nids * sizeof(int32_t));
             out->len += entry->nids;
+            front_put(front, w0, w1, n, ids, entry->nids);
             return 0;
         }
     }
     for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
-    Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE) : merge_long(self, ids, n, NO_MERGE);
+    Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE, data) : merge_long(self, ids, n, NO_MERGE);
     if (m < 0) return -1;
-    if (entry && m <= PCACHE_IDS) {
-        entry->hash = h;
-        entry->len = (uint8_t)n;
-        entry->nids = (uint8_t)m;
-        memcpy(entry->bytes, data, (size_t)n);
-        memcpy(entry->ids, ids, (size_t)m * sizeof(int32_t));
-    }
+    if (entry) pcache_put(cache, entry, h, mixed >> 20, data, n, ids, m);
+    front_put(front, w0, w1, n, ids, m);
     out->len += m;
     return 0;
 }
 
-static PyObject *ids_to_list(const int32_t *ids, Py_ssize_t n) {
+/* A list of the ids; the int object of each id is made once and kept (id_objects), so that a
+ * list costs a reference per id instead of an allocation. Needs the GIL. */
+static PyObject *ids_to_list(ChunkBPE *self, const int32_t *ids, Py_ssize_t n) {
     PyObject *out = PyList_New(n);
     if (!out) return NULL;
+    if (!self->id_objects && self->id_objects_len > 0)
+        self->id_objects = calloc((size_t)self->id_objects_len, sizeof(PyObject *));
+    PyObject **objects = self->id_objects;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyLong_FromLong(ids[i]);
-        if (!v) { Py_DECREF(out); return NULL; }
+        int32_t id = ids[i];
+        PyObject *v;
+        if (objects && id >= 0 && id < self->id_objects_len) {
+            v = objects[id];
+            if (!v && !(v = objects[id] = PyLong_FromLong(id))) { Py_DECREF(out); return NULL; }
+            Py_INCREF(v);
+        } else if (!(v = PyLong_FromLong(id))) {
+            Py_DECREF(out);
+            return NULL;
+        }
         PyList_SET_ITEM(out, i, v);
     }
     return out;
 }
 
 /* Encode raw bytes into a new list of ids. */
-static PyObject *encode_raw(const ChunkBPE *self, const unsigned char *data, Py_ssize_t n) {
+static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_t n) {
     IdBuf buf = {NULL, 0, 0};
-    PyObject *out = encode_piece(self, data, n, &buf, NULL) < 0 ? PyErr_NoMemory() : ids_to_list(buf.ids, buf.len);
+    PyObject *out = encode_piece(self, data, n, &buf, NULL) < 0 ? PyErr_NoMemory() : ids_to_list(self, buf.ids, buf.len);
     free(buf.ids);
     return out;
 }
@@ -333,47 +532,72 @@ static PyObject *encode_raw(const ChunkBPE *self, const unsigned char *data, Py_
 #define DOC_NO_MEMORY (-1)
 #define DOC_SURROGATE (-2) /* a lone surrogate: the caller encodes this text the slow way */
 
-/* Split a whole text with a scanner of _pretokenize.c and append the ids of every chunk to out,
- * with no Python object: it runs without the GIL. scratch holds one chunk's UTF-8. */
-static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
-                      IdBuf *scratch, PieceCache *cache) {
-    int ascii = t->kind == PyUnicode_1BYTE_KIND;
-    const Py_UCS1 *latin1 = t->data;
+/* The UTF-8 of the chunk t[i : i + len] into scratch (or in place for ASCII text): 0, or a DOC_
+ * status. */
+static int chunk_bytes(const PretokText *t, int ascii, Py_ssize_t i, Py_ssize_t len, IdBuf *scratch,
+                       const uint8_t **piece, Py_ssize_t *size) {
     if (ascii) {
+        *piece = (const uint8_t *)t->data + i;
+        *size = len;
+        return 0;
+    }
+    scratch->len = 0;
+    if (idbuf_reserve(scratch, len + 1) < 0) return DOC_NO_MEMORY; /* 4 bytes per code point */
+    uint8_t *p = (uint8_t *)scratch->ids;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t k = i; k < i + len; k++) {
+        Py_UCS4 c = PyUnicode_READ(t->kind, t->data, k);
+        if (c < 0x80) p[n++] = (uint8_t)c;
+        else if (c < 0x800) { p[n++] = (uint8_t)(0xC0 | (c >> 6)); p[n++] = (uint8_t)(0x80 | (c & 0x3F)); }
+        else if (c < 0x10000) {
+            if (c >= 0xD800 && c <= 0xDFFF) return DOC_SURROGATE;
+            p[n++] = (uint8_t)(0xE0 | (c >> 12));
+            p[n++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            p[n++] = (uint8_t)(0x80 | (c & 0x3F));
+        } else {
+            p[n++] = (uint8_t)(0xF0 | (c >> 18));
+            p[n++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+            p[n++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            p[n++] = (uint8_t)(0x80 | (c & 0x3F));
+        }
+    }
+    *piece = p;
+    *size = n;
+    return 0;
+}
+
+/* Split a whole text with a scanner of _pretokenize.c and append the ids of every chunk to out,
+ * with no Python object: it runs without the GIL. scratch[0] and scratch[1] hold the UTF-8 of
+ * the chunk being encoded and of the next one, whose front-cache slot is fetched from memory
+ * meanwhile (the slot's load, not the work, is what a cached chunk costs). */
+static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
+                      IdBuf scratch[2], PieceCache *cache) {
+    int ascii = t->kind == PyUnicode_1BYTE_KIND;
+    if (ascii) {
+        const Py_UCS1 *latin1 = t->data;
         for (Py_ssize_t i = 0; i < t->n; i++) if (latin1[i] >= 0x80) { ascii = 0; break; }
     }
-    for (Py_ssize_t i = 0; i < t->n;) {
-        Py_ssize_t len = scanner->chunk(t, i), size = 0;
-        const uint8_t *piece;
-        if (ascii) {
-            piece = latin1 + i;
-            size = len;
-        } else {
-            scratch->len = 0;
-            if (idbuf_reserve(scratch, len + 1) < 0) return DOC_NO_MEMORY; /* 4 bytes per code point */
-            uint8_t *p = (uint8_t *)scratch->ids;
-            for (Py_ssize_t k = i; k < i + len; k++) {
-                Py_UCS4 c = PyUnicode_READ(t->kind, t->data, k);
-                if (c < 0x80) p[size++] = (uint8_t)c;
-                else if (c < 0x800) { p[size++] = (uint8_t)(0xC0 | (c >> 6)); p[size++] = (uint8_t)(0x80 | (c & 0x3F)); }
-                else if (c < 0x10000) {
-                    if (c >= 0xD800 && c <= 0xDFFF) return DOC_SURROGATE;
-                    p[size++] = (uint8_t)(0xE0 | (c >> 12));
-                    p[size++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-                    p[size++] = (uint8_t)(0x80 | (c & 0x3F));
-                } else {
-                    p[size++] = (uint8_t)(0xF0 | (c >> 18));
-                    p[size++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-                    p[size++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-                    p[size++] = (uint8_t)(0x80 | (c & 0x3F));
-                }
-            }
-            piece = p;
+    if (t->n == 0) return 0;
+    int cur = 0, status;
+    Py_ssize_t i = 0, len = scanner->chunk(t, 0), size, next_size;
+    const uint8_t *piece, *next_piece;
+    if ((status = chunk_bytes(t, ascii, 0, len, &scratch[0], &piece, &size)) < 0) return status;
+    for (;;) {
+        Py_ssize_t j = i + len, next_len = 0;
+        if (j < t->n) {
+            next_len = scanner->chunk(t, j);
+            if ((status = chunk_bytes(t, ascii, j, next_len, &scratch[1 - cur], &next_piece, &next_size)) < 0)
+                return status;
+            if (cache && next_size >= 2 && next_size <= FRONT_MAX_PIECE) PREFETCH(front_slot(cache, next_piece, next_size));
         }
         if (encode_piece(self, piece, size, out, cache) < 0) return DOC_NO_MEMORY;
-        i += len;
+        if (j >= t->n) return 0;
+        i = j;
+        len = next_len;
+        piece = next_piece;
+        size = next_size;
+        cur = 1 - cur;
     }
-    return 0;
 }
 
 static const PretokScanner *get_scanner(PyObject *capsule) {
@@ -392,19 +616,20 @@ static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *args) {
     const PretokScanner *scanner = get_scanner(capsule);
     if (!scanner) return NULL;
     PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
-    IdBuf out = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    IdBuf out = {NULL, 0, 0}, scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
     int status, slot = -1;
     Py_BEGIN_ALLOW_THREADS
     PieceCache *cache = pcache_take(self, &slot);
-    status = encode_doc(self, scanner, &t, &out, &scratch, cache);
+    status = encode_doc(self, scanner, &t, &out, scratch, cache);
     pcache_give(self, slot);
     Py_END_ALLOW_THREADS
     PyObject *result;
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
     else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
-    else result = ids_to_list(out.ids, out.len);
+    else result = ids_to_list(self, out.ids, out.len);
     free(out.ids);
-    free(scratch.ids);
+    free(scratch[0].ids);
+    free(scratch[1].ids);
     return result;
 }
 
@@ -423,7 +648,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     int64_t *ends = malloc((size_t)(count + 1) * sizeof(int64_t));
     signed char *status = malloc((size_t)(count + 1));
     PyObject *result = NULL, *held = PyList_GetSlice(texts, 0, count); /* keeps every str alive */
-    IdBuf out = {NULL, 0, 0}, scratch = {NULL, 0, 0};
+    IdBuf out = {NULL, 0, 0}, scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
     if (!docs || !ends || !status || !held) { if (held) PyErr_NoMemory(); goto done; }
     for (Py_ssize_t d = 0; d < count; d++) {
         PyObject *text = PyList_GET_ITEM(held, d);
@@ -440,7 +665,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     PieceCache *cache = pcache_take(self, &slot);
     for (Py_ssize_t d = 0; d < count && !failed; d++) {
         Py_ssize_t before = out.len;
-        status[d] = (signed char)encode_doc(self, scanner, &docs[d], &out, &scratch, cache);
+        status[d] = (signed char)encode_doc(self, scanner, &docs[d], &out, scratch, cache);
         if (status[d] == DOC_NO_MEMORY) failed = 1;
         if (status[d] == DOC_SURROGATE) out.len = before;
         ends[d] = out.len;
@@ -452,7 +677,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
         if (!(result = PyList_New(count))) goto done;
         for (Py_ssize_t d = 0; d < count; d++) {
             Py_ssize_t begin = d ? ends[d - 1] : 0;
-            PyObject *ids = status[d] == DOC_SURROGATE ? Py_NewRef(Py_None) : ids_to_list(out.ids + begin, ends[d] - begin);
+            PyObject *ids = status[d] == DOC_SURROGATE ? Py_NewRef(Py_None) : ids_to_list(self, out.ids + begin, ends[d] - begin);
             if (!ids) { Py_CLEAR(result); goto done; }
             PyList_SET_ITEM(result, d, ids);
         }
@@ -471,17 +696,23 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     }
 done:
     Py_XDECREF(held);
-    free(docs); free(ends); free(status); free(out.ids); free(scratch.ids);
+    free(docs); free(ends); free(status); free(out.ids); free(scratch[0].ids); free(scratch[1].ids);
     return result;
 }
 
 static void free_tables(ChunkBPE *self) {
-    free(self->keys); free(self->vals);
-    free(self->tok_buf); free(self->tok_start); free(self->tok_len); free(self->tok_id); free(self->tok_hash);
+    free(self->pairs); free(self->byte_pairs);
+    free(self->tok_buf); free(self->toks); free(self->tok_hash);
     free(self->slots); free(self->powers); free(self->index_of);
-    for (int k = 0; k < PCACHE_POOL; k++) { free(self->pcache[k]); self->pcache[k] = NULL; }
-    self->keys = NULL; self->vals = NULL; self->tok_buf = NULL; self->tok_start = NULL; self->tok_len = NULL;
-    self->tok_id = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
+    for (int k = 0; k < PCACHE_POOL; k++) { pcache_free(self->pcache[k]); self->pcache[k] = NULL; }
+    if (self->id_objects) {
+        for (Py_ssize_t i = 0; i < self->id_objects_len; i++) Py_XDECREF(self->id_objects[i]);
+        free(self->id_objects);
+    }
+    self->id_objects = NULL;
+    self->id_objects_len = 0;
+    self->max_id = -1;
+    self->pairs = NULL; self->byte_pairs = NULL; self->tok_buf = NULL; self->toks = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
 }
 
 /* The vocabulary (one byte buffer cut by int64 lengths, with int64 ids) as a byte-string hash
@@ -496,19 +727,22 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
         PyErr_SetString(PyExc_ValueError, "tokens: lengths and ids differ in size");
         goto done;
     }
+    if (bbuf.len >= UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "tokens: more than 4 GB of token bytes");
+        goto done;
+    }
     uint64_t cap = 16;
     while (cap < (uint64_t)count * 2 + 2) cap <<= 1;
     self->tok_buf = malloc((size_t)bbuf.len + 1);
-    self->tok_start = malloc((size_t)(count + 1) * sizeof(int64_t));
-    self->tok_len = malloc((size_t)(count + 1) * sizeof(int32_t));
-    self->tok_id = malloc((size_t)(count + 1) * sizeof(int32_t));
+    self->toks = malloc((size_t)(count + 1) * sizeof(TokInfo));
     self->tok_hash = malloc((size_t)(count + 1) * sizeof(uint64_t));
     self->slots = malloc(cap * sizeof(Slot));
-    if (!self->tok_buf || !self->tok_start || !self->tok_len || !self->tok_id || !self->tok_hash || !self->slots) {
+    if (!self->tok_buf || !self->toks || !self->tok_hash || !self->slots) {
         PyErr_NoMemory();
         goto done;
     }
     memcpy(self->tok_buf, bbuf.buf, (size_t)bbuf.len);
+    self->tok_count = count;
     for (uint64_t j = 0; j < cap; j++) self->slots[j].tok = -1;
     self->tok_mask = cap - 1;
     self->max_len = 1;
@@ -522,9 +756,9 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
         }
         const uint8_t *p = self->tok_buf + at;
         Py_ssize_t n = (Py_ssize_t)lengths[i];
-        self->tok_start[i] = at;
-        self->tok_len[i] = (int32_t)n;
-        self->tok_id[i] = (int32_t)idv[i];
+        self->toks[i].start = (uint32_t)at;
+        self->toks[i].len = (int32_t)n;
+        self->toks[i].id = (int32_t)idv[i];
         self->tok_hash[i] = bytes_hash(p, n);
         if (n > self->max_len) self->max_len = (int32_t)n;
         if (idv[i] > self->max_id) self->max_id = idv[i];
@@ -532,9 +766,9 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
         for (;;) {
             Slot *s = &self->slots[j];
             if (s->tok < 0) { s->tok = (int32_t)i; s->tag = (uint32_t)(m >> 32); break; }
-            if (self->tok_len[s->tok] == n && memcmp(self->tok_buf + self->tok_start[s->tok], p, (size_t)n) == 0) {
-                if (self->dup_first < 0) { self->dup_first = self->tok_id[s->tok]; self->dup_second = self->tok_id[i]; }
-                if (self->tok_id[i] < self->tok_id[s->tok]) s->tok = (int32_t)i;
+            if (self->toks[s->tok].len == n && memcmp(self->tok_buf + self->toks[s->tok].start, p, (size_t)n) == 0) {
+                if (self->dup_first < 0) { self->dup_first = self->toks[s->tok].id; self->dup_second = self->toks[i].id; }
+                if (self->toks[i].id < self->toks[s->tok].id) s->tok = (int32_t)i;
                 break;
             }
             j = (j + 1) & self->tok_mask;
@@ -547,11 +781,39 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
     self->powers[0] = 1;
     for (int32_t k = 1; k <= self->max_len; k++) self->powers[k] = self->powers[k - 1] * HASH_BASE;
     memset(self->index_of, 0xff, (size_t)(self->max_id + 2) * sizeof(int32_t));
-    for (Py_ssize_t i = count - 1; i >= 0; i--) self->index_of[self->tok_id[i]] = (int32_t)i;
+    for (Py_ssize_t i = count - 1; i >= 0; i--) self->index_of[self->toks[i].id] = (int32_t)i;
     ok = 0;
 done:
     PyBuffer_Release(&bbuf); PyBuffer_Release(&blen); PyBuffer_Release(&bids);
     return ok;
+}
+
+/* "ranks" mode without duplicate tokens: the pair table of every split of every token into two
+ * tokens (two passes: count, then fill). tok_hash and powers, which only rank_of_bytes needs,
+ * are freed. Returns 0, or -1 when out of memory. */
+static int build_rank_pairs(ChunkBPE *self) {
+    uint64_t count = 0;
+    for (int fill = 0; fill < 2; fill++) {
+        if (fill && pairs_alloc(self, count) < 0) return -1;
+        for (Py_ssize_t t = 0; t < self->tok_count; t++) {
+            const uint8_t *p = self->tok_buf + self->toks[t].start;
+            int32_t n = self->toks[t].len;
+            uint64_t h = 0, power = 1;
+            for (int32_t k = 1; k < n; k++) {
+                h += (uint64_t)(p[k - 1] + 1) * power;
+                power *= HASH_BASE;
+                int64_t left = token_lookup(self, h, p, k);
+                if (left < 0) continue;
+                int64_t right = token_lookup(self, bytes_hash(p + k, n - k), p + k, n - k);
+                if (right < 0) continue;
+                if (fill) pairs_put(self, (uint32_t)self->toks[left].id, (uint32_t)self->toks[right].id, self->toks[t].id);
+                else count++;
+            }
+        }
+    }
+    free(self->tok_hash); free(self->powers);
+    self->tok_hash = NULL; self->powers = NULL;
+    return 0;
 }
 
 static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
@@ -583,13 +845,13 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     self->rank_mode = rank_mode;
-    uint64_t cap = 16;
-    while (cap < (uint64_t)PyDict_Size(merges) * 2 + 2) cap <<= 1;
-    self->keys = malloc(cap * sizeof(uint64_t));
-    self->vals = malloc(cap * sizeof(int32_t));
-    if (!self->keys || !self->vals) { free_tables(self); PyErr_NoMemory(); return -1; }
-    memset(self->keys, 0xff, cap * sizeof(uint64_t));
-    self->mask = cap - 1;
+    if (rank_mode) {
+        if (self->dup_first < 0 && build_rank_pairs(self) < 0) { free_tables(self); PyErr_NoMemory(); return -1; }
+    } else if (pairs_alloc(self, (uint64_t)PyDict_Size(merges)) < 0) {
+        free_tables(self);
+        PyErr_NoMemory();
+        return -1;
+    }
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (!rank_mode && PyDict_Next(merges, &pos, &key, &value)) {
@@ -603,14 +865,29 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         b = PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
         r = PyLong_AsLong(value);
         if (PyErr_Occurred()) { free_tables(self); return -1; }
-        uint64_t k = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
-        uint64_t j = mix64(k) & self->mask;
-        while (self->keys[j] != UINT64_MAX && self->keys[j] != k) j = (j + 1) & self->mask;
-        self->keys[j] = k;
-        self->vals[j] = (int32_t)r;
+        if (a < 0 || b < 0 || r < 0 || a > INT32_MAX || b > INT32_MAX || r > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "merge (%ld, %ld) -> %ld: ids must be in 0 .. 2**31 - 1", a, b, r);
+            free_tables(self);
+            return -1;
+        }
+        pairs_put(self, (uint32_t)a, (uint32_t)b, (int32_t)r);
+        if (r >= self->id_objects_len) self->id_objects_len = r + 1;
     }
+    if (self->max_id >= self->id_objects_len) self->id_objects_len = (Py_ssize_t)self->max_id + 1;
+    for (int b = 0; b < 256; b++)
+        if (self->byte_ids[b] >= self->id_objects_len) self->id_objects_len = self->byte_ids[b] + 1;
+    if (self->id_objects_len > ((Py_ssize_t)1 << 22)) self->id_objects_len = (Py_ssize_t)1 << 22;
+    self->byte_pairs = malloc(65536 * sizeof(int64_t));
+    if (!self->byte_pairs) { free_tables(self); PyErr_NoMemory(); return -1; }
+    for (int x = 0; x < 256; x++)
+        for (int y = 0; y < 256; y++) self->byte_pairs[(x << 8) | y] = rank_of(self, self->byte_ids[x], self->byte_ids[y]);
     Py_XSETREF(self->cache, PyDict_New());
     self->cache_max = cache_max;
+#if defined(__GLIBC__)
+    /* Loading a large vocabulary leaves freed scratch (the importer's arrays) in the heap; give
+     * it back to the system, so that a loaded tokenizer costs only what it keeps. */
+    if (self->tok_count >= 10000 || PyDict_Size(merges) >= 10000) malloc_trim(0);
+#endif
     return self->cache ? 0 : -1;
 }
 
@@ -691,13 +968,13 @@ static PyObject *ChunkBPE_recover_merges(ChunkBPE *self, PyObject *Py_UNUSED(ign
     for (int64_t id = 0; id <= self->max_id; id++) {
         int32_t t = self->index_of[id];
         if (t < 0) continue;
-        int32_t n = self->tok_len[t];
-        const uint8_t *p = self->tok_buf + self->tok_start[t];
+        int32_t n = self->toks[t].len;
+        const uint8_t *p = self->tok_buf + self->toks[t].start;
         if (n == 1 && self->byte_ids[p[0]] == id) continue;
         Py_ssize_t m = -2;
-        if (n >= 2 && token_lookup(self, self->tok_hash[t], p, n) == t) {
+        if (n >= 2 && token_lookup(self, bytes_hash(p, n), p, n) == t) {
             for (int32_t i = 0; i < n; i++) ids[i] = self->byte_ids[p[i]];
-            m = n <= SHORT_CHUNK ? merge_short(self, ids, n, id) : merge_long(self, ids, n, id);
+            m = n <= SHORT_CHUNK ? merge_short(self, ids, n, id, NULL) : merge_long(self, ids, n, id);
             if (m < 0) { PyErr_NoMemory(); break; }
         }
         int failed;

@@ -1,5 +1,5 @@
 /*
- * Split text into chunks with the GPT-2, GPT-4 (cl100k) or o200k pattern, in C: the same chunks as
+ * Split text into chunks with the GPT-2, GPT-4 (cl100k), o200k or Llama 3 pattern, in C: the same chunks as
  * regex.findall(pattern, text) (tests check it), several times faster. Used by patterns.py;
  * any other pattern goes to the regex module.
  *
@@ -12,6 +12,9 @@
  * o200k: X?U*W+C?|X?U+W*C?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ where
  *        X = [^\r\n\p{L}\p{N}], U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], W = [\p{Ll}\p{Lm}\p{Lo}\p{M}]
  *        and C = (?i:'s|'t|'re|'ve|'m|'ll|'d); backtracking as the regex module does it.
+ * Llama 3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
+ *        |\s*[\r\n]+|\s+(?!\S)|\s+: GPT-4's alternatives up to the whitespace (its possessive
+ *        quantifiers change nothing there), then o200k's whitespace alternatives.
  * At each position the first alternative that matches wins (the regex module's alternation);
  * every character matches some alternative, so the chunks cover the text.
  */
@@ -62,8 +65,8 @@ static Py_ssize_t contraction(const Text *t, Py_ssize_t i, int ignore_case) {
     return 0;
 }
 
-/* The whitespace alternatives of the GPT-2 and GPT-4 patterns (o200k has its own, in
- * chunk_o200k), at a space i: \s++$ | (GPT-4 only: \s*[\r\n]) | \s+(?!\S) | \s */
+/* The whitespace alternatives of the GPT-2 and GPT-4 patterns (o200k and Llama 3 have
+ * their own, spaces_to_last_newline), at a space i: \s++$ | (GPT-4 only: \s*[\r\n]) | \s+(?!\S) | \s */
 static Py_ssize_t spaces(const Text *t, Py_ssize_t i, int newline_alternative) {
     Py_ssize_t j = i;
     while (is_space(t, j)) j++;
@@ -76,7 +79,18 @@ static Py_ssize_t spaces(const Text *t, Py_ssize_t i, int newline_alternative) {
     return 1;                                    /* \s */
 }
 
-static Py_ssize_t chunk_gpt4(const Text *t, Py_ssize_t i) {
+/* \s*[\r\n]+ | \s+(?!\S) | \s+ at a space i: the whitespace alternatives of o200k and Llama 3 */
+static Py_ssize_t spaces_to_last_newline(const Text *t, Py_ssize_t i) {
+    Py_ssize_t j = i;
+    while (is_space(t, j)) j++;
+    for (Py_ssize_t k = j - 1; k >= i; k--)
+        if (is_newline(t, k)) return k + 1 - i;
+    if (j < t->n && j - i >= 2) return j - 1 - i;
+    return j - i;
+}
+
+/* GPT-4's pattern, or with llama3 Llama 3's (which differs only in its whitespace alternatives). */
+static inline Py_ssize_t chunk_gpt4_or_llama3(const Text *t, Py_ssize_t i, int llama3) {
     Py_ssize_t len = contraction(t, i, 1);
     if (len) return len;
     /* [^\r\n\p{L}\p{N}]?+\p{L}++ */
@@ -99,8 +113,11 @@ static Py_ssize_t chunk_gpt4(const Text *t, Py_ssize_t i) {
         while (is_newline(t, j)) j++;
         return j - i;
     }
-    return spaces(t, i, 1);
+    return llama3 ? spaces_to_last_newline(t, i) : spaces(t, i, 1);
 }
+
+static Py_ssize_t chunk_gpt4(const Text *t, Py_ssize_t i) { return chunk_gpt4_or_llama3(t, i, 0); }
+static Py_ssize_t chunk_llama3(const Text *t, Py_ssize_t i) { return chunk_gpt4_or_llama3(t, i, 1); }
 
 static Py_ssize_t chunk_gpt2(const Text *t, Py_ssize_t i) {
     Py_ssize_t len = contraction(t, i, 0);
@@ -162,13 +179,7 @@ static Py_ssize_t chunk_o200k(const Text *t, Py_ssize_t i) {
         while (j < t->n && (is_newline(t, j) || at(t, j) == '/')) j++;
         return j - i;
     }
-    /* \s*[\r\n]+ | \s+(?!\S) | \s+ */
-    j = i;
-    while (is_space(t, j)) j++;
-    for (Py_ssize_t k = j - 1; k >= i; k--)
-        if (is_newline(t, k)) return k + 1 - i;
-    if (j < t->n && j - i >= 2) return j - 1 - i;
-    return j - i;
+    return spaces_to_last_newline(t, i);
 }
 
 static PyObject *split(PyObject *args, Py_ssize_t (*chunk)(const Text *, Py_ssize_t)) {
@@ -198,6 +209,7 @@ static PyObject *split(PyObject *args, Py_ssize_t (*chunk)(const Text *, Py_ssiz
 static PyObject *split_gpt4(PyObject *self, PyObject *args) { return split(args, chunk_gpt4); }
 static PyObject *split_gpt2(PyObject *self, PyObject *args) { return split(args, chunk_gpt2); }
 static PyObject *split_o200k(PyObject *self, PyObject *args) { return split(args, chunk_o200k); }
+static PyObject *split_llama3(PyObject *self, PyObject *args) { return split(args, chunk_llama3); }
 
 static PyObject *set_classes(PyObject *self, PyObject *args) {
     Py_buffer table;
@@ -219,14 +231,17 @@ static PyObject *set_classes(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static const PretokScanner scanners[3] = {{chunk_gpt2, &classes}, {chunk_gpt4, &classes}, {chunk_o200k, &classes}};
-static const char *scanner_names[3] = {"scanner_gpt2", "scanner_gpt4", "scanner_o200k"};
+#define NSCANNERS 4
+static const PretokScanner scanners[NSCANNERS] = {
+    {chunk_gpt2, &classes}, {chunk_gpt4, &classes}, {chunk_o200k, &classes}, {chunk_llama3, &classes}};
+static const char *scanner_names[NSCANNERS] = {"scanner_gpt2", "scanner_gpt4", "scanner_o200k", "scanner_llama3"};
 
 static PyMethodDef methods[] = {
     {"set_classes", set_classes, METH_VARARGS, "Set the class bits of every code point (see the top of _pretokenize.c)."},
     {"split_gpt4", split_gpt4, METH_VARARGS, "regex.findall(GPT4_SPLIT_PATTERN, text), in C."},
     {"split_gpt2", split_gpt2, METH_VARARGS, "regex.findall(GPT2_SPLIT_PATTERN, text), in C."},
     {"split_o200k", split_o200k, METH_VARARGS, "regex.findall(O200K_SPLIT_PATTERN, text), in C."},
+    {"split_llama3", split_llama3, METH_VARARGS, "regex.findall(LLAMA3_SPLIT_PATTERN, text), in C."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -234,7 +249,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pretokenize", NULL,
 
 PyMODINIT_FUNC PyInit__pretokenize(void) {
     PyObject *m = PyModule_Create(&module);
-    for (int k = 0; m && k < 3; k++) {
+    for (int k = 0; m && k < NSCANNERS; k++) {
         PyObject *capsule = PyCapsule_New((void *)&scanners[k], PRETOK_CAPSULE_NAME, NULL);
         if (!capsule || PyModule_AddObject(m, scanner_names[k], capsule) < 0) {
             Py_XDECREF(capsule);

@@ -40,9 +40,34 @@ O200K_SPLIT_PATTERN = "|".join(
 LLAMA3_SPLIT_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
-"""Llama 3, character for character as llama_models' ``Tokenizer.pat_str`` (Llama 4 uses o200k's)."""
-NATIVE_PATTERNS: dict[str, str] = {"gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN}
+r"""Llama 3, character for character as llama_models' ``Tokenizer.pat_str`` (Llama 4 uses o200k's).
+
+It is tiktoken's earlier cl100k pattern, and it is not GPT4_SPLIT_PATTERN: its ``\s*[\r\n]+``
+keeps the spaces after a text's last line break in the next chunk (GPT-4's ``\s++$`` takes them
+with the line break)."""
+
+NATIVE_PATTERNS: dict[str, str] = {"gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN,
+                                   "llama3": LLAMA3_SPLIT_PATTERN}
 """The canonical name of each built-in pattern (the C scanner in ``_pretokenize.c`` splits these)."""
+
+MINBPE_GPT4_SPLIT_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+)
+"""minbpe's ``GPT4_SPLIT_PATTERN``: the same chunks as Llama 3's pattern (not as cl100k's)."""
+
+MINBPE_GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+"""minbpe's ``GPT2_SPLIT_PATTERN``: the same chunks as GPT-2's."""
+
+OPENAI_GPT2_SPLIT_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+"""GPT-2's own ``encoder.py`` pattern (and tiktoken's earlier r50k one): the same chunks as GPT-2's."""
+
+EQUIVALENT_PATTERNS: dict[str, str] = {
+    MINBPE_GPT4_SPLIT_PATTERN: "llama3",
+    MINBPE_GPT2_SPLIT_PATTERN: "gpt2",
+    OPENAI_GPT2_SPLIT_PATTERN: "gpt2",
+}
+"""Other spellings of a built-in pattern, which cut every text into the same chunks (a hypothesis
+test holds each to its built-in pattern through the ``regex`` module): they take the C scanner."""
 
 SPLIT_PATTERNS: dict[str, str] = {
     **NATIVE_PATTERNS,
@@ -89,8 +114,14 @@ def resolve_pattern(pattern: str | None) -> str | None:
 
 
 def pattern_name(pattern: str | None) -> str | None:
-    """The canonical short name ("gpt2", "gpt4", "o200k") of a known pattern, else None."""
+    """The canonical short name ("gpt2", "gpt4", "o200k", "llama3") of a known pattern, else None."""
     return next((name for name, known in NATIVE_PATTERNS.items() if known == pattern), None)
+
+
+def scanner_name(pattern: str | None) -> str | None:
+    """The built-in pattern that cuts text as ``pattern`` does: its own name, or the name of the
+    pattern it is another spelling of (:data:`EQUIVALENT_PATTERNS`); None for any other pattern."""
+    return pattern_name(pattern) or EQUIVALENT_PATTERNS.get(pattern)
 
 
 @functools.lru_cache(maxsize=32)
@@ -110,12 +141,12 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
     the whole match even when the pattern has capturing groups, as in tiktoken and `tokenizers`
     (``regex.findall`` would return the groups and drop the rest of each match).
 
-    The GPT-2, GPT-4 and o200k patterns are split by a C scanner (``_pretokenize.c``), several
-    times faster than the regex module; tests check that both give the same chunks. Every other
-    pattern uses the regex module.
+    The GPT-2, GPT-4, o200k and Llama 3 patterns, and their other spellings, are split by a C
+    scanner (``_pretokenize.c``), several times faster than the regex module; tests check that
+    both give the same chunks. Every other pattern uses the regex module.
     """
-    name = pattern_name(pattern)
-    if _native is not None and name is not None:
+    name = scanner_name(pattern)
+    if _native is not None and hasattr(_native, f"split_{name}"):
         _load_character_classes()
         return getattr(_native, f"split_{name}")
     compiled = compile_pattern(pattern)
@@ -127,7 +158,7 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
 def native_scanner(pattern: str | None) -> object | None:
     """The C scanner of a known pattern as a capsule that ``_chunk_bpe`` splits whole texts with
     (no Python object per chunk, no GIL), or None for other patterns or without the C module."""
-    name = pattern_name(pattern)
+    name = scanner_name(pattern)
     if _native is None or name is None or not hasattr(_native, f"scanner_{name}"):
         return None
     _load_character_classes()
@@ -140,12 +171,20 @@ def _whole_matches(compiled: regex.Pattern, text: str) -> list[str]:
 
 @functools.cache
 def _load_character_classes() -> None:
-    """Give the C scanner the regex module's own character classes, for every code point."""
-    everything = "".join(map(chr, range(0x110000)))
-    table = bytearray(0x110000)
+    """Give the C scanner the regex module's own character classes, for every code point.
+
+    Built from the runs of each class (a few thousand matches, not a Python object per code
+    point), so that loading a tokenizer leaves no large high-water mark behind."""
+    from array import array
+
+    everything = array("I", range(0x110000)).tobytes().decode("utf-32-le", "surrogatepass")
+    table = 0
     classes = ((1, r"\p{L}"), (2, r"\p{N}"), (4, r"\s"), (8, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"),
                (16, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"))
     for bit, char_class in classes:
-        for char in regex.findall(char_class, everything):
-            table[ord(char)] |= bit
-    _native.set_classes(bytes(table))
+        mask = bytearray(0x110000)
+        for run in regex.finditer(char_class + "+", everything):
+            start, end = run.span()
+            mask[start:end] = b"\x01" * (end - start)
+        table += bit * int.from_bytes(mask, "little")  # bits apart: no carries
+    _native.set_classes(table.to_bytes(0x110000, "little"))

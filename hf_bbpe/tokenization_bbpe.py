@@ -59,6 +59,7 @@ from .transformers_compat import (
     TransformersHooks,
     added_token_ids,
     added_tokens_by_id,
+    batch_encoding_of,
     in_target_context,
     loading_saved_folder,
 )
@@ -160,8 +161,8 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
             add_eos_token = saved_eos if add_eos_token is None else add_eos_token
 
         self._engine = core
-        self._spelled = spell_vocab(core.vocab, skip=set(core.special_tokens.values()))
-        self._token_to_id = {text: idx for idx, text in self._spelled.items()}
+        self._unspelled_ids = tuple(sorted(set(core.special_tokens.values())))
+        self._spelling = _Spelling()
         self._max_normal_id = max(self._spelled)
         self._planned_ids: dict[str, int] = {}
         self._matcher: AddedTokenMatcher | None = None
@@ -431,6 +432,23 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
             return self._text_ids(text, options.get("split_special_tokens", self.split_special_tokens))
         return text
 
+    def _request_inputs(self, texts: Sequence[Any], options: dict[str, Any]) -> list[Any]:
+        """``_request_input`` of each text of a batch; the texts that hold no added token are
+        encoded together by the engine's batch path (one C call per range of texts, on threads
+        without the GIL), which is what ``tokenizer(texts)`` and ``datasets.map(batched=True)`` run."""
+        if options.get("is_split_into_words") or options.get("sanitize_control_tokens"):
+            return list(texts)
+        split = options.get("split_special_tokens", self.split_special_tokens)
+        matcher = self._added_matcher()
+        plain = [i for i, text in enumerate(texts) if type(text) is str and text and not matcher.may_occur(text, split)]
+        requests = [self._request_input(text, options) if isinstance(text, str) else text for text in texts] \
+            if len(plain) < len(texts) else list(texts)
+        if plain:
+            batch = self._engine.encode_batch([texts[i] for i in plain], allowed_special="none", disallowed_special=())
+            for i, ids in zip(plain, batch):
+                requests[i] = ids
+        return requests
+
     def _plain_output(self, ids: list[int], options: Mapping[str, Any]) -> BatchEncoding | None:
         return plain_output(self, ids, options)
 
@@ -440,13 +458,18 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
     def __call__(self, text: Any = None, *args: Any, **kwargs: Any) -> BatchEncoding:
         """transformers' ``__call__``; ``tokenizer(text)`` with one str and only the options in
         ``_DIRECT_CALL`` skips its generic argument handling, which costs more than encoding a
-        short text (the result is the same; tests compare the two paths)."""
-        if (type(text) is str and text and not args and _DIRECT_CALL.issuperset(kwargs)
-                and not in_target_context(self)):
-            split = kwargs.get("split_special_tokens", self.split_special_tokens)
-            encoding = plain_output(self, self._text_ids(text, split), kwargs)
-            if encoding is not None:
-                return encoding
+        short text (the result is the same; tests compare the two paths). A batch of non-empty
+        str with those options goes the same way, its texts encoded together (``_request_inputs``)."""
+        if not args and _DIRECT_CALL.issuperset(kwargs) and not in_target_context(self):
+            if type(text) is str and text:
+                split = kwargs.get("split_special_tokens", self.split_special_tokens)
+                encoding = plain_output(self, self._text_ids(text, split), kwargs)
+                if encoding is not None:
+                    return encoding
+            elif type(text) in (list, tuple) and text and all(type(item) is str and item for item in text):
+                encodings = [plain_output(self, ids, kwargs) for ids in self._request_inputs(text, kwargs)]
+                if encodings[0] is not None:
+                    return batch_encoding_of({key: [encoding[key] for encoding in encodings] for key in encodings[0]})
         return super().__call__(text, *args, **kwargs)
 
     def build_inputs_with_special_tokens(self, token_ids_0: list[int], token_ids_1: list[int] | None = None) -> list[int]:
@@ -566,6 +589,37 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         state = self.__dict__.copy()
         state["_matcher"] = None  # compiled regexes: rebuilt on first use
         return state
+
+    @property
+    def _spelled(self) -> dict[int, str]:
+        """``{id: spelled token}`` of the engine's normal tokens, made from its vocabulary."""
+        return self._spelling.tables(self)[0]
+
+    @property
+    def _token_to_id(self) -> dict[str, int]:
+        return self._spelling.tables(self)[1]
+
+
+class _Spelling:
+    """The spelled vocabulary of a BBPETokenizer and its inverse, made on first use and never
+    pickled (remade from the engine): pickling a tokenizer stays cheap, and so does ``datasets``'
+    fingerprint of a ``map`` function that holds one (it pickles the tokenizer's ``__dict__``)."""
+
+    __slots__ = ("spelled", "token_to_id")
+
+    def __init__(self) -> None:
+        self.spelled: dict[int, str] | None = None
+        self.token_to_id: dict[str, int] | None = None
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        return _Spelling, ()
+
+    def tables(self, tok: BBPETokenizer) -> tuple[dict[int, str], dict[str, int]]:
+        if self.spelled is None:
+            spelled = spell_vocab(tok._engine.vocab, skip=set(tok._unspelled_ids))
+            self.token_to_id = {text: idx for idx, text in spelled.items()}
+            self.spelled = spelled
+        return self.spelled, self.token_to_id
 
 
 _NOT_CARRIED_OVER = frozenset({

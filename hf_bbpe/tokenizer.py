@@ -21,6 +21,7 @@ import importlib
 import operator
 import os
 import sys
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
@@ -143,12 +144,29 @@ class Tokenizer:
         self._scanner = native_scanner(self._chunker.plain_pattern) if self.is_plain else None
 
     def __getstate__(self) -> dict:
+        """A compact state: what is rebuilt on unpickling (the C scanner, which is per process;
+        the encoder and the caches, made from the merges or ranks) is left out, and the merges are
+        one array. Pickling stays cheap, and so does ``datasets``' fingerprint of a ``map``
+        function that holds a tokenizer (it pickles it)."""
         state = self.__dict__.copy()
-        del state["_split"], state["_scanner"]  # rebuilt from the chunker (the C scanner is per process)
+        for key in ("_split", "_scanner", "_encoder", "_vocab", "_rank_vocab", "_special_regex_cache",
+                    "_normalized_forms", "_policy_cache"):
+            state.pop(key, None)
+        merges = state.get("_merges")
+        if type(merges) is dict:
+            state["_merges"] = array("q", [value for (a, b), new in merges.items() for value in (a, b, new)])
         return state
 
     def __setstate__(self, state: dict) -> None:
+        merges = state.get("_merges")
+        if isinstance(merges, array):
+            triples = iter(merges)
+            state = {**state, "_merges": {(a, b): new for a, b, new in zip(triples, triples, triples)}}
         self.__dict__.update(state)
+        if "_rank_table" in state:
+            self._rank_vocab = None
+        if "_encoder" not in state:
+            self._rebuild()
         self._set_hot_path()
 
     @property

@@ -64,6 +64,8 @@ class TransformersHooks:
         if options.pop("return_offsets_mapping", False):
             return self._offset_mapping_output(lambda a, b, **o: base(text=a, text_pair=b, **o), (text, text_pair),
                                                options)
+        if text_pair is None and _is_text_batch(text) and not options.get("is_split_into_words"):
+            text = self._request_inputs(text, options)  # 5.x: a batch comes here whole
         text = self._request_input(text, options)
         if text_pair is None and _is_id_list(text) and is_plain_request(options):
             plain = self._plain_output(text, options)
@@ -84,6 +86,8 @@ class TransformersHooks:
             return self._offset_mapping_output(encode, (batch_text_or_text_pairs, None), options)
         if options.get("is_split_into_words"):
             return base(batch_text_or_text_pairs, **options)
+        if _is_text_batch(batch_text_or_text_pairs):
+            return encode(self._request_inputs(batch_text_or_text_pairs, options), **options)
         return encode([self._request_input(item, options) if isinstance(item, str)
                        else tuple(self._request_input(text, options) for text in item)
                        for item in batch_text_or_text_pairs], **options)
@@ -107,6 +111,11 @@ class TransformersHooks:
         if legacy_format is False:
             raise ValueError("BBPETokenizer always saves vocab.json + merges.txt beside tokenizer.json")
         return tuple(file_names) + self.save_vocabulary(str(save_directory), filename_prefix=filename_prefix)
+
+
+def _is_text_batch(item: Any) -> bool:
+    """A list or tuple of str only (no pairs): a batch the engine can encode in one call."""
+    return type(item) in (list, tuple) and bool(item) and all(type(text) is str for text in item)
 
 
 def _is_id_list(item: Any) -> bool:

@@ -245,6 +245,52 @@ def test_datasets_map_with_two_processes(engine):
     assert mapped["input_ids"] == [engine.encode_ordinary(doc) for doc in docs]
 
 
+def test_a_batch_call_goes_the_engine_batch_path_and_returns_what_transformers_returns(engine, monkeypatch):
+    """tokenizer(list of str) encodes its texts in one engine batch (threads, no GIL) and returns
+    what transformers' general path returns (return_length=True takes that path), with added
+    tokens, special tokens, empty texts and both split_special_tokens settings."""
+    from hf_bbpe import Tokenizer
+
+    hf = BBPETokenizer.from_engine(engine, bos_token="<|bos|>", eos_token=EOT, add_bos_token=True)
+    hf.add_tokens(["<x>"])
+    calls = []
+    batch = Tokenizer.encode_batch
+    monkeypatch.setattr(Tokenizer, "encode_batch", lambda self, texts, **o: calls.append(len(texts)) or batch(self, texts, **o))
+    docs = mix_docs()[:30] + ["with <x> and " + EOT, "x" + EOT]
+    for texts in (docs, docs + [""], tuple(docs)):
+        for options in ({}, {"return_attention_mask": False}, {"add_special_tokens": False},
+                        {"split_special_tokens": True}):
+            calls.clear()
+            direct = hf(texts, **options)
+            assert calls and sum(calls) >= len(docs) - 2  # the plain texts went through one batch
+            general = hf(texts, return_length=True, **options)
+            general.pop("length")
+            assert dict(direct) == dict(general) and list(direct) == list(general)
+            assert direct["input_ids"] == [hf(text, **options)["input_ids"] if text else general["input_ids"][i]
+                                           for i, text in enumerate(texts)]
+
+
+def test_datasets_map_batched_and_a_stable_fingerprint(engine):
+    """datasets.map(batched=True) through the batch path; the tokenizer hashes the same every time
+    (datasets pickles it for the fingerprint of the map function) and its spelled vocabulary,
+    which is remade after unpickling, is not part of what is pickled."""
+    import datasets
+    from datasets.fingerprint import Hasher
+
+    hf = BBPETokenizer.from_engine(engine, eos_token=EOT)
+    docs = mix_docs()[:80]
+    mapped = datasets.Dataset.from_dict({"text": docs}).map(lambda batch: hf(batch["text"]), batched=True,
+                                                             batch_size=16)
+    assert mapped["input_ids"] == [engine.encode_ordinary(doc) for doc in docs]
+    before = Hasher.hash(hf)
+    hf.convert_ids_to_tokens([1, 2, 3])  # makes the spelled vocabulary
+    fresh = BBPETokenizer.from_engine(engine, eos_token=EOT)
+    fresh(docs[0])  # in the same state otherwise (its added-token matcher made by a first call)
+    assert Hasher.hash(hf) == before == Hasher.hash(fresh)
+    clone = pickle.loads(pickle.dumps(hf))
+    assert clone.get_vocab() == hf.get_vocab() and clone.convert_ids_to_tokens([1, 2, 3]) == hf.convert_ids_to_tokens([1, 2, 3])
+
+
 def test_save_load_save_gives_identical_files(engine, tmp_path):
     hf = BBPETokenizer.from_engine(engine, bos_token="<|bos|>", eos_token=EOT, pad_token="<|pad|>",
                                    add_bos_token=True, chat_template=CHAT_TEMPLATE, model_max_length=4096,

@@ -1,0 +1,49 @@
+"""The C kernel's caches on the whole-text path (``_chunk_bpe.c``): the front cache of short
+pieces, the piece cache of pieces that needed BPE (kept across calls, refusing pieces when full
+and emptied after as many more), the exact pair table of "ranks" mode and the dense byte-pair
+table. Whatever the caches hold, ids equal the pure-Python twin and tiktoken's.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hf_bbpe import Tokenizer, chunk_encoder
+from hf_bbpe.patterns import NATIVE_PATTERNS
+
+from .test_batch_threads import CHARS, twin_ids
+from .test_encoder_modes import random_ranks
+
+
+@pytest.mark.parametrize("cache_max", [1, 3, 50])
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), docs=st.lists(st.text(st.sampled_from(CHARS), max_size=60), max_size=30))
+def test_tiny_piece_cache_fills_refuses_and_empties_yet_ids_stay_exact(cache_max, seed, docs):
+    ranks = random_ranks(seed, 30, 6, shuffle=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunk_encoder, "_CACHE_MAX_ENTRIES", cache_max)
+        tok = Tokenizer.from_ranks(ranks, pattern="gpt4")
+    reference = tiktoken.Encoding("t", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=ranks, special_tokens={})
+    for _ in range(2):  # the second pass reads what the first one cached
+        for doc in docs:
+            assert tok.encode_ordinary(doc) == twin_ids(tok, NATIVE_PATTERNS["gpt4"], doc) == reference.encode_ordinary(doc)
+
+
+def test_many_distinct_long_pieces_through_the_caches():
+    """Pieces of 2-40 bytes (both sides of the 16-byte front cache and the 32-token short loop),
+    most of them distinct, each encoded twice: cold, then from the caches."""
+    ranks = random_ranks(7, 60, 8, shuffle=True)
+    tok = Tokenizer.from_ranks(ranks, pattern="gpt4")
+    reference = tiktoken.Encoding("t", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=ranks, special_tokens={})
+    rng = random.Random(0)
+    words = ["".join(rng.choice("abcdeé日本") for _ in range(rng.randint(1, 14))) for _ in range(3000)]
+    text = " ".join(words)
+    expected = reference.encode_ordinary(text)
+    assert tok.encode_ordinary(text) == expected
+    assert tok.encode_ordinary(text) == expected
+    assert [tok.encode_ordinary(w) for w in words[:300]] == [reference.encode_ordinary(w) for w in words[:300]]
