@@ -47,8 +47,9 @@ except ImportError as exc:  # torch is an optional extra
 from .checkpoint import extend_checkpoint
 from .embedding_resize import embedding_modules, grow_model_rows, set_token_roles
 from .new_token_training import NewTokenTraining, train_only_new_tokens
-from .row_init import ROW_INIT_METHODS, RowPlan, plan_for_tokens
+from .row_init import ROW_INIT_METHODS, SUBTOKEN_OUTPUT_ROWS, OutputRows, RowPlan, output_rows_for, plan_for_tokens
 from .token_adding import (
+    SUBTOKEN_INITS,
     TOKEN_INIT_METHODS,
     TOKEN_ROLES,
     InitSpec,
@@ -66,7 +67,10 @@ from .row_owners import model_row_owners, record_row_owners, rows_to_keep
 __all__ = [
     "NewTokens",
     "NewTokenTraining",
+    "OutputRows",
     "ROW_INIT_METHODS",
+    "SUBTOKEN_INITS",
+    "SUBTOKEN_OUTPUT_ROWS",
     "TOKEN_INIT_METHODS",
     "TOKEN_ROLES",
     "add_tokens_and_resize",
@@ -119,7 +123,8 @@ def add_tokens_and_resize(
     keep = rows_to_keep(added_owners(added), rows, lambda: model_row_owners(model))
     new_rows = rows_needed(tokenizer, added.ids, rows, pad_to_multiple_of)
     to_init = [i for i in added.ids if i not in keep]
-    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, to_init, added.sources_by_id)
+    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, to_init, added.sources_by_id,
+                           output_rows_for(prepared.init))
     grow_model_rows(model, plan, seed)
     record_row_owners(model, added_owners(added))
     set_token_roles(model, added.role_ids)
@@ -157,7 +162,7 @@ def resize_embeddings(
 
 
 #: Initialisations of :func:`resize_for_extension`: each new merge's two parents, or its sub-tokens.
-EXTENSION_INIT_METHODS = ("parents", "subtoken_mean", *ROW_INIT_METHODS)
+EXTENSION_INIT_METHODS = ("parents", *SUBTOKEN_INITS, *ROW_INIT_METHODS)
 
 #: The default of :func:`resize_for_extension`; ``scripts/bench_extension_model.py`` measures every init against it.
 EXTENSION_DEFAULT_INIT = "parents"
@@ -237,13 +242,13 @@ def resize_for_extension(
                     mix[src] = mix.get(src, 0.0) + w / 2
             weights[idx] = mix
         sources.update(weights)
-    elif init == "subtoken_mean":
+    elif init in SUBTOKEN_INITS:
         merged = set(new.merges.values())
         sources.update({idx: tuple(old.encode_single_piece(new_vocab[idx])) for idx in new_ids if idx in merged})
     method = init if init in ROW_INIT_METHODS else "mean"
     num_rows = max(rows, max(new_ids, default=-1) + 1)
     plan = RowPlan(old_rows=rows, new_rows=num_rows, reference_rows=reference_rows, method=method,
-                   sources={i: sources.get(i, ()) for i in new_ids if i not in keep})
+                   sources={i: sources.get(i, ()) for i in new_ids if i not in keep}, output_rows=output_rows_for(init))
     grow_model_rows(model, plan, seed)
     record_row_owners(model, owners)
     return new_ids
