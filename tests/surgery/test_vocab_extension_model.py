@@ -113,6 +113,38 @@ def test_subtoken_mean_uses_the_old_segmentation(base, extended):
         assert torch.allclose(weight[idx], old[pieces].mean(0), atol=1e-6), idx
 
 
+@pytest.mark.parametrize("arch", ["gpt2", "phi"])
+@pytest.mark.parametrize("init", surgery.SUBTOKEN_INITS)
+def test_subtoken_inits_damp_only_the_output_rows(base, extended, arch, init):
+    # Input rows (Phi's untied embedding): the mean of the old sub-tokens' rows (FVT). Output rows
+    # (Phi's head and bias, GPT-2's tied embedding): that mean, damped by the init's OutputRows.
+    # The new special token has no sub-tokens: the plain mean of the old rows everywhere.
+    hf_old = BBPETokenizer.from_engine(base)
+    model = make_model(arch, len(hf_old))
+    before = {name: t.clone() for name, t in grown(model).items()}
+    new_ids = surgery.resize_for_extension(model, base, extended, init=init)
+    rule = surgery.SUBTOKEN_OUTPUT_ROWS[init]
+    after = grown(model)
+    old_rows = len(hf_old)
+    special = extended.special_tokens["<|im_start|>"]
+    assert special in new_ids
+    for name, old in before.items():
+        output = name != "embedding" or arch == "gpt2"
+        mean = old[:old_rows].mean(0)
+        assert torch.equal(after[name][:old_rows], old), name
+        assert torch.allclose(after[name][special], mean, atol=1e-6), name
+        for idx in new_ids:
+            if idx == special:
+                continue
+            pieces = base.encode_single_piece(extended.vocab[idx])
+            expected = old[pieces].mean(0)
+            if output:
+                expected = rule.scale * ((1 - rule.mean_share) * expected + rule.mean_share * mean)
+            assert torch.allclose(after[name][idx], expected, atol=1e-6), (name, idx)
+    if arch == "gpt2":
+        assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+
+
 def test_not_an_extension_is_refused(base):
     other = RegexTokenizer("gpt4")
     other.train(" ".join(MIXED_DOCS), 256 + 50)
