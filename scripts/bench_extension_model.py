@@ -429,7 +429,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--languages", default="de,zh,ru", help="the new domain: languages of --corpus, or 'all'")
     parser.add_argument("--model", type=Path, help="a transformers causal LM folder (default: the tiny GPT-2)")
     parser.add_argument("--new-merges", type=int, default=3000)
-    parser.add_argument("--steps", type=int, default=40, help="fine-tuning steps")
+    parser.add_argument("--steps", type=int, default=30, help="fine-tuning steps")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--inits", default="all",
                         help="comma-separated resize_for_extension inits, or 'all' (its default is always measured)")

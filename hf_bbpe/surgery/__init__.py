@@ -15,12 +15,16 @@ BLAS kernel, about 1e-8 apart for a 1-token input in float32), tied weights stay
 ``config.vocab_size`` follows. In-memory and checkpoint surgery with the same arguments give
 identical tensors. Needs the torch extra: ``pip install 'hf_bbpe[torch]'``.
 
-``init`` (for the embedding rows and, separately, the LM head rows and bias):
+``init`` (for the embedding rows and, separately, the LM head rows and bias; the README's
+"Which init" table says when to use which):
 
 * ``"mean"``: the mean of the old vocabulary's rows (not transformers' covariance sampling, which
   costs seconds on a 32k x 2048 matrix and is noise around the same mean);
-* ``"subtoken_mean"``: per new token, the mean of the rows of the ids its text encodes to with the
-  old tokenizer (right for new words);
+* ``"subtoken_mean"`` (FVT): per new token, the mean of the rows of the ids its text encodes to
+  with the old tokenizer (right for new words);
+* ``"subtoken_scaled"``, ``"subtoken_damped"``: the same in the input rows; in the output rows
+  (LM head and bias, or an embedding tied to the head) that mean halved, or pulled 20% toward
+  the mean row, so that the new tokens' logits start lower (``SUBTOKEN_OUTPUT_ROWS``);
 * ``"normal"``: N(0, std of the old rows), drawn from ``seed``;
 * ``"zeros"``;
 * a mapping ``{token: [old ids]}``: the mean of those rows (tokens not in it get ``"mean"``).
@@ -28,7 +32,7 @@ identical tensors. Needs the torch extra: ``pip install 'hf_bbpe[torch]'``.
   takes the same by row id.
 
 After vocabulary extension (``Tokenizer.extend``), :func:`resize_for_extension` grows the model
-for the new merges, each initialised from its two parents' rows (or its old sub-tokens).
+for the new merges, each initialised from its old sub-tokens (or its two parents' rows).
 
 Padding rows (``pad_to_multiple_of``) get ``init`` when it is "mean"/"normal"/"zeros", else the mean.
 """
@@ -165,7 +169,7 @@ def resize_embeddings(
 EXTENSION_INIT_METHODS = ("parents", *SUBTOKEN_INITS, *ROW_INIT_METHODS)
 
 #: The default of :func:`resize_for_extension`; ``scripts/bench_extension_model.py`` measures every init against it.
-EXTENSION_DEFAULT_INIT = "parents"
+EXTENSION_DEFAULT_INIT = "subtoken_scaled"
 
 
 def resize_for_extension(
@@ -184,7 +188,9 @@ def resize_for_extension(
 
     * ``"parents"``: the mean of its two parents' rows; a parent that is itself new stands for its
       own parents in turn, so the row is a weighted mean of old rows (halves, quarters, ...);
-    * ``"subtoken_mean"``: the mean of the rows of the old tokens ``base`` spells its bytes with;
+    * ``"subtoken_mean"`` (FVT): the mean of the rows of the old tokens ``base`` spells its bytes with;
+    * ``"subtoken_scaled"``, ``"subtoken_damped"``: that mean in the input embedding; in the output
+      rows (LM head and bias, or a tied embedding) halved, or pulled 20% toward the mean row;
     * ``"mean"``, ``"normal"``, ``"zeros"``: as in :func:`add_tokens_and_resize`.
 
     New special tokens get the plain mean. Returns the new ids, ascending; afterwards the model

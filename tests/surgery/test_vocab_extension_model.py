@@ -75,7 +75,7 @@ def test_parents_init_and_agreement_with_the_extended_tokenizer(base, extended, 
     hf_old = BBPETokenizer.from_engine(base)
     model = make_model(arch, len(hf_old))
     before = {name: t.clone() for name, t in grown(model).items()}
-    new_ids = surgery.resize_for_extension(model, base, extended)
+    new_ids = surgery.resize_for_extension(model, base, extended, init="parents")
 
     hf_new = BBPETokenizer.from_engine(extended)
     assert new_ids == sorted(set(extended.vocab) - set(base.vocab))
@@ -173,7 +173,7 @@ def test_llama3_extension_grows_a_llama_model():
     model = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=16, num_hidden_layers=1,
                                          num_attention_heads=1, num_key_value_heads=1, vocab_size=len(hf_old)))
     before = {name: t.clone() for name, t in grown(model).items()}
-    new_ids = surgery.resize_for_extension(model, base, extended)
+    new_ids = surgery.resize_for_extension(model, base, extended, init="parents")
     assert new_ids == sorted(set(extended.vocab) - set(base.vocab)) and len(new_ids) == 20
     assert new_ids[0] == len(hf_old) == 128256
     after = grown(model)
@@ -188,3 +188,22 @@ def test_llama3_extension_grows_a_llama_model():
     assert int(ids.max()) >= len(hf_old)
     with torch.no_grad():
         assert model(ids).logits.shape[-1] == len(hf_new)
+
+
+def test_readme_documents_every_init_and_the_measured_default():
+    """The README's "Which init" table has a row for every init of add_tokens_and_resize and
+    resize_for_extension, and marks each function's default where the code has it."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### Which `init`", 1)[1].split("\n\n| ", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        rows[cells[0].strip('`"')] = cells
+    assert set(surgery.EXTENSION_INIT_METHODS) | set(surgery.TOKEN_INIT_METHODS) <= set(rows)
+    add_default = [name for name, cells in rows.items() if cells[2] == "**default**"]
+    extension_default = [name for name, cells in rows.items() if cells[3] == "**default**"]
+    assert extension_default == [surgery.EXTENSION_DEFAULT_INIT]
+    assert add_default == [surgery.add_tokens_and_resize.__kwdefaults__["init"]]
+    for name, cells in rows.items():
+        assert (cells[2] != "no") == (name in surgery.TOKEN_INIT_METHODS or name.startswith("{")), name
+        assert (cells[3] != "no") == (name in surgery.EXTENSION_INIT_METHODS), name
