@@ -6,9 +6,9 @@ init of ``surgery.resize_for_extension``, against the unextended model fine-tune
 text for the same number of steps and for the same number of bytes.
 
 * Base model: a tiny GPT-2 (GPT2LMHeadModel from a config: 4 layers, 256 wide, tied head, GPT-2's
-  tokenizer) pretrained on mostly English prose with some Python code and a little of the new
-  domain (``--base-domain-share``), so that its old embeddings already mean something for the new
-  languages, as a real model's do. It is cached in ``--cache-dir``, so later runs (other seeds,
+  tokenizer) pretrained for ``--pretrain-steps`` steps on English prose with 15% Python code and
+  some of the new domain (``--base-domain-share``, 30%), so that its old embeddings already mean
+  something for the new languages, as a real model's do. It is cached in ``--cache-dir``, so later runs (other seeds,
   inits) reuse it. Or ``--model DIR``: your own transformers causal LM folder, with its
   tokenizer.json (or vocab.json + merges.txt).
 * New domain: the German, Chinese and Russian documents of the corpus (``--languages``; the
@@ -24,14 +24,18 @@ text for the same number of steps and for the same number of bytes.
   tokenizer), each scored from a leading end-of-text token. Bits per byte = summed NLL / ln 2 /
   bytes, which compares tokenizers fairly. Bytes per token there is the sequence-length gain.
 
-Prints a markdown table (mean ± sample standard deviation over seeds, and each init's final
-bits per byte minus the default init's, paired by seed); ``--out x.json`` or ``--out x.md``
-also writes it. The default run takes about 15 minutes on 2 free cores, pretraining included;
-``--quick`` is a smoke run of a minute or two.
+Every init of ``resize_for_extension`` is measured unless ``--inits`` names some (its default is
+always measured, first). Prints a markdown table (mean ± sample standard deviation over seeds,
+and each init's final bits per byte minus the default init's, paired by seed); ``--out x.json``
+(per-seed values too) or ``--out x.md`` also writes it. The default run does 1,100 training
+steps of 1,024 tokens (300 of them pretraining), about 22 CPU minutes: some 12 minutes on 2 free
+cores (an estimate from per-step times). On a busy machine ``--threads 1`` is faster than two
+contended threads (the README's table took 30 minutes that way, base model cached). ``--quick``
+is a smoke run of a minute or two.
 
     python scripts/bench_extension_model.py [--corpus mix-49mb.txt.xz] [--model DIR]
-        [--new-merges 3000] [--steps 40] [--seeds 3] [--inits parents,subtoken_mean,...]
-        [--out results.md] [--quick]
+        [--new-merges 3000] [--steps 30] [--seeds 3] [--inits subtoken_scaled,zeros,...]
+        [--untied] [--threads N] [--out results.md] [--quick]
 """
 
 from __future__ import annotations
