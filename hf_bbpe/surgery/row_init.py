@@ -43,7 +43,10 @@ class OutputRows:
 
 
 #: Output rows of the sub-token inits (token_adding.SUBTOKEN_INITS); input rows always get the
-#: plain sub-token mean. The values are those scripts/bench_extension_model.py measured.
+#: plain sub-token mean. The values come from exploratory sweeps on the benchmark's tiny model:
+#: a share of 0.15-0.3 was best at step 0; a scale of 0.2-0.4 was up to 1% better than 0.5 at
+#: step 0 but worse than plain FVT after fine-tuning (0.3), so 0.5. scripts/bench_extension_model.py
+#: compares the resulting inits.
 SUBTOKEN_OUTPUT_ROWS = {
     "subtoken_mean": OutputRows(),
     "subtoken_scaled": OutputRows(scale=0.5),
@@ -54,6 +57,7 @@ SUBTOKEN_OUTPUT_ROWS = {
 def output_rows_for(init: object) -> OutputRows:
     """The output rows of an ``init`` name (undamped for every init but the damped sub-token ones)."""
     return SUBTOKEN_OUTPUT_ROWS.get(init, OutputRows()) if isinstance(init, str) else OutputRows()
+
 
 # Rows are read in chunks of about this many elements (2 MiB in float64); a constant, not a
 # memory-dependent choice, so that every caller sums in the same order.
