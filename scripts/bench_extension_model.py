@@ -6,9 +6,9 @@ init of ``surgery.resize_for_extension``, against the unextended model fine-tune
 text for the same number of steps and for the same number of bytes.
 
 * Base model: a tiny GPT-2 (GPT2LMHeadModel from a config: 4 layers, 256 wide, tied head, GPT-2's
-  tokenizer) pretrained on mostly English prose with some Python code and a little of the new
-  domain (``--base-domain-share``), so that its old embeddings already mean something for the new
-  languages, as a real model's do. It is cached in ``--cache-dir``, so later runs (other seeds,
+  tokenizer) pretrained for ``--pretrain-steps`` steps on English prose with 15% Python code and
+  some of the new domain (``--base-domain-share``, 30%), so that its old embeddings already mean
+  something for the new languages, as a real model's do. It is cached in ``--cache-dir``, so later runs (other seeds,
   inits) reuse it. Or ``--model DIR``: your own transformers causal LM folder, with its
   tokenizer.json (or vocab.json + merges.txt).
 * New domain: the German, Chinese and Russian documents of the corpus (``--languages``; the
@@ -24,14 +24,18 @@ text for the same number of steps and for the same number of bytes.
   tokenizer), each scored from a leading end-of-text token. Bits per byte = summed NLL / ln 2 /
   bytes, which compares tokenizers fairly. Bytes per token there is the sequence-length gain.
 
-Prints a markdown table (mean ± sample standard deviation over seeds, and each init's final
-bits per byte minus the default init's, paired by seed); ``--out x.json`` or ``--out x.md``
-also writes it. The default run takes about 15 minutes on 2 free cores, pretraining included;
-``--quick`` is a smoke run of a minute or two.
+Every init of ``resize_for_extension`` is measured unless ``--inits`` names some (its default is
+always measured, first). Prints a markdown table (mean ± sample standard deviation over seeds,
+and each init's final bits per byte minus the default init's, paired by seed); ``--out x.json``
+(per-seed values too) or ``--out x.md`` also writes it. The default run does 1,100 training
+steps of 1,024 tokens (300 of them pretraining), about 22 CPU minutes: some 12 minutes on 2 free
+cores (an estimate from per-step times). On a busy machine ``--threads 1`` is faster than two
+contended threads (the README's table took 30 minutes that way, base model cached). ``--quick``
+is a smoke run of a minute or two.
 
     python scripts/bench_extension_model.py [--corpus mix-49mb.txt.xz] [--model DIR]
-        [--new-merges 3000] [--steps 40] [--seeds 3] [--inits parents,subtoken_mean,...]
-        [--out results.md] [--quick]
+        [--new-merges 3000] [--steps 30] [--seeds 3] [--inits subtoken_scaled,zeros,...]
+        [--untied] [--threads N] [--out results.md] [--quick]
 """
 
 from __future__ import annotations
@@ -67,8 +71,6 @@ GPT2_DATA = REPO / "tests" / "data" / "gpt2"
 CORPUS_NAME = Path("shared") / "data" / "bench" / "mix-49mb.txt.xz"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hf_bbpe" / "bench_extension_model"
 NO_EXTENSION = "no extension"
-# Inits measured by default, besides resize_for_extension's default (always measured).
-DEFAULT_INITS = ["subtoken_mean", "mean", "zeros"]
 
 # Language of a document, by script and by function words: a heuristic that is good enough to
 # split the shared corpus (Debian fortunes in several languages, CPython sources, an English
@@ -194,14 +196,19 @@ def split_documents(docs: list[str], args: argparse.Namespace, need_base: bool) 
                 split.base_share.append(doc)
                 taken += len(doc.encode("utf-8"))
         split.train += [c for doc in rest for c in chunks(doc, 2048)]
-    if need_base:
+    if need_base:  # English with 15% Python code, shuffled together
+        if not base:
+            raise SystemExit("the corpus has no English documents to pretrain the tiny base on; pass --model DIR")
         rng.shuffle(base)
         rng.shuffle(code)
-        english = [c for doc in base for c in chunks(doc, 2048)]
-        code_chunks = [c for doc in code for c in chunks(doc, 2048)]
-        split.base = english + code_chunks[: max(1, len(english) * 15 // 85)]
-        if not english:
-            raise SystemExit("the corpus has no English documents to pretrain the tiny base on; pass --model DIR")
+        split.base = [c for doc in base for c in chunks(doc, 2048)]
+        code_budget = n_bytes(split.base) * 15 // 85
+        for doc in code:
+            if code_budget <= 0:
+                break
+            split.base += chunks(doc, 2048)
+            code_budget -= len(doc.encode("utf-8"))
+        rng.shuffle(split.base)
     return split
 
 
@@ -380,38 +387,42 @@ def user_model(path: Path) -> tuple[torch.nn.Module, Tokenizer]:
     return model.eval(), tok
 
 
-def summary(values: Sequence[float]) -> str:
+def summary(values: Sequence[float], signed: bool = False) -> str:
+    """Mean ± sample standard deviation (a single value as is)."""
+    sign = "+" if signed else ""
     if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+        return f"{values[0]:{sign}.3f}"
+    return f"{statistics.mean(values):{sign}.3f} ± {statistics.stdev(values):.3f}"
 
 
 def markdown(results: dict) -> str:
-    setup, arms = results["setup"], results["arms"]
-    steps, default = setup["steps"], results["default_init"]
+    setup, arms, tok = results["setup"], results["arms"], results["tokenizer"]
+    default = results["default_init"]
     lines = [
-        f"| arm | steps | bytes seen | bpb at step 0 | bpb after fine-tuning | Δ vs `{default}` (paired) |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"| arm | bytes/token | steps | bytes seen | bpb at step 0 | bpb after fine-tuning | Δ vs `{default}` (paired) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     reference = arms.get(default, {}).get("final")
     for name, arm in arms.items():
-        label = name if name.startswith(NO_EXTENSION) else f"`{name}`"
+        unextended = name.startswith(NO_EXTENSION)
+        label = name if unextended else f"`{name}`"
+        bpt = tok["base_bytes_per_token"] if unextended else tok["extended_bytes_per_token"]
         delta = ""
         if reference and name != default and len(arm["final"]) == len(reference):
-            delta = summary([a - b for a, b in zip(arm["final"], reference)])
-            delta = delta if delta.startswith("-") else "+" + delta
+            delta = summary([a - b for a, b in zip(arm["final"], reference)], signed=True)
         lines.append(
-            f"| {label} | {arm['steps']} | {statistics.mean(arm['bytes_seen']) / 1e3:.0f} KB | "
+            f"| {label} | {bpt:.2f} | {arm['steps']} | {statistics.mean(arm['bytes_seen']) / 1e3:.0f} KB | "
             f"{summary(arm['step0'])} | {summary(arm['final'])} | {delta} |"
         )
-    tok = results["tokenizer"]
+    base_bpt, ext_bpt = tok["base_bytes_per_token"], tok["extended_bytes_per_token"]
+    languages = ", ".join(f"{lang} {size / 1e3:.0f} KB" for lang, size in setup["held_out_languages"].items())
     notes = [
         "",
-        f"Held-out bytes per token: {tok['base_bytes_per_token']:.2f} with the base tokenizer, "
-        f"{tok['extended_bytes_per_token']:.2f} extended (+{tok['new_tokens']} tokens): "
-        f"sequences {tok['base_bytes_per_token'] and tok['extended_bytes_per_token'] / tok['base_bytes_per_token']:.2f}x shorter. "
-        f"{len(setup['seeds'])} seeds (mean ± sd); {steps} steps of {setup['tokens_per_step']} tokens; "
-        f"held-out {setup['held_out_bytes'] / 1e3:.0f} KB ({', '.join(f'{k} {v / 1e3:.0f} KB' for k, v in setup['held_out_languages'].items())}).",
+        f"Held-out bytes per token: {base_bpt:.2f} with the base tokenizer, {ext_bpt:.2f} extended "
+        f"(+{tok['new_tokens']} tokens): sequences {ext_bpt / base_bpt:.2f}x shorter. "
+        f"{len(setup['seeds'])} seeds (mean ± sd; step 0 depends on the seed only for `normal`); "
+        f"{setup['steps']} steps of {setup['tokens_per_step']} tokens; "
+        f"held-out {setup['held_out_bytes'] / 1e3:.0f} KB ({languages}).",
     ]
     return "\n".join(lines + notes)
 
@@ -422,9 +433,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--languages", default="de,zh,ru", help="the new domain: languages of --corpus, or 'all'")
     parser.add_argument("--model", type=Path, help="a transformers causal LM folder (default: the tiny GPT-2)")
     parser.add_argument("--new-merges", type=int, default=3000)
-    parser.add_argument("--steps", type=int, default=40, help="fine-tuning steps")
+    parser.add_argument("--steps", type=int, default=30, help="fine-tuning steps")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--inits", default="default", help="comma-separated resize_for_extension inits, 'default' or 'all'")
+    parser.add_argument("--inits", default="all",
+                        help="comma-separated resize_for_extension inits, or 'all' (its default is always measured)")
     parser.add_argument("--out", type=Path, help="write the results as .json or .md")
     parser.add_argument("--quick", action="store_true", help="a smoke run: tiny sizes, 2 seeds")
     parser.add_argument("--tokens-per-step", type=int, default=1024)
@@ -457,6 +469,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
     t_start, cpu_start = time.perf_counter(), time.process_time()
 
     def log(message: str) -> None:
@@ -490,8 +503,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     }
     bpt = {name: h.n_bytes / h.n_tokens for name, h in held.items()}
 
-    named = {"default": DEFAULT_INITS, "all": list(surgery.EXTENSION_INIT_METHODS)}
-    inits = list(dict.fromkeys([surgery.EXTENSION_DEFAULT_INIT, *named.get(args.inits, args.inits.split(","))]))
+    inits = list(surgery.EXTENSION_INIT_METHODS) if args.inits == "all" else args.inits.split(",")
+    inits = list(dict.fromkeys([surgery.EXTENSION_DEFAULT_INIT, *inits]))
     for init in inits:
         if init not in surgery.EXTENSION_INIT_METHODS:
             raise SystemExit(f"unknown init {init!r}; known: {', '.join(surgery.EXTENSION_INIT_METHODS)}")
@@ -514,6 +527,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         # the unextended arm reads the same text until it has seen as many bytes
         guess = int(len(ext_stream) * bpt["extended"] / bpt["base"] * 1.3) + args.tokens_per_step
         base_cum = token_bytes(base, token_stream(base, order, eot, guess))
+        while base_cum[-1] < ext_bytes:  # denser text than the held-out chunks: read on
+            guess *= 2
+            base_cum = token_bytes(base, token_stream(base, order, eot, guess))
         eq_steps = max(args.steps, -(-(int(torch.searchsorted(base_cum, ext_bytes)) + 1) // args.tokens_per_step))
         base_stream = token_stream(base, order, eot, eq_steps * args.tokens_per_step)
 

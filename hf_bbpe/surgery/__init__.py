@@ -15,12 +15,16 @@ BLAS kernel, about 1e-8 apart for a 1-token input in float32), tied weights stay
 ``config.vocab_size`` follows. In-memory and checkpoint surgery with the same arguments give
 identical tensors. Needs the torch extra: ``pip install 'hf_bbpe[torch]'``.
 
-``init`` (for the embedding rows and, separately, the LM head rows and bias):
+``init`` (for the embedding rows and, separately, the LM head rows and bias; the README's
+"Which init" table says when to use which):
 
 * ``"mean"``: the mean of the old vocabulary's rows (not transformers' covariance sampling, which
   costs seconds on a 32k x 2048 matrix and is noise around the same mean);
-* ``"subtoken_mean"``: per new token, the mean of the rows of the ids its text encodes to with the
-  old tokenizer (right for new words);
+* ``"subtoken_mean"`` (FVT): per new token, the mean of the rows of the ids its text encodes to
+  with the old tokenizer (right for new words);
+* ``"subtoken_scaled"``, ``"subtoken_damped"``: the same in the input rows; in the output rows
+  (LM head and bias, or an embedding tied to the head) that mean halved, or pulled 20% toward
+  the mean row, so that the new tokens' logits start lower (``SUBTOKEN_OUTPUT_ROWS``);
 * ``"normal"``: N(0, std of the old rows), drawn from ``seed``;
 * ``"zeros"``;
 * a mapping ``{token: [old ids]}``: the mean of those rows (tokens not in it get ``"mean"``).
@@ -28,7 +32,7 @@ identical tensors. Needs the torch extra: ``pip install 'hf_bbpe[torch]'``.
   takes the same by row id.
 
 After vocabulary extension (``Tokenizer.extend``), :func:`resize_for_extension` grows the model
-for the new merges, each initialised from its two parents' rows (or its old sub-tokens).
+for the new merges, each initialised from its old sub-tokens (or its two parents' rows).
 
 Padding rows (``pad_to_multiple_of``) get ``init`` when it is "mean"/"normal"/"zeros", else the mean.
 """
@@ -47,8 +51,9 @@ except ImportError as exc:  # torch is an optional extra
 from .checkpoint import extend_checkpoint
 from .embedding_resize import embedding_modules, grow_model_rows, set_token_roles
 from .new_token_training import NewTokenTraining, train_only_new_tokens
-from .row_init import ROW_INIT_METHODS, RowPlan, plan_for_tokens
+from .row_init import ROW_INIT_METHODS, SUBTOKEN_OUTPUT_ROWS, OutputRows, RowPlan, output_rows_for, plan_for_tokens
 from .token_adding import (
+    SUBTOKEN_INITS,
     TOKEN_INIT_METHODS,
     TOKEN_ROLES,
     InitSpec,
@@ -66,7 +71,10 @@ from .row_owners import model_row_owners, record_row_owners, rows_to_keep
 __all__ = [
     "NewTokens",
     "NewTokenTraining",
+    "OutputRows",
     "ROW_INIT_METHODS",
+    "SUBTOKEN_INITS",
+    "SUBTOKEN_OUTPUT_ROWS",
     "TOKEN_INIT_METHODS",
     "TOKEN_ROLES",
     "add_tokens_and_resize",
@@ -119,7 +127,8 @@ def add_tokens_and_resize(
     keep = rows_to_keep(added_owners(added), rows, lambda: model_row_owners(model))
     new_rows = rows_needed(tokenizer, added.ids, rows, pad_to_multiple_of)
     to_init = [i for i in added.ids if i not in keep]
-    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, to_init, added.sources_by_id)
+    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, to_init, added.sources_by_id,
+                           output_rows_for(prepared.init))
     grow_model_rows(model, plan, seed)
     record_row_owners(model, added_owners(added))
     set_token_roles(model, added.role_ids)
@@ -157,10 +166,10 @@ def resize_embeddings(
 
 
 #: Initialisations of :func:`resize_for_extension`: each new merge's two parents, or its sub-tokens.
-EXTENSION_INIT_METHODS = ("parents", "subtoken_mean", *ROW_INIT_METHODS)
+EXTENSION_INIT_METHODS = ("parents", *SUBTOKEN_INITS, *ROW_INIT_METHODS)
 
 #: The default of :func:`resize_for_extension`; ``scripts/bench_extension_model.py`` measures every init against it.
-EXTENSION_DEFAULT_INIT = "parents"
+EXTENSION_DEFAULT_INIT = "subtoken_scaled"
 
 
 def resize_for_extension(
@@ -179,7 +188,9 @@ def resize_for_extension(
 
     * ``"parents"``: the mean of its two parents' rows; a parent that is itself new stands for its
       own parents in turn, so the row is a weighted mean of old rows (halves, quarters, ...);
-    * ``"subtoken_mean"``: the mean of the rows of the old tokens ``base`` spells its bytes with;
+    * ``"subtoken_mean"`` (FVT): the mean of the rows of the old tokens ``base`` spells its bytes with;
+    * ``"subtoken_scaled"``, ``"subtoken_damped"``: that mean in the input embedding; in the output
+      rows (LM head and bias, or a tied embedding) halved, or pulled 20% toward the mean row;
     * ``"mean"``, ``"normal"``, ``"zeros"``: as in :func:`add_tokens_and_resize`.
 
     New special tokens get the plain mean. Returns the new ids, ascending; afterwards the model
@@ -237,13 +248,13 @@ def resize_for_extension(
                     mix[src] = mix.get(src, 0.0) + w / 2
             weights[idx] = mix
         sources.update(weights)
-    elif init == "subtoken_mean":
+    elif init in SUBTOKEN_INITS:
         merged = set(new.merges.values())
         sources.update({idx: tuple(old.encode_single_piece(new_vocab[idx])) for idx in new_ids if idx in merged})
     method = init if init in ROW_INIT_METHODS else "mean"
     num_rows = max(rows, max(new_ids, default=-1) + 1)
     plan = RowPlan(old_rows=rows, new_rows=num_rows, reference_rows=reference_rows, method=method,
-                   sources={i: sources.get(i, ()) for i in new_ids if i not in keep})
+                   sources={i: sources.get(i, ()) for i in new_ids if i not in keep}, output_rows=output_rows_for(init))
     grow_model_rows(model, plan, seed)
     record_row_owners(model, owners)
     return new_ids

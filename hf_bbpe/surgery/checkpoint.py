@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from .embedding_resize import SEED_OFFSETS
-from .row_init import RowPlan, new_row_values, plan_for_tokens
+from .row_init import RowPlan, new_row_values, output_rows_for, plan_for_tokens
 from .safetensors_stream import Growth, RowReader, SafetensorsHeader, read_header, rewrite_with_growth, torch_dtype
 from .token_adding import (
     InitSpec,
@@ -72,6 +72,11 @@ class TensorGroups:
     embedding: list[str]
     head: list[str]
     head_bias: list[str]
+    tied: bool = False  # the embedding is also the LM head
+
+    def is_output(self, role: str) -> bool:
+        """Whether the matrix of ``role`` produces logits (row_init.OutputRows applies to it)."""
+        return role != "embedding" or self.tied
 
     def items(self) -> list[tuple[str, list[str]]]:
         return [("embedding", self.embedding), ("head", self.head), ("head_bias", self.head_bias)]
@@ -143,6 +148,7 @@ def tensor_groups(config: Any, keys: set[str]) -> tuple[TensorGroups, int, int]:
         embedding=present(emb.weight),
         head=[] if tied else present(head.weight),
         head_bias=present(bias) if isinstance(bias, torch.Tensor) else [],
+        tied=tied,
     )
     expected = {
         "embedding": names_by_id.get(id(emb.weight), []),
@@ -279,7 +285,8 @@ def write_grown_checkpoint(
         for name in names:
             header = headers[name]
             with RowReader(header, name) as reader:
-                values = new_row_values(reader, plan, reader.width, reader.dtype, seed + SEED_OFFSETS[role])
+                values = new_row_values(reader, plan, reader.width, reader.dtype, seed + SEED_OFFSETS[role],
+                                        output=groups.is_output(role))
             growth = Growth(plan.new_rows, tuple(plan.target_rows), values)
             growths_by_file.setdefault(layout.weight_map[name], {})[name] = growth
     added_bytes = 0
@@ -363,7 +370,8 @@ def extend_checkpoint(
     keep = rows_to_keep(added_owners(added), rows, lambda: checkpoint_row_owners(ckpt))
     new_rows = rows_needed(new_tokenizer, added.ids, rows, pad_to_multiple_of)
     to_init = [i for i in added.ids if i not in keep]
-    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, to_init, added.sources_by_id)
+    plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, to_init, added.sources_by_id,
+                           output_rows_for(prepared.init))
 
     tmp = _temp_dir_beside(out)
     try:

@@ -63,10 +63,10 @@ def _replace_everywhere(model: nn.Module, old: torch.Tensor, new: nn.Parameter) 
                 module._parameters[name] = new
 
 
-def _grown(tensor: torch.Tensor, plan: RowPlan, seed: int) -> nn.Parameter:
+def _grown(tensor: torch.Tensor, plan: RowPlan, seed: int, output: bool) -> nn.Parameter:
     old = tensor.detach()
     width = old[0].numel() if old.dim() > 1 else 1
-    values = new_row_values(lambda a, b: old[a:b], plan, width, old.dtype, seed)
+    values = new_row_values(lambda a, b: old[a:b], plan, width, old.dtype, seed, output=output)
     new = torch.empty((plan.new_rows, *old.shape[1:]), dtype=old.dtype, device=old.device)
     new[: plan.old_rows] = old
     targets = torch.tensor(plan.target_rows, dtype=torch.long, device=old.device)
@@ -85,14 +85,15 @@ def grow_model_rows(model: nn.Module, plan: RowPlan, seed: int) -> None:
     with torch.no_grad():
         old_weight = emb.weight
         tied = head is not None and head.weight is old_weight
-        new_weight = _grown(old_weight, plan, seed + SEED_OFFSETS["embedding"])
+        # a tied embedding is also the output matrix (row_init.OutputRows)
+        new_weight = _grown(old_weight, plan, seed + SEED_OFFSETS["embedding"], output=tied)
         # Compute everything before replacing anything, so an error leaves the model untouched.
         replacements = [(old_weight, new_weight)]
         if head is not None and not tied:
-            replacements.append((head.weight, _grown(head.weight, plan, seed + SEED_OFFSETS["head"])))
+            replacements.append((head.weight, _grown(head.weight, plan, seed + SEED_OFFSETS["head"], output=True)))
         bias = getattr(head, "bias", None) if head is not None else None
         if isinstance(bias, torch.Tensor) and bias.dim() == 1 and bias.shape[0] == plan.old_rows:
-            replacements.append((bias, _grown(bias, plan, seed + SEED_OFFSETS["head_bias"])))
+            replacements.append((bias, _grown(bias, plan, seed + SEED_OFFSETS["head_bias"], output=True)))
         for old, new in replacements:
             _replace_everywhere(model, old, new)
     if hasattr(emb, "num_embeddings"):

@@ -6,6 +6,11 @@ in-memory and checkpoint surgery give bit-identical rows, and why checkpoint sur
 whole matrix.
 
 Statistics are accumulated in float64 and the result is cast to the matrix dtype once.
+
+A matrix is an *input* matrix (an untied input embedding) or an *output* matrix (the LM head, its
+bias, or an embedding tied to the head). Rows with sources get the sources' mean in input
+matrices; in output matrices ``RowPlan.output_rows`` may damp it (see :class:`OutputRows`), so
+that new tokens start with sub-token meaning in the input rows and modest logits.
 """
 
 from __future__ import annotations
@@ -17,6 +22,42 @@ import torch
 
 #: Initialisations that need nothing but the existing rows.
 ROW_INIT_METHODS = ("mean", "normal", "zeros")
+
+
+@dataclass(frozen=True)
+class OutputRows:
+    """What a row with sources gets in an output matrix (LM head weight and bias, tied embedding):
+    ``scale * ((1 - mean_share) * sources' mean + mean_share * mean of the reference rows)``.
+
+    The plain sources' mean (FVT) gives a new merged token about the logits of its pieces, yet it
+    is rarer than its first piece: at step 0 the new tokens together take too much probability.
+    ``scale < 1`` pulls the new logits toward zero, ``mean_share > 0`` toward the average logit.
+    """
+
+    scale: float = 1.0
+    mean_share: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (0.0 <= self.scale <= 1.0 and 0.0 <= self.mean_share <= 1.0):
+            raise ValueError(f"{self}: scale and mean_share must be in [0, 1]")
+
+
+#: Output rows of the sub-token inits (token_adding.SUBTOKEN_INITS); input rows always get the
+#: plain sub-token mean. The values come from exploratory sweeps on the benchmark's tiny model:
+#: a share of 0.15-0.3 was best at step 0; a scale of 0.2-0.4 was up to 1% better than 0.5 at
+#: step 0 but worse than plain FVT after fine-tuning (0.3), so 0.5. scripts/bench_extension_model.py
+#: compares the resulting inits.
+SUBTOKEN_OUTPUT_ROWS = {
+    "subtoken_mean": OutputRows(),
+    "subtoken_scaled": OutputRows(scale=0.5),
+    "subtoken_damped": OutputRows(mean_share=0.2),
+}
+
+
+def output_rows_for(init: object) -> OutputRows:
+    """The output rows of an ``init`` name (undamped for every init but the damped sub-token ones)."""
+    return SUBTOKEN_OUTPUT_ROWS.get(init, OutputRows()) if isinstance(init, str) else OutputRows()
+
 
 # Rows are read in chunks of about this many elements (2 MiB in float64); a constant, not a
 # memory-dependent choice, so that every caller sums in the same order.
@@ -35,7 +76,7 @@ class RowPlan:
     non-empty sources gets the mean of those old rows: a tuple of row ids (a plain mean; a repeated
     id counts each time) or a mapping ``{row id: weight}`` (a weighted mean). Every other new row
     gets ``method``, computed from the statistics of the first ``reference_rows`` rows (the old
-    vocabulary).
+    vocabulary). In output matrices, rows with sources follow ``output_rows``.
     """
 
     old_rows: int
@@ -43,6 +84,7 @@ class RowPlan:
     reference_rows: int
     method: str = "mean"
     sources: Mapping[int, Sources] = field(default_factory=dict)
+    output_rows: OutputRows = OutputRows()
 
     def __post_init__(self) -> None:
         if self.method not in ROW_INIT_METHODS:
@@ -90,24 +132,31 @@ def _reference_stats(read_rows: ReadRows, n_rows: int, width: int, want_std: boo
     return mean, std
 
 
-def new_row_values(read_rows: ReadRows, plan: RowPlan, width: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
+def new_row_values(
+    read_rows: ReadRows, plan: RowPlan, width: int, dtype: torch.dtype, seed: int, *, output: bool = False
+) -> torch.Tensor:
     """Values for ``plan.target_rows``: a CPU tensor [len(target_rows), width] of ``dtype``.
 
     ``read_rows(start, stop)`` returns old rows [start, stop) as a tensor of ``stop - start`` rows of
     ``width`` elements (any dtype, any device). ``seed`` drives the "normal" draws, which are made
     in ascending row order for the rows without sources, so the result is reproducible.
+    ``output`` says the matrix produces logits (LM head, head bias, tied embedding): its rows with
+    sources follow ``plan.output_rows``.
     """
     targets = plan.target_rows
     out = torch.zeros(len(targets), width, dtype=torch.float64)
     plain = [i for i, row in enumerate(targets) if not plan.sources.get(row)]
-    if plain and plan.method != "zeros":
-        mean, std = _reference_stats(read_rows, plan.reference_rows, width, want_std=plan.method == "normal")
-        if plan.method == "mean":
-            out[plain] = mean
-        else:
-            generator = torch.Generator().manual_seed(seed)
-            draws = torch.randn(len(plain), width, generator=generator, dtype=torch.float32)
-            out[plain] = draws.to(torch.float64) * std
+    damping = plan.output_rows if output else OutputRows()
+    need_mean = (bool(plain) and plan.method != "zeros") or (damping.mean_share > 0 and len(plain) < len(targets))
+    if need_mean:
+        want_std = bool(plain) and plan.method == "normal"
+        mean, std = _reference_stats(read_rows, plan.reference_rows, width, want_std=want_std)
+    if plain and plan.method == "mean":
+        out[plain] = mean
+    elif plain and plan.method == "normal":
+        generator = torch.Generator().manual_seed(seed)
+        draws = torch.randn(len(plain), width, generator=generator, dtype=torch.float32)
+        out[plain] = draws.to(torch.float64) * std
     cache: dict[int, torch.Tensor] = {}
     for i, row in enumerate(targets):
         srcs = plan.sources.get(row)
@@ -121,6 +170,10 @@ def new_row_values(read_rows: ReadRows, plan: RowPlan, width: int, dtype: torch.
             out[i] = sum(cache[src] * (float(weight) / total) for src, weight in srcs.items())
         else:
             out[i] = torch.stack([cache[src] for src in srcs]).mean(0)
+        if damping.mean_share:
+            out[i] = (1.0 - damping.mean_share) * out[i] + damping.mean_share * mean
+        if damping.scale != 1.0:
+            out[i] *= damping.scale
     return out.to(dtype)
 
 
@@ -131,7 +184,9 @@ def plan_for_tokens(
     method: str,
     new_ids: Sequence[int],
     sources_by_id: Mapping[int, Sequence[int]],
+    output_rows: OutputRows = OutputRows(),
 ) -> RowPlan:
     """The plan for rows of newly added token ids: ids inside the old matrix are re-initialised too."""
     sources = {int(i): tuple(int(s) for s in sources_by_id.get(i, ())) for i in new_ids}
-    return RowPlan(old_rows=old_rows, new_rows=new_rows, reference_rows=reference_rows, method=method, sources=sources)
+    return RowPlan(old_rows=old_rows, new_rows=new_rows, reference_rows=reference_rows, method=method,
+                   sources=sources, output_rows=output_rows)

@@ -17,8 +17,12 @@ from typing import Any
 #: and ``<role>_token_id`` in the model config and generation config.
 TOKEN_ROLES = ("pad", "bos", "eos")
 
+#: Inits from the rows of the ids each new token's text encodes to with the old tokenizer: their
+#: mean (FVT) in every matrix, or in the input rows with damped output rows (row_init.OutputRows).
+SUBTOKEN_INITS = ("subtoken_mean", "subtoken_scaled", "subtoken_damped")
+
 #: Values of ``init`` besides an explicit ``{token: [old ids]}`` mapping.
-TOKEN_INIT_METHODS = ("mean", "subtoken_mean", "normal", "zeros")
+TOKEN_INIT_METHODS = ("mean", *SUBTOKEN_INITS, "normal", "zeros")
 
 InitSpec = str | Mapping[str, Sequence[int]]
 
@@ -33,6 +37,7 @@ class PreparedTokens:
     sources: dict[str, tuple[int, ...]]  # token -> old ids whose rows it is initialised from
     roles: dict[str, str]  # role -> token
     method: str  # row init for tokens without sources and for padding rows
+    init: str | None  # the init asked for by name (None: a {token: [ids]} mapping)
     old_len: int  # len(tokenizer) before
     old_ids: frozenset[int]
 
@@ -144,8 +149,8 @@ def prepare_tokens(
             raise ValueError(
                 f"unknown init {init!r}; expected one of {TOKEN_INIT_METHODS} or a {{token: [ids]}} mapping"
             )
-        method = init if init != "subtoken_mean" else "mean"
-        if init == "subtoken_mean":
+        method = init if init not in SUBTOKEN_INITS else "mean"
+        if init in SUBTOKEN_INITS:
             found = subtoken_sources(tokenizer, texts)
             notes += [f"token {t!r} encodes to no ids; it gets the plain mean" for t in texts if t not in found]
             sources = {t: tuple(ids) for t, ids in found.items()}
@@ -180,6 +185,7 @@ def prepare_tokens(
         sources=sources,
         roles=roles,
         method=method,
+        init=init if isinstance(init, str) else None,
         old_len=old_len,
         old_ids=frozenset(int(i) for i in vocab.values()),
     )

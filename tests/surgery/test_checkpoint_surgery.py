@@ -124,6 +124,12 @@ def assert_same_model(a, b):
         ("llama_padded", "subtoken_mean"),
         ("llama_bf16", "mean"),
         ("llama_bf16", "normal"),
+        # input and output rows apart: tied (both in one tensor), untied, head bias, bfloat16
+        ("gpt2", "subtoken_scaled"),
+        ("llama", "subtoken_damped"),
+        ("phi", "subtoken_scaled"),
+        ("phi", "subtoken_damped"),
+        ("llama_bf16", "subtoken_scaled"),
     ],
 )
 def test_extend_checkpoint_equals_in_memory_surgery(arch, init, checkpoints, tokenizer, tmp_path):

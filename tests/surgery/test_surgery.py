@@ -168,6 +168,32 @@ def test_init_subtoken_mean(tokenizer):
     assert surgery.subtoken_sources(tokenizer, [" photosynthesis"]) == {" photosynthesis": [new_ids[1]]}
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("init", ["subtoken_scaled", "subtoken_damped"])
+def test_damped_subtoken_inits_treat_input_and_output_rows_apart(arch, init, tokenizer):
+    # An untied input embedding gets the plain sub-token mean; the output matrices (LM head and its
+    # bias, or GPT-2's tied embedding) get it scaled or pulled toward the mean row.
+    model = make_model(arch)
+    before = matrices(model)
+    rule = surgery.SUBTOKEN_OUTPUT_ROWS[init]
+    tokens = [" photosynthesis", " Kernspaltung", "<|im_start|>"]
+    pieces = [tokenizer.encode(t) for t in tokens]
+    assert all(len(p) > 1 for p in pieces)
+    new_ids = surgery.add_tokens_and_resize(model, tokenizer, tokens, init=init)
+    after = matrices(model)
+    tied = arch == "gpt2"
+    for name, old in before.items():
+        old64 = old.double()
+        output = name != "embedding" or tied
+        for ids, new_id in zip(pieces, new_ids, strict=True):
+            plain = old64[ids].mean(0)
+            expected = rule.scale * ((1 - rule.mean_share) * plain + rule.mean_share * old64.mean(0)) if output else plain
+            assert torch.equal(after[name][new_id], expected.to(old.dtype)), (name, new_id)
+            assert torch.equal(after[name][new_id], plain.to(old.dtype)) == (not output), (name, new_id)
+        assert torch.equal(after[name][:V], old), name
+    assert (model.get_output_embeddings().weight is model.get_input_embeddings().weight) == tied
+
+
 def test_init_explicit_sources_and_fallback_mean(tokenizer):
     model = make_model("phi")
     before = matrices(model)

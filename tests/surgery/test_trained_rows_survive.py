@@ -209,7 +209,7 @@ def extended(base, mixed_docs):
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "phi"])
-@pytest.mark.parametrize("init", ["parents", "zeros"])
+@pytest.mark.parametrize("init", ["parents", "subtoken_scaled", "zeros"])
 def test_resize_for_extension_again_after_training_changes_no_row(base, extended, arch, init):
     model = make_model(arch, rows=base.n_vocab)
     new_ids = surgery.resize_for_extension(model, base, extended, init=init)

@@ -75,7 +75,7 @@ def test_parents_init_and_agreement_with_the_extended_tokenizer(base, extended, 
     hf_old = BBPETokenizer.from_engine(base)
     model = make_model(arch, len(hf_old))
     before = {name: t.clone() for name, t in grown(model).items()}
-    new_ids = surgery.resize_for_extension(model, base, extended)
+    new_ids = surgery.resize_for_extension(model, base, extended, init="parents")
 
     hf_new = BBPETokenizer.from_engine(extended)
     assert new_ids == sorted(set(extended.vocab) - set(base.vocab))
@@ -113,6 +113,38 @@ def test_subtoken_mean_uses_the_old_segmentation(base, extended):
         assert torch.allclose(weight[idx], old[pieces].mean(0), atol=1e-6), idx
 
 
+@pytest.mark.parametrize("arch", ["gpt2", "phi"])
+@pytest.mark.parametrize("init", surgery.SUBTOKEN_INITS)
+def test_subtoken_inits_damp_only_the_output_rows(base, extended, arch, init):
+    # Input rows (Phi's untied embedding): the mean of the old sub-tokens' rows (FVT). Output rows
+    # (Phi's head and bias, GPT-2's tied embedding): that mean, damped by the init's OutputRows.
+    # The new special token has no sub-tokens: the plain mean of the old rows everywhere.
+    hf_old = BBPETokenizer.from_engine(base)
+    model = make_model(arch, len(hf_old))
+    before = {name: t.clone() for name, t in grown(model).items()}
+    new_ids = surgery.resize_for_extension(model, base, extended, init=init)
+    rule = surgery.SUBTOKEN_OUTPUT_ROWS[init]
+    after = grown(model)
+    old_rows = len(hf_old)
+    special = extended.special_tokens["<|im_start|>"]
+    assert special in new_ids
+    for name, old in before.items():
+        output = name != "embedding" or arch == "gpt2"
+        mean = old[:old_rows].mean(0)
+        assert torch.equal(after[name][:old_rows], old), name
+        assert torch.allclose(after[name][special], mean, atol=1e-6), name
+        for idx in new_ids:
+            if idx == special:
+                continue
+            pieces = base.encode_single_piece(extended.vocab[idx])
+            expected = old[pieces].mean(0)
+            if output:
+                expected = rule.scale * ((1 - rule.mean_share) * expected + rule.mean_share * mean)
+            assert torch.allclose(after[name][idx], expected, atol=1e-6), (name, idx)
+    if arch == "gpt2":
+        assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+
+
 def test_not_an_extension_is_refused(base):
     other = RegexTokenizer("gpt4")
     other.train(" ".join(MIXED_DOCS), 256 + 50)
@@ -141,7 +173,7 @@ def test_llama3_extension_grows_a_llama_model():
     model = LlamaForCausalLM(LlamaConfig(hidden_size=8, intermediate_size=16, num_hidden_layers=1,
                                          num_attention_heads=1, num_key_value_heads=1, vocab_size=len(hf_old)))
     before = {name: t.clone() for name, t in grown(model).items()}
-    new_ids = surgery.resize_for_extension(model, base, extended)
+    new_ids = surgery.resize_for_extension(model, base, extended, init="parents")
     assert new_ids == sorted(set(extended.vocab) - set(base.vocab)) and len(new_ids) == 20
     assert new_ids[0] == len(hf_old) == 128256
     after = grown(model)
@@ -156,3 +188,22 @@ def test_llama3_extension_grows_a_llama_model():
     assert int(ids.max()) >= len(hf_old)
     with torch.no_grad():
         assert model(ids).logits.shape[-1] == len(hf_new)
+
+
+def test_readme_documents_every_init_and_the_measured_default():
+    """The README's "Which init" table has a row for every init of add_tokens_and_resize and
+    resize_for_extension, and marks each function's default where the code has it."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### Which `init`", 1)[1].split("\n\n| ", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        rows[cells[0].strip('`"')] = cells
+    assert set(surgery.EXTENSION_INIT_METHODS) | set(surgery.TOKEN_INIT_METHODS) <= set(rows)
+    add_default = [name for name, cells in rows.items() if cells[2] == "**default**"]
+    extension_default = [name for name, cells in rows.items() if cells[3] == "**default**"]
+    assert extension_default == [surgery.EXTENSION_DEFAULT_INIT]
+    assert add_default == [surgery.add_tokens_and_resize.__kwdefaults__["init"]]
+    for name, cells in rows.items():
+        assert (cells[2] != "no") == (name in surgery.TOKEN_INIT_METHODS or name.startswith("{")), name
+        assert (cells[3] != "no") == (name in surgery.EXTENSION_INIT_METHODS), name

@@ -14,7 +14,7 @@ from ..text_input import read_text
 from ..tokenizer_spec import saved_by_bbpe
 
 # surgery.TOKEN_INIT_METHODS, written out: importing surgery imports torch (a test keeps them equal)
-INITS = ("mean", "subtoken_mean", "normal", "zeros")
+INITS = ("mean", "subtoken_mean", "subtoken_scaled", "subtoken_damped", "normal", "zeros")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--special", action="store_true", help="add them as special tokens (never split)")
     p.add_argument("--init", choices=INITS, default="mean",
                    help="new rows: mean of the old rows (default), mean of the rows of the ids each token's text "
-                        "encodes to (subtoken_mean), normal noise, or zeros")
+                        "encodes to (subtoken_mean; subtoken_scaled halves the LM head rows, subtoken_damped "
+                        "pulls them 20%% toward the mean row), normal noise, or zeros (README: 'Which init')")
     add_role_options(p, help="declare this token as {role} (added as special if new; config ids follow)")
     p.add_argument("--pad-to-multiple-of", type=positive_int, default=None,
                    help="round the number of rows up to a multiple of this")
