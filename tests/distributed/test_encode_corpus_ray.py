@@ -23,6 +23,32 @@ def test_encode_texts_gives_the_ids_in_order(cluster):
     assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == [tok.encode_ordinary(d) for d in docs]
 
 
+def test_one_pool_encodes_many_lists_in_order_across_actors_and_blocks(cluster):
+    from hf_bbpe.distributed import TextEncoderPool
+
+    docs = mix_docs()
+    tok = trained_engine(1024)
+    expected = [tok.encode_ordinary(d) for d in docs]
+    with TextEncoderPool(tok, num_actors=2, block_bytes=2_000) as pool:  # many blocks, both actors
+        actors = list(pool.actors)
+        for part in (docs, docs[::-1], docs[:1], []):
+            ids, offsets = pool.encode(part)
+            assert ids.dtype.name == "uint32" and offsets.dtype.name == "int64" and len(offsets) == len(part) + 1
+            assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == \
+                [tok.encode_ordinary(d) for d in part]
+        assert pool.actors == actors  # the same actors served every list
+    assert expected  # the corpus is not empty
+
+
+def test_lone_surrogates_and_empty_texts_travel_as_they_are(cluster):
+    from hf_bbpe.distributed import encode_texts
+
+    tok = trained_engine(1024)
+    texts = ["caf\u00e9 \ud800 end", "", "plain text", "\udfff", "\U0001f600 emoji"]
+    ids, offsets = encode_texts(texts, tok, num_actors=1)
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == [tok.encode_ordinary(t) for t in texts]
+
+
 def test_shards_on_ray_equal_local_shards(cluster, tmp_path):
     from hf_bbpe.distributed import encode_texts
 
