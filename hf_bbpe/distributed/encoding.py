@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..tokenizer import Tokenizer
@@ -74,7 +74,9 @@ class TextEncoderPool:
     The texts travel as Arrow-style buffers (UTF-8 bytes and int64 offsets, two numpy arrays that
     Ray's object store passes without pickling a Python object per text), and the ids come back
     the same way. ``encode`` cuts the texts into blocks of about ``block_bytes`` of text and queues
-    them on the actors round-robin, so an actor never waits for the driver between two blocks.
+    them on the actors round-robin, so an actor never waits for the driver between two blocks;
+    :meth:`submit` returns before the ids are ready, so that the driver reads the next texts
+    meanwhile (``write_token_shards`` does, one shard ahead).
     ``num_actors`` defaults to the cluster's CPUs but one (the driver reads the input meanwhile).
     """
 
@@ -90,24 +92,33 @@ class TextEncoderPool:
 
     def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The ids of ``texts``: one flat uint32 array and int64 offsets (``len(texts) + 1``)."""
+        return self.submit(texts)()
+
+    def submit(self, texts: Sequence[str]) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+        """Queue ``texts`` on the actors and return at once a function that waits for their ids
+        (what :meth:`encode` returns): the caller reads its next texts while the actors work."""
         import numpy as np
 
         ray = require_ray()
         data, starts, surrogates = _utf8_buffers(texts)
         bounds = _block_bounds(starts, self.block_bytes)
         refs = [
-            self.actors[k % len(self.actors)].encode_block.remote(data[starts[a] : starts[b]], starts[a : b + 1] - starts[a],
-                                                            surrogates)
+            self.actors[k % len(self.actors)].encode_block.remote(data[starts[a] : starts[b]],
+                                                                  starts[a : b + 1] - starts[a], surrogates)
             for k, (a, b) in enumerate(zip(bounds, bounds[1:]))
         ]
-        id_parts, offset_parts, base = [], [np.zeros(1, dtype=np.int64)], 0
-        for ref in refs:  # in submission order, hence input order
-            ids, offsets = ray.get(ref)
-            id_parts.append(ids)
-            offset_parts.append(offsets[1:] + base)
-            base += int(offsets[-1])
-        ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.uint32)
-        return ids.astype(np.uint32, copy=False), np.concatenate(offset_parts)
+
+        def result() -> tuple[np.ndarray, np.ndarray]:
+            id_parts, offset_parts, base = [], [np.zeros(1, dtype=np.int64)], 0
+            for ref in refs:  # in submission order, hence input order
+                ids, offsets = ray.get(ref)
+                id_parts.append(ids)
+                offset_parts.append(offsets[1:] + base)
+                base += int(offsets[-1])
+            ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.uint32)
+            return ids.astype(np.uint32, copy=False), np.concatenate(offset_parts)
+
+        return result
 
     __call__ = encode  # a token_shards encoder: texts -> (ids, offsets)
 

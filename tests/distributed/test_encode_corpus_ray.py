@@ -70,3 +70,28 @@ def test_cli_on_a_ray_cluster_equals_the_cli_here(cluster, mix_tok_dir, tmp_path
     run_cli(*common, "--out", tmp_path / "ray", "--ray", address, "--workers", "1", timeout=300)
     assert folder_bytes(tmp_path / "ray") == folder_bytes(tmp_path / "here")
     assert len(shard_documents(tmp_path / "ray")[0]) > 1 and shard_documents(tmp_path / "ray")[0][-1] == 512  # EOT
+
+
+def test_a_pool_one_shard_ahead_resumes_without_losing_or_repeating(cluster, tmp_path):
+    """The writer reads the next shard while the pool encodes one (``submit``); an error while
+    reading leaves the manifest at a committed shard, and the run resumes to the local bytes."""
+    import json
+
+    from hf_bbpe.distributed import TextEncoderPool
+
+    docs = mix_docs()
+    tok = trained_engine(1024)
+
+    def failing_after(n):
+        yield from docs[:n]
+        raise OSError("the disk went away")
+
+    options = {"eos_id": 1030, "shard_bytes": 20_000, "batch_bytes": 7_000, "progress": False}
+    with TextEncoderPool(tok, num_actors=2, block_bytes=3_000) as pool:
+        with pytest.raises(OSError, match="went away"):
+            write_token_shards(failing_after(700), tok, tmp_path / "resumed", encoder=pool, **options)
+        manifest = json.loads((tmp_path / "resumed" / "manifest.json").read_text(encoding="utf-8"))
+        assert not manifest["complete"] and 0 < manifest["documents"] < 700
+        write_token_shards(docs, tok, tmp_path / "resumed", encoder=pool, **options)
+    write_token_shards(docs, tok, tmp_path / "local", encoder=local_encoder(tok, 1), **options)
+    assert folder_bytes(tmp_path / "resumed") == folder_bytes(tmp_path / "local")
