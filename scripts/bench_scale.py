@@ -1,12 +1,16 @@
 """Benchmark hf_bbpe.distributed: chunk counting and encoding on Ray, against one machine.
 
-    python scripts/bench_scale.py [CORPUS] [--limit-mb N] [--vocab-size 32768] [--sections counting,encode-corpus]
+    python scripts/bench_scale.py [CORPUS] [--limit-mb N] [--vocab-size 32768] [--rounds 2]
+                                  [--sections counting,encode-corpus]
 
 CORPUS (default: the shared 49 MB corpus, split into documents at blank lines) is first written
 as a parquet dataset (32 files), which Ray reads as a user's job would. Each measurement runs in
-its own subprocess, so that the driver's memory is its own:
+its own subprocess, so that the driver's memory is its own, and the arms of a section run one
+after the other in each of ``--rounds`` rounds (interleaved, so that a change in the machine's
+load hits every arm alike; compare the ratios within a round):
 
-* ``local N``: ``hf_bbpe.chunk_counting.count_chunks`` on the document list with N processes;
+* ``local N``: ``hf_bbpe.chunk_counting.count_chunks`` on the document list with N processes,
+  then (after training) ``batch_encoding.encode_batch_flat`` of the documents with N workers;
 * ``ray N``: a local Ray cluster of N CPUs (``ray.init(num_cpus=N)``; the cluster's start is not
   timed): ``hf_bbpe.distributed.count_chunks`` on ``read_parquet``, then ``train_from_counts``
   to ``--vocab-size`` on the driver, then ``encode_dataset`` with N actors (on a cluster of N + 1 CPUs: the
@@ -14,12 +18,13 @@ its own subprocess, so that the driver's memory is its own:
 * driver memory: the driver's peak RSS (VmHWM, reset before counting) above its RSS before
   counting, while it receives the counts and while it trains, divided by the distinct chunks.
 
-* ``encode-corpus``: the real command (``python -m hf_bbpe.cli encode-corpus``) on the parquet
-  files, with a tokenizer trained on the whole corpus to ``--vocab-size`` (uint16 shards of 16 MiB
-  of text each): one process (``--workers 1``), every core, and a Ray cluster that the command
-  starts (``--ray local``) with 1 and 2 actors. The time is the command's whole wall time,
-  start-up included (for Ray: starting the cluster and its actors); the four folders must be
-  byte-identical.
+* ``encode-corpus``: the real command (``hf_bbpe.cli.main``, in a subprocess of its own) on the
+  parquet files, with a tokenizer trained on the whole corpus to ``--vocab-size`` (uint16 shards
+  of 16 MiB of text each): one process (``--workers 1``), every core, and a Ray cluster that the
+  command starts (``--ray local``) with 1 and 2 actors. Each arm runs on the whole corpus and on
+  its first 2 files: the whole command's rate includes start-up (the tokenizer; for Ray, the
+  cluster and its actors), the rate past start-up is the extra text over the extra time. The
+  driver's peak RSS is the command's whole process. Every folder must be byte-identical.
 
 Throughput is MB of UTF-8 text per second of wall time. The counts of every run are checked to
 equal the single-process counts, and the merges trained from the Ray counts to equal the merges
@@ -57,6 +62,7 @@ def run_local(args: argparse.Namespace) -> dict:
     import pyarrow.parquet as pq
 
     from hf_bbpe import RegexTokenizer
+    from hf_bbpe.batch_encoding import encode_batch_flat
     from hf_bbpe.chunk_counting import count_chunks
 
     documents = pq.read_table(args.parquet, columns=["text"]).column("text").to_pylist()
@@ -65,9 +71,12 @@ def run_local(args: argparse.Namespace) -> dict:
     seconds = time.perf_counter() - start
     tok = RegexTokenizer("gpt4")
     tok.train_from_counts(counts, args.vocab_size)
-    with open(args.reference, "w", encoding="utf-8") as f:
-        json.dump({"distinct": len(counts), "total": sum(counts.values()), "merges": list(tok.merges)}, f)
-    return {"count_s": seconds}
+    if not os.path.exists(args.reference):
+        with open(args.reference, "w", encoding="utf-8") as f:
+            json.dump({"distinct": len(counts), "total": sum(counts.values()), "merges": list(tok.merges)}, f)
+    start = time.perf_counter()
+    encode_batch_flat(tok, documents, num_workers=args.workers, allowed_special="none", disallowed_special=())
+    return {"count_s": seconds, "encode_s": time.perf_counter() - start}
 
 
 def run_ray(args: argparse.Namespace) -> dict:
@@ -113,8 +122,19 @@ def run_ray(args: argparse.Namespace) -> dict:
             "driver_count_mb": count_peak, "driver_train_mb": train_peak}
 
 
+def run_cli(args: argparse.Namespace) -> dict:
+    """The real ``hf-bbpe encode-corpus`` in this process (``--cli-args``), then its peak RSS."""
+    from hf_bbpe.cli.main import main as cli_main
+
+    start = time.perf_counter()
+    status = cli_main(json.loads(args.cli_args))
+    seconds = time.perf_counter() - start
+    assert status == 0, f"encode-corpus exited with {status}"
+    return {"seconds": seconds, "peak_mb": peak_rss_mb()}
+
+
 def child(args: argparse.Namespace) -> None:
-    result = run_local(args) if args.mode == "local" else run_ray(args)
+    result = {"local": run_local, "ray": run_ray, "cli": run_cli}[args.mode](args)
     print(json.dumps(result))
 
 
@@ -125,7 +145,10 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=32768)
     parser.add_argument("--sections", default="counting,encode-corpus",
                         help="comma-separated, from: counting (with encode_dataset), encode-corpus")
-    parser.add_argument("--mode", choices=("local", "ray"), help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="times each arm runs; the arms of a round run one after the other (interleaved)")
+    parser.add_argument("--mode", choices=("local", "ray", "cli"), help=argparse.SUPPRESS)
+    parser.add_argument("--cli-args", help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--parquet", help=argparse.SUPPRESS)
     parser.add_argument("--reference", help=argparse.SUPPRESS)
@@ -150,31 +173,54 @@ def main() -> None:
 
 
 def bench_counting(args: argparse.Namespace, parquet: str, reference: str, megabytes: float) -> None:
-    """Counting (and encode_dataset) locally and on Ray; the first run writes the reference merges."""
-    for mode, workers in (("local", 1), ("local", 2), ("ray", 1), ("ray", 2)):
-        r = run_child(args, mode, workers, parquet, reference)
-        line = f"{mode:5} {workers} worker(s): counting {megabytes / r['count_s']:5.2f} MB/s ({r['count_s']:.1f} s)"
-        if mode == "ray":
-            line += (
-                f"; encode_dataset {megabytes / r['encode_s']:5.2f} MB/s ({r['tokens']:,} tokens); "
-                f"training on the driver {r['train_s']:.1f} s; {r['distinct']:,} distinct chunks; driver peak "
-                f"+{r['driver_count_mb']:.0f} MB receiving counts ({r['driver_count_mb'] * 1e6 / r['distinct']:.0f} "
-                f"B/chunk), +{r['driver_train_mb']:.0f} MB training ({r['driver_train_mb'] * 1e6 / r['distinct']:.0f} B/chunk)"
-            )
-        print(line, flush=True)
+    """Counting (and encoding) locally and on Ray, the arms interleaved over ``--rounds``; the
+    first run writes the reference merges. Ratios are taken within a round."""
+    ratios: dict[str, list[float]] = {}
+    for round_ in range(1, args.rounds + 1):
+        rates = {}
+        for mode, workers in (("local", 1), ("local", 2), ("ray", 1), ("ray", 2)):
+            r = run_child(args, mode, workers, parquet, reference)
+            rates[mode, workers] = (megabytes / r["count_s"], megabytes / r["encode_s"])
+            line = (f"[round {round_}] {mode:5} {workers} worker(s): counting {rates[mode, workers][0]:5.2f} MB/s "
+                    f"({r['count_s']:.1f} s)")
+            if mode == "local":
+                line += f"; encoding (encode_batch_flat) {rates[mode, workers][1]:5.2f} MB/s"
+            else:
+                line += (
+                    f"; encode_dataset {rates[mode, workers][1]:5.2f} MB/s ({r['tokens']:,} tokens); "
+                    f"training on the driver {r['train_s']:.1f} s; {r['distinct']:,} distinct chunks; driver peak "
+                    f"+{r['driver_count_mb']:.0f} MB receiving counts ({r['driver_count_mb'] * 1e6 / r['distinct']:.0f} "
+                    f"B/chunk), +{r['driver_train_mb']:.0f} MB training ({r['driver_train_mb'] * 1e6 / r['distinct']:.0f} B/chunk)"
+                )
+            print(line, flush=True)
+        for name, (a, b, k) in {
+            "counting: Ray 1 / local 1": (("ray", 1), ("local", 1), 0),
+            "counting: Ray 2 / Ray 1": (("ray", 2), ("ray", 1), 0),
+            "counting: local 2 / local 1": (("local", 2), ("local", 1), 0),
+            "encoding: encode_dataset 1 actor / local 1": (("ray", 1), ("local", 1), 1),
+            "encoding: encode_dataset 2 actors / 1 actor": (("ray", 2), ("ray", 1), 1),
+            "encoding: local 2 / local 1": (("local", 2), ("local", 1), 1),
+        }.items():
+            ratios.setdefault(name, []).append(rates[a][k] / rates[b][k])
+    for name, values in ratios.items():
+        print(f"ratio {name}: " + ", ".join(f"{v:.2f}" for v in values), flush=True)
 
 
-def run_child(args: argparse.Namespace, mode: str, workers: int, parquet: str, reference: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--mode", mode, "--workers", str(workers), "--parquet", parquet,
-         "--reference", reference, "--vocab-size", str(args.vocab_size)],
-        capture_output=True, text=True, check=True, timeout=3600,
-    ).stdout
+def run_child(args: argparse.Namespace, mode: str, workers: int, parquet: str, reference: str,
+              cli_args: list[str] | None = None) -> dict:
+    command = [sys.executable, __file__, "--mode", mode, "--workers", str(workers), "--parquet", parquet,
+               "--reference", reference, "--vocab-size", str(args.vocab_size)]
+    if cli_args is not None:
+        command += ["--cli-args", json.dumps(cli_args)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=3600).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def bench_encode_corpus(args: argparse.Namespace, tmp: str, parquet: str, reference: str, megabytes: float) -> None:
-    """``hf-bbpe encode-corpus`` here (1 process, every core) and on Ray (1 and 2 actors), same bytes."""
+    """``hf-bbpe encode-corpus`` here (1 process, every core) and on Ray (1 and 2 actors), the arms
+    interleaved over ``--rounds``, each on the whole corpus and on its first 2 files: the
+    difference of the two times is the time the extra text took, without the start-up (Python,
+    the tokenizer, for Ray the cluster and its actors). Every folder must be byte-identical."""
     from hf_bbpe import Tokenizer
     from hf_bbpe.token_shards import open_token_shards
 
@@ -186,24 +232,45 @@ def bench_encode_corpus(args: argparse.Namespace, tmp: str, parquet: str, refere
                                 special_tokens={"<|endoftext|>": 256 + len(pairs)})
     tok.save(os.path.join(tmp, "tokenizer"))
     inputs = sorted(os.path.join(parquet, name) for name in os.listdir(parquet))
-    folders = []
-    for label, extra in (("1 process", ["--workers", "1"]), ("all cores", []),
-                         ("Ray, 1 actor", ["--ray", "local", "--workers", "1"]),
-                         ("Ray, 2 actors", ["--ray", "local", "--workers", "2"])):
-        out = os.path.join(tmp, f"shards-{len(folders)}")
-        command = [sys.executable, "-m", "hf_bbpe.cli", "encode-corpus", *inputs, "--tokenizer",
-                   os.path.join(tmp, "tokenizer.model"), "--out", out, "--shard-mb", "16", "--no-progress", "--quiet"]
-        start = time.perf_counter()
-        subprocess.run(command + extra, check=True, timeout=3600)
-        seconds = time.perf_counter() - start
-        tokens = sum(len(shard.tokens) for shard in open_token_shards(out))
-        print(f"encode-corpus, {label:13}: {megabytes / seconds:5.2f} MB/s ({seconds:.1f} s, {tokens:,} tokens "
-              "with EOS, start-up included)", flush=True)
-        folders.append(out)
-    contents = [{name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))}
-                for folder in folders]
-    assert all(c == contents[0] for c in contents), "encode-corpus folders differ between runs"
-    print("encode-corpus: the four folders are byte-identical", flush=True)
+    small = inputs[:2]
+    small_mb = _parquet_text_mb(small)
+    arms = (("1 process", ["--workers", "1"]), ("all cores", []), ("Ray, 1 actor", ["--ray", "local", "--workers", "1"]),
+            ("Ray, 2 actors", ["--ray", "local", "--workers", "2"]))
+    first: dict[str, bytes] | None = None
+    rates: dict[str, list[tuple[float, float]]] = {}
+    for round_ in range(1, args.rounds + 1):
+        for label, extra in arms:
+            times = {}
+            for files in (small, inputs):
+                out = os.path.join(tmp, "shards")
+                command = ["encode-corpus", *files, "--tokenizer", os.path.join(tmp, "tokenizer.model"), "--out", out,
+                           "--shard-mb", "16", "--no-progress", "--quiet", *extra]
+                r = run_child(args, "cli", 0, parquet, reference, cli_args=command)
+                times[len(files)] = r["seconds"]
+                if files is inputs:
+                    tokens = sum(len(shard.tokens) for shard in open_token_shards(out))
+                    contents = {name: open(os.path.join(out, name), "rb").read() for name in sorted(os.listdir(out))}
+                    first = first or contents
+                    assert contents == first, f"encode-corpus ({label}) wrote other bytes than the first run"
+                    peak = r["peak_mb"]
+                subprocess.run(["rm", "-rf", out], check=True)
+            whole = megabytes / times[len(inputs)]
+            marginal = (megabytes - small_mb) / max(1e-9, times[len(inputs)] - times[len(small)])
+            rates.setdefault(label, []).append((whole, marginal))
+            print(f"[round {round_}] encode-corpus, {label:13}: {whole:5.2f} MB/s whole command ({times[len(inputs)]:.1f} s, "
+                  f"{tokens:,} tokens with EOS); {marginal:5.2f} MB/s past start-up (2 files: {times[len(small)]:.1f} s); "
+                  f"driver peak RSS {peak:.0f} MB", flush=True)
+    print("encode-corpus: every folder byte-identical", flush=True)
+    base = rates["1 process"]
+    for label in rates:
+        print(f"ratio encode-corpus {label} / 1 process: whole " + ", ".join(f"{r[0] / b[0]:.2f}" for r, b in zip(rates[label], base))
+              + "; past start-up " + ", ".join(f"{r[1] / b[1]:.2f}" for r, b in zip(rates[label], base)), flush=True)
+
+
+def _parquet_text_mb(files: list[str]) -> float:
+    import pyarrow.parquet as pq
+
+    return sum(len(doc.encode("utf-8")) for path in files for doc in pq.read_table(path, columns=["text"]).column("text").to_pylist()) / 1e6
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..tokenizer import Tokenizer
-from .ray_import import cluster_cpus, require_ray
+from .ray_import import blocks_of_at_most, cluster_cpus, require_ray
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,7 +36,8 @@ def encode_dataset(
     end-of-sequence id: the folder's or ``BBPETokenizer``'s ``eos_token``, or for an engine
     tokenizer the special token ``eos_token`` (default ``"<|endoftext|>"``). The ids are those of
     the engine's ``encode_ordinary``, whatever the worker. Each actor call encodes ``batch_size``
-    rows in one engine call (small batches cost more in Ray's per-batch overhead than in encoding).
+    rows in one engine call (small batches cost more in Ray's per-batch overhead than in encoding),
+    and larger blocks are cut to that size first, so that every actor has work.
     """
     ray = require_ray()
     columns = ds.columns() or []
@@ -45,7 +46,7 @@ def encode_dataset(
     source = tokenizer if isinstance(tokenizer, (str, os.PathLike)) else _engine_and_eos(tokenizer, eos_token)
     if add_eos:
         _eos_id(_load(source), eos_token)  # fail here, not in every actor
-    return ds.map_batches(
+    return blocks_of_at_most(ds, batch_size).map_batches(
         _BatchEncoder,
         fn_constructor_args=(source, text_column, add_eos, attention_mask, eos_token),
         batch_format="pyarrow",
