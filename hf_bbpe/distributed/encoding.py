@@ -37,7 +37,8 @@ def encode_dataset(
     tokenizer the special token ``eos_token`` (default ``"<|endoftext|>"``). The ids are those of
     the engine's ``encode_ordinary``, whatever the worker. Each actor call encodes ``batch_size``
     rows in one engine call (small batches cost more in Ray's per-batch overhead than in encoding),
-    and larger blocks are cut to that size first, so that every actor has work.
+    and larger blocks are cut to that size first (when the actors leave a CPU to the tasks that
+    cut them), so that every actor has work.
     """
     ray = require_ray()
     columns = ds.columns() or []
@@ -46,13 +47,16 @@ def encode_dataset(
     source = tokenizer if isinstance(tokenizer, (str, os.PathLike)) else _engine_and_eos(tokenizer, eos_token)
     if add_eos:
         _eos_id(_load(source), eos_token)  # fail here, not in every actor
-    return blocks_of_at_most(ds, batch_size).map_batches(
+    actors = num_actors or max(1, cluster_cpus() - 1)
+    if actors < cluster_cpus():  # cutting blocks runs as tasks: only where the actors leave them a CPU
+        ds = blocks_of_at_most(ds, batch_size)
+    return ds.map_batches(
         _BatchEncoder,
         fn_constructor_args=(source, text_column, add_eos, attention_mask, eos_token),
         batch_format="pyarrow",
         batch_size=batch_size,
         zero_copy_batch=True,  # the actor adds columns to a new table, never writes into the batch
-        compute=ray.data.ActorPoolStrategy(size=num_actors or max(1, cluster_cpus() - 1)),
+        compute=ray.data.ActorPoolStrategy(size=actors),
     )
 
 
