@@ -14,17 +14,19 @@ load hits every arm alike; compare the ratios within a round):
 * ``ray N``: a local Ray cluster of N CPUs (``ray.init(num_cpus=N)``; the cluster's start is not
   timed): ``hf_bbpe.distributed.count_chunks`` on ``read_parquet``, then ``train_from_counts``
   to ``--vocab-size`` on the driver, then ``encode_dataset`` with N actors (on a cluster of N + 1 CPUs: the
-  actors hold N, the reading tasks need one) over the whole dataset;
+  actors hold N, the reading tasks need one) over the whole dataset (the cluster's restart
+  included), then a warm ``TextEncoderPool`` of N actors (``encode-corpus --ray``'s encoder)
+  over the documents in lists of about 16 MiB, each submitted while the last is encoded;
 * driver memory: the driver's peak RSS (VmHWM, reset before counting) above its RSS before
   counting, while it receives the counts and while it trains, divided by the distinct chunks.
 
 * ``encode-corpus``: the real command (``hf_bbpe.cli.main``, in a subprocess of its own) on the
   parquet files, with a tokenizer trained on the whole corpus to ``--vocab-size`` (uint16 shards
   of 16 MiB of text each): one process (``--workers 1``), every core, and a Ray cluster that the
-  command starts (``--ray local``) with 1 and 2 actors. Each arm runs on the whole corpus and on
-  its first 2 files: the whole command's rate includes start-up (the tokenizer; for Ray, the
-  cluster and its actors), the rate past start-up is the extra text over the extra time. The
-  driver's peak RSS is the command's whole process. Every folder must be byte-identical.
+  command starts (``--ray local``) with 1 and 2 actors. The time is the whole command's, start-up
+  included (the tokenizer; for Ray, the cluster and its actors: the ``TextEncoderPool`` line of
+  the counting section gives Ray's rate past start-up); the driver's peak RSS is the command's
+  process. Every folder must be byte-identical.
 
 Throughput is MB of UTF-8 text per second of wall time. The counts of every run are checked to
 equal the single-process counts, and the merges trained from the Ray counts to equal the merges
@@ -81,10 +83,11 @@ def run_local(args: argparse.Namespace) -> dict:
 
 def run_ray(args: argparse.Namespace) -> dict:
     import pyarrow.compute as pc
+    import pyarrow.parquet as pq
     import ray
 
     from hf_bbpe import RegexTokenizer
-    from hf_bbpe.distributed import count_chunks, encode_dataset
+    from hf_bbpe.distributed import TextEncoderPool, count_chunks, encode_dataset
 
     ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     ray.data.DataContext.get_current().enable_progress_bars = False
@@ -117,9 +120,22 @@ def run_ray(args: argparse.Namespace) -> dict:
     n_tokens = sum(pc.sum(pc.list_value_length(batch.column("input_ids"))).as_py() or 0
                    for batch in tokens.iter_batches(batch_format="pyarrow"))
     encode_s = time.perf_counter() - start
+    # encode-corpus's encoder past start-up: a warm pool of N actors, 16 MiB lists submitted one ahead
+    documents = pq.read_table(args.parquet, columns=["text"]).column("text").to_pylist()
+    with TextEncoderPool(tok, num_actors=args.workers) as pool:
+        pool.encode(["warm-up"] * args.workers * 2)
+        start = time.perf_counter()
+        pending = None
+        for k in range(0, len(documents), 40_000):  # about 16 MiB of this corpus's text
+            job = pool.submit(documents[k : k + 40_000])
+            if pending is not None:
+                pending()
+            pending = job
+        pending()
+        pool_s = time.perf_counter() - start
     ray.shutdown()
     return {"count_s": count_s, "train_s": train_s, "encode_s": encode_s, "tokens": n_tokens, "distinct": distinct,
-            "driver_count_mb": count_peak, "driver_train_mb": train_peak}
+            "driver_count_mb": count_peak, "driver_train_mb": train_peak, "pool_s": pool_s}
 
 
 def run_cli(args: argparse.Namespace) -> dict:
@@ -184,10 +200,13 @@ def bench_counting(args: argparse.Namespace, parquet: str, reference: str, megab
             line = (f"[round {round_}] {mode:5} {workers} worker(s): counting {rates[mode, workers][0]:5.2f} MB/s "
                     f"({r['count_s']:.1f} s)")
             if mode == "local":
+                rates[mode, workers] += (rates[mode, workers][1],)  # what the Ray encoders compare with
                 line += f"; encoding (encode_batch_flat) {rates[mode, workers][1]:5.2f} MB/s"
             else:
+                rates[mode, workers] += (megabytes / r["pool_s"],)
                 line += (
-                    f"; encode_dataset {rates[mode, workers][1]:5.2f} MB/s ({r['tokens']:,} tokens); "
+                    f"; encode_dataset {rates[mode, workers][1]:5.2f} MB/s ({r['tokens']:,} tokens, cluster start "
+                    f"included); TextEncoderPool past start-up {rates[mode, workers][2]:5.2f} MB/s; "
                     f"training on the driver {r['train_s']:.1f} s; {r['distinct']:,} distinct chunks; driver peak "
                     f"+{r['driver_count_mb']:.0f} MB receiving counts ({r['driver_count_mb'] * 1e6 / r['distinct']:.0f} "
                     f"B/chunk), +{r['driver_train_mb']:.0f} MB training ({r['driver_train_mb'] * 1e6 / r['distinct']:.0f} B/chunk)"
@@ -200,6 +219,8 @@ def bench_counting(args: argparse.Namespace, parquet: str, reference: str, megab
             "encoding: encode_dataset 1 actor / local 1": (("ray", 1), ("local", 1), 1),
             "encoding: encode_dataset 2 actors / 1 actor": (("ray", 2), ("ray", 1), 1),
             "encoding: local 2 / local 1": (("local", 2), ("local", 1), 1),
+            "encoding: TextEncoderPool 1 actor / local 1": (("ray", 1), ("local", 1), 2),
+            "encoding: TextEncoderPool 2 actors / 1 actor": (("ray", 2), ("ray", 1), 2),
         }.items():
             ratios.setdefault(name, []).append(rates[a][k] / rates[b][k])
     for name, values in ratios.items():
@@ -218,9 +239,7 @@ def run_child(args: argparse.Namespace, mode: str, workers: int, parquet: str, r
 
 def bench_encode_corpus(args: argparse.Namespace, tmp: str, parquet: str, reference: str, megabytes: float) -> None:
     """``hf-bbpe encode-corpus`` here (1 process, every core) and on Ray (1 and 2 actors), the arms
-    interleaved over ``--rounds``, each on the whole corpus and on its first 2 files: the
-    difference of the two times is the time the extra text took, without the start-up (Python,
-    the tokenizer, for Ray the cluster and its actors). Every folder must be byte-identical."""
+    interleaved over ``--rounds``; every folder must be byte-identical."""
     from hf_bbpe import Tokenizer
     from hf_bbpe.token_shards import open_token_shards
 
@@ -232,45 +251,28 @@ def bench_encode_corpus(args: argparse.Namespace, tmp: str, parquet: str, refere
                                 special_tokens={"<|endoftext|>": 256 + len(pairs)})
     tok.save(os.path.join(tmp, "tokenizer"))
     inputs = sorted(os.path.join(parquet, name) for name in os.listdir(parquet))
-    small = inputs[:2]
-    small_mb = _parquet_text_mb(small)
     arms = (("1 process", ["--workers", "1"]), ("all cores", []), ("Ray, 1 actor", ["--ray", "local", "--workers", "1"]),
             ("Ray, 2 actors", ["--ray", "local", "--workers", "2"]))
     first: dict[str, bytes] | None = None
-    rates: dict[str, list[tuple[float, float]]] = {}
+    rates: dict[str, list[float]] = {}
     for round_ in range(1, args.rounds + 1):
         for label, extra in arms:
-            times = {}
-            for files in (small, inputs):
-                out = os.path.join(tmp, "shards")
-                command = ["encode-corpus", *files, "--tokenizer", os.path.join(tmp, "tokenizer.model"), "--out", out,
-                           "--shard-mb", "16", "--no-progress", "--quiet", *extra]
-                r = run_child(args, "cli", 0, parquet, reference, cli_args=command)
-                times[len(files)] = r["seconds"]
-                if files is inputs:
-                    tokens = sum(len(shard.tokens) for shard in open_token_shards(out))
-                    contents = {name: open(os.path.join(out, name), "rb").read() for name in sorted(os.listdir(out))}
-                    first = first or contents
-                    assert contents == first, f"encode-corpus ({label}) wrote other bytes than the first run"
-                    peak = r["peak_mb"]
-                subprocess.run(["rm", "-rf", out], check=True)
-            whole = megabytes / times[len(inputs)]
-            marginal = (megabytes - small_mb) / max(1e-9, times[len(inputs)] - times[len(small)])
-            rates.setdefault(label, []).append((whole, marginal))
-            print(f"[round {round_}] encode-corpus, {label:13}: {whole:5.2f} MB/s whole command ({times[len(inputs)]:.1f} s, "
-                  f"{tokens:,} tokens with EOS); {marginal:5.2f} MB/s past start-up (2 files: {times[len(small)]:.1f} s); "
-                  f"driver peak RSS {peak:.0f} MB", flush=True)
+            out = os.path.join(tmp, "shards")
+            command = ["encode-corpus", *inputs, "--tokenizer", os.path.join(tmp, "tokenizer.model"), "--out", out,
+                       "--shard-mb", "16", "--no-progress", "--quiet", *extra]
+            r = run_child(args, "cli", 0, parquet, reference, cli_args=command)
+            tokens = sum(len(shard.tokens) for shard in open_token_shards(out))
+            contents = {name: open(os.path.join(out, name), "rb").read() for name in sorted(os.listdir(out))}
+            first = first or contents
+            assert contents == first, f"encode-corpus ({label}) wrote other bytes than the first run"
+            subprocess.run(["rm", "-rf", out], check=True)
+            rates.setdefault(label, []).append(megabytes / r["seconds"])
+            print(f"[round {round_}] encode-corpus, {label:13}: {rates[label][-1]:5.2f} MB/s ({r['seconds']:.1f} s, "
+                  f"{tokens:,} tokens with EOS, start-up included); driver peak RSS {r['peak_mb']:.0f} MB", flush=True)
     print("encode-corpus: every folder byte-identical", flush=True)
-    base = rates["1 process"]
-    for label in rates:
-        print(f"ratio encode-corpus {label} / 1 process: whole " + ", ".join(f"{r[0] / b[0]:.2f}" for r, b in zip(rates[label], base))
-              + "; past start-up " + ", ".join(f"{r[1] / b[1]:.2f}" for r, b in zip(rates[label], base)), flush=True)
-
-
-def _parquet_text_mb(files: list[str]) -> float:
-    import pyarrow.parquet as pq
-
-    return sum(len(doc.encode("utf-8")) for path in files for doc in pq.read_table(path, columns=["text"]).column("text").to_pylist()) / 1e6
+    for label, values in rates.items():
+        print(f"ratio encode-corpus {label} / 1 process: "
+              + ", ".join(f"{v / b:.2f}" for v, b in zip(values, rates["1 process"])), flush=True)
 
 
 if __name__ == "__main__":
