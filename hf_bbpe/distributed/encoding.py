@@ -90,10 +90,12 @@ class TextEncoderPool:
         if block_bytes < 1:
             raise ValueError(f"block_bytes must be >= 1, got {block_bytes}")
         source = tokenizer if isinstance(tokenizer, (str, os.PathLike)) else _engine_and_eos(tokenizer, None)
-        shared = ray.put(source)  # one copy in the object store, however many actors read it
-        actor = ray.remote(num_cpus=1)(_TextBlockEncoder)
+        # one copy in the object store, however many actors read it; kept while the pool lives, so
+        # that Ray can restart an actor that died (encoding a block twice gives the same ids)
+        self._source = ray.put(source)
+        actor = ray.remote(num_cpus=1, max_restarts=2, max_task_retries=2)(_TextBlockEncoder)
         self.block_bytes = block_bytes
-        self.actors = [actor.remote(shared) for _ in range(num_actors or max(1, cluster_cpus() - 1))]
+        self.actors = [actor.remote(self._source) for _ in range(num_actors or max(1, cluster_cpus() - 1))]
 
     def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The ids of ``texts``: one flat uint32 array and int64 offsets (``len(texts) + 1``)."""

@@ -95,3 +95,17 @@ def test_a_pool_one_shard_ahead_resumes_without_losing_or_repeating(cluster, tmp
         write_token_shards(docs, tok, tmp_path / "resumed", encoder=pool, **options)
     write_token_shards(docs, tok, tmp_path / "local", encoder=local_encoder(tok, 1), **options)
     assert folder_bytes(tmp_path / "resumed") == folder_bytes(tmp_path / "local")
+
+
+def test_an_actor_killed_mid_job_is_restarted_and_loses_nothing(cluster):
+    from hf_bbpe.distributed import TextEncoderPool
+
+    docs = mix_docs()
+    tok = trained_engine(1024)
+    with TextEncoderPool(tok, num_actors=1, block_bytes=2_000) as pool:
+        result = pool.submit(docs)  # dozens of blocks queued on the one actor
+        ray.kill(pool.actors[0], no_restart=False)
+        ids, offsets = result()
+        assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == [tok.encode_ordinary(d) for d in docs]
+        ids, offsets = pool.encode(docs[:3])  # the restarted actor goes on serving
+        assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == [tok.encode_ordinary(d) for d in docs[:3]]
