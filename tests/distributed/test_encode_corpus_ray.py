@@ -1,6 +1,8 @@
 """Token shards encoded on the session's local Ray cluster are byte-identical to this machine's:
 through ``hf_bbpe.distributed.encode_texts`` in this process, and through ``hf-bbpe encode-corpus
---ray ADDRESS``, a separate driver that joins the cluster."""
+--ray ADDRESS``, a separate driver that joins the cluster. One ``TextEncoderPool`` serves many
+lists in order across actors and blocks, carries lone surrogates, resumes one shard ahead, and
+survives an actor killed mid-job."""
 
 from __future__ import annotations
 
