@@ -1,25 +1,32 @@
 """Benchmark hf_bbpe.distributed: chunk counting and encoding on Ray, against one machine.
 
-    python scripts/bench_scale.py [CORPUS] [--limit-mb N] [--vocab-size 32768] [--sections counting,encode-corpus]
+    python scripts/bench_scale.py [CORPUS] [--limit-mb N] [--vocab-size 32768] [--rounds 2]
+                                  [--sections counting,encode-corpus]
 
 CORPUS (default: the shared 49 MB corpus, split into documents at blank lines) is first written
 as a parquet dataset (32 files), which Ray reads as a user's job would. Each measurement runs in
-its own subprocess, so that the driver's memory is its own:
+its own subprocess, so that the driver's memory is its own, and the arms of a section run one
+after the other in each of ``--rounds`` rounds (interleaved, so that a change in the machine's
+load hits every arm alike; compare the ratios within a round):
 
-* ``local N``: ``hf_bbpe.chunk_counting.count_chunks`` on the document list with N processes;
+* ``local N``: ``hf_bbpe.chunk_counting.count_chunks`` on the document list with N processes,
+  then (after training) ``batch_encoding.encode_batch_flat`` of the documents with N workers;
 * ``ray N``: a local Ray cluster of N CPUs (``ray.init(num_cpus=N)``; the cluster's start is not
   timed): ``hf_bbpe.distributed.count_chunks`` on ``read_parquet``, then ``train_from_counts``
   to ``--vocab-size`` on the driver, then ``encode_dataset`` with N actors (on a cluster of N + 1 CPUs: the
-  actors hold N, the reading tasks need one) over the whole dataset;
+  actors hold N, the reading tasks need one) over the whole dataset (the cluster's restart
+  included), then a warm ``TextEncoderPool`` of N actors (``encode-corpus --ray``'s encoder)
+  over the documents in lists of about 16 MiB, each submitted while the last is encoded;
 * driver memory: the driver's peak RSS (VmHWM, reset before counting) above its RSS before
   counting, while it receives the counts and while it trains, divided by the distinct chunks.
 
-* ``encode-corpus``: the real command (``python -m hf_bbpe.cli encode-corpus``) on the parquet
-  files, with a tokenizer trained on the whole corpus to ``--vocab-size`` (uint16 shards of 16 MiB
-  of text each): one process (``--workers 1``), every core, and a Ray cluster that the command
-  starts (``--ray local``) with 1 and 2 actors. The time is the command's whole wall time,
-  start-up included (for Ray: starting the cluster and its actors); the four folders must be
-  byte-identical.
+* ``encode-corpus``: the real command (``hf_bbpe.cli.main``, in a subprocess of its own) on the
+  parquet files, with a tokenizer trained on the whole corpus to ``--vocab-size`` (uint16 shards
+  of 16 MiB of text each): one process (``--workers 1``), every core, and a Ray cluster that the
+  command starts (``--ray local``) with 1 and 2 actors. The time is the whole command's, start-up
+  included (the tokenizer; for Ray, the cluster and its actors: the ``TextEncoderPool`` line of
+  the counting section gives Ray's rate past start-up); the driver's peak RSS is the command's
+  process. Every folder must be byte-identical.
 
 Throughput is MB of UTF-8 text per second of wall time. The counts of every run are checked to
 equal the single-process counts, and the merges trained from the Ray counts to equal the merges
@@ -57,6 +64,7 @@ def run_local(args: argparse.Namespace) -> dict:
     import pyarrow.parquet as pq
 
     from hf_bbpe import RegexTokenizer
+    from hf_bbpe.batch_encoding import encode_batch_flat
     from hf_bbpe.chunk_counting import count_chunks
 
     documents = pq.read_table(args.parquet, columns=["text"]).column("text").to_pylist()
@@ -65,17 +73,21 @@ def run_local(args: argparse.Namespace) -> dict:
     seconds = time.perf_counter() - start
     tok = RegexTokenizer("gpt4")
     tok.train_from_counts(counts, args.vocab_size)
-    with open(args.reference, "w", encoding="utf-8") as f:
-        json.dump({"distinct": len(counts), "total": sum(counts.values()), "merges": list(tok.merges)}, f)
-    return {"count_s": seconds}
+    if not os.path.exists(args.reference):
+        with open(args.reference, "w", encoding="utf-8") as f:
+            json.dump({"distinct": len(counts), "total": sum(counts.values()), "merges": list(tok.merges)}, f)
+    start = time.perf_counter()
+    encode_batch_flat(tok, documents, num_workers=args.workers, allowed_special="none", disallowed_special=())
+    return {"count_s": seconds, "encode_s": time.perf_counter() - start}
 
 
 def run_ray(args: argparse.Namespace) -> dict:
     import pyarrow.compute as pc
+    import pyarrow.parquet as pq
     import ray
 
     from hf_bbpe import RegexTokenizer
-    from hf_bbpe.distributed import count_chunks, encode_dataset
+    from hf_bbpe.distributed import TextEncoderPool, count_chunks, encode_dataset
 
     ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     ray.data.DataContext.get_current().enable_progress_bars = False
@@ -108,13 +120,37 @@ def run_ray(args: argparse.Namespace) -> dict:
     n_tokens = sum(pc.sum(pc.list_value_length(batch.column("input_ids"))).as_py() or 0
                    for batch in tokens.iter_batches(batch_format="pyarrow"))
     encode_s = time.perf_counter() - start
+    # encode-corpus's encoder past start-up: a warm pool of N actors, 16 MiB lists submitted one ahead
+    documents = pq.read_table(args.parquet, columns=["text"]).column("text").to_pylist()
+    with TextEncoderPool(tok, num_actors=args.workers) as pool:
+        pool.encode(["warm-up"] * args.workers * 2)
+        start = time.perf_counter()
+        pending = None
+        for k in range(0, len(documents), 40_000):  # about 16 MiB of this corpus's text
+            job = pool.submit(documents[k : k + 40_000])
+            if pending is not None:
+                pending()
+            pending = job
+        pending()
+        pool_s = time.perf_counter() - start
     ray.shutdown()
     return {"count_s": count_s, "train_s": train_s, "encode_s": encode_s, "tokens": n_tokens, "distinct": distinct,
-            "driver_count_mb": count_peak, "driver_train_mb": train_peak}
+            "driver_count_mb": count_peak, "driver_train_mb": train_peak, "pool_s": pool_s}
+
+
+def run_cli(args: argparse.Namespace) -> dict:
+    """The real ``hf-bbpe encode-corpus`` in this process (``--cli-args``), then its peak RSS."""
+    from hf_bbpe.cli.main import main as cli_main
+
+    start = time.perf_counter()
+    status = cli_main(json.loads(args.cli_args))
+    seconds = time.perf_counter() - start
+    assert status == 0, f"encode-corpus exited with {status}"
+    return {"seconds": seconds, "peak_mb": peak_rss_mb()}
 
 
 def child(args: argparse.Namespace) -> None:
-    result = run_local(args) if args.mode == "local" else run_ray(args)
+    result = {"local": run_local, "ray": run_ray, "cli": run_cli}[args.mode](args)
     print(json.dumps(result))
 
 
@@ -125,7 +161,10 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=32768)
     parser.add_argument("--sections", default="counting,encode-corpus",
                         help="comma-separated, from: counting (with encode_dataset), encode-corpus")
-    parser.add_argument("--mode", choices=("local", "ray"), help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="times each arm runs; the arms of a round run one after the other (interleaved)")
+    parser.add_argument("--mode", choices=("local", "ray", "cli"), help=argparse.SUPPRESS)
+    parser.add_argument("--cli-args", help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--parquet", help=argparse.SUPPRESS)
     parser.add_argument("--reference", help=argparse.SUPPRESS)
@@ -150,31 +189,57 @@ def main() -> None:
 
 
 def bench_counting(args: argparse.Namespace, parquet: str, reference: str, megabytes: float) -> None:
-    """Counting (and encode_dataset) locally and on Ray; the first run writes the reference merges."""
-    for mode, workers in (("local", 1), ("local", 2), ("ray", 1), ("ray", 2)):
-        r = run_child(args, mode, workers, parquet, reference)
-        line = f"{mode:5} {workers} worker(s): counting {megabytes / r['count_s']:5.2f} MB/s ({r['count_s']:.1f} s)"
-        if mode == "ray":
-            line += (
-                f"; encode_dataset {megabytes / r['encode_s']:5.2f} MB/s ({r['tokens']:,} tokens); "
-                f"training on the driver {r['train_s']:.1f} s; {r['distinct']:,} distinct chunks; driver peak "
-                f"+{r['driver_count_mb']:.0f} MB receiving counts ({r['driver_count_mb'] * 1e6 / r['distinct']:.0f} "
-                f"B/chunk), +{r['driver_train_mb']:.0f} MB training ({r['driver_train_mb'] * 1e6 / r['distinct']:.0f} B/chunk)"
-            )
-        print(line, flush=True)
+    """Counting (and encoding) locally and on Ray, the arms interleaved over ``--rounds``; the
+    first run writes the reference merges. Ratios are taken within a round."""
+    ratios: dict[str, list[float]] = {}
+    for round_ in range(1, args.rounds + 1):
+        rates = {}
+        for mode, workers in (("local", 1), ("local", 2), ("ray", 1), ("ray", 2)):
+            r = run_child(args, mode, workers, parquet, reference)
+            rates[mode, workers] = (megabytes / r["count_s"], megabytes / r["encode_s"])
+            line = (f"[round {round_}] {mode:5} {workers} worker(s): counting {rates[mode, workers][0]:5.2f} MB/s "
+                    f"({r['count_s']:.1f} s)")
+            if mode == "local":
+                rates[mode, workers] += (rates[mode, workers][1],)  # what the Ray encoders compare with
+                line += f"; encoding (encode_batch_flat) {rates[mode, workers][1]:5.2f} MB/s"
+            else:
+                rates[mode, workers] += (megabytes / r["pool_s"],)
+                line += (
+                    f"; encode_dataset {rates[mode, workers][1]:5.2f} MB/s ({r['tokens']:,} tokens, cluster start "
+                    f"included); TextEncoderPool past start-up {rates[mode, workers][2]:5.2f} MB/s; "
+                    f"training on the driver {r['train_s']:.1f} s; {r['distinct']:,} distinct chunks; driver peak "
+                    f"+{r['driver_count_mb']:.0f} MB receiving counts ({r['driver_count_mb'] * 1e6 / r['distinct']:.0f} "
+                    f"B/chunk), +{r['driver_train_mb']:.0f} MB training ({r['driver_train_mb'] * 1e6 / r['distinct']:.0f} B/chunk)"
+                )
+            print(line, flush=True)
+        for name, (a, b, k) in {
+            "counting: Ray 1 / local 1": (("ray", 1), ("local", 1), 0),
+            "counting: Ray 2 / Ray 1": (("ray", 2), ("ray", 1), 0),
+            "counting: local 2 / local 1": (("local", 2), ("local", 1), 0),
+            "encoding: encode_dataset 1 actor / local 1": (("ray", 1), ("local", 1), 1),
+            "encoding: encode_dataset 2 actors / 1 actor": (("ray", 2), ("ray", 1), 1),
+            "encoding: local 2 / local 1": (("local", 2), ("local", 1), 1),
+            "encoding: TextEncoderPool 1 actor / local 1": (("ray", 1), ("local", 1), 2),
+            "encoding: TextEncoderPool 2 actors / 1 actor": (("ray", 2), ("ray", 1), 2),
+        }.items():
+            ratios.setdefault(name, []).append(rates[a][k] / rates[b][k])
+    for name, values in ratios.items():
+        print(f"ratio {name}: " + ", ".join(f"{v:.2f}" for v in values), flush=True)
 
 
-def run_child(args: argparse.Namespace, mode: str, workers: int, parquet: str, reference: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--mode", mode, "--workers", str(workers), "--parquet", parquet,
-         "--reference", reference, "--vocab-size", str(args.vocab_size)],
-        capture_output=True, text=True, check=True, timeout=3600,
-    ).stdout
+def run_child(args: argparse.Namespace, mode: str, workers: int, parquet: str, reference: str,
+              cli_args: list[str] | None = None) -> dict:
+    command = [sys.executable, __file__, "--mode", mode, "--workers", str(workers), "--parquet", parquet,
+               "--reference", reference, "--vocab-size", str(args.vocab_size)]
+    if cli_args is not None:
+        command += ["--cli-args", json.dumps(cli_args)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=3600).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def bench_encode_corpus(args: argparse.Namespace, tmp: str, parquet: str, reference: str, megabytes: float) -> None:
-    """``hf-bbpe encode-corpus`` here (1 process, every core) and on Ray (1 and 2 actors), same bytes."""
+    """``hf-bbpe encode-corpus`` here (1 process, every core) and on Ray (1 and 2 actors), the arms
+    interleaved over ``--rounds``; every folder must be byte-identical."""
     from hf_bbpe import Tokenizer
     from hf_bbpe.token_shards import open_token_shards
 
@@ -186,24 +251,28 @@ def bench_encode_corpus(args: argparse.Namespace, tmp: str, parquet: str, refere
                                 special_tokens={"<|endoftext|>": 256 + len(pairs)})
     tok.save(os.path.join(tmp, "tokenizer"))
     inputs = sorted(os.path.join(parquet, name) for name in os.listdir(parquet))
-    folders = []
-    for label, extra in (("1 process", ["--workers", "1"]), ("all cores", []),
-                         ("Ray, 1 actor", ["--ray", "local", "--workers", "1"]),
-                         ("Ray, 2 actors", ["--ray", "local", "--workers", "2"])):
-        out = os.path.join(tmp, f"shards-{len(folders)}")
-        command = [sys.executable, "-m", "hf_bbpe.cli", "encode-corpus", *inputs, "--tokenizer",
-                   os.path.join(tmp, "tokenizer.model"), "--out", out, "--shard-mb", "16", "--no-progress", "--quiet"]
-        start = time.perf_counter()
-        subprocess.run(command + extra, check=True, timeout=3600)
-        seconds = time.perf_counter() - start
-        tokens = sum(len(shard.tokens) for shard in open_token_shards(out))
-        print(f"encode-corpus, {label:13}: {megabytes / seconds:5.2f} MB/s ({seconds:.1f} s, {tokens:,} tokens "
-              "with EOS, start-up included)", flush=True)
-        folders.append(out)
-    contents = [{name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))}
-                for folder in folders]
-    assert all(c == contents[0] for c in contents), "encode-corpus folders differ between runs"
-    print("encode-corpus: the four folders are byte-identical", flush=True)
+    arms = (("1 process", ["--workers", "1"]), ("all cores", []), ("Ray, 1 actor", ["--ray", "local", "--workers", "1"]),
+            ("Ray, 2 actors", ["--ray", "local", "--workers", "2"]))
+    first: dict[str, bytes] | None = None
+    rates: dict[str, list[float]] = {}
+    for round_ in range(1, args.rounds + 1):
+        for label, extra in arms:
+            out = os.path.join(tmp, "shards")
+            command = ["encode-corpus", *inputs, "--tokenizer", os.path.join(tmp, "tokenizer.model"), "--out", out,
+                       "--shard-mb", "16", "--no-progress", "--quiet", *extra]
+            r = run_child(args, "cli", 0, parquet, reference, cli_args=command)
+            tokens = sum(len(shard.tokens) for shard in open_token_shards(out))
+            contents = {name: open(os.path.join(out, name), "rb").read() for name in sorted(os.listdir(out))}
+            first = first or contents
+            assert contents == first, f"encode-corpus ({label}) wrote other bytes than the first run"
+            subprocess.run(["rm", "-rf", out], check=True)
+            rates.setdefault(label, []).append(megabytes / r["seconds"])
+            print(f"[round {round_}] encode-corpus, {label:13}: {rates[label][-1]:5.2f} MB/s ({r['seconds']:.1f} s, "
+                  f"{tokens:,} tokens with EOS, start-up included); driver peak RSS {r['peak_mb']:.0f} MB", flush=True)
+    print("encode-corpus: every folder byte-identical", flush=True)
+    for label, values in rates.items():
+        print(f"ratio encode-corpus {label} / 1 process: "
+              + ", ".join(f"{v / b:.2f}" for v, b in zip(values, rates["1 process"])), flush=True)
 
 
 if __name__ == "__main__":

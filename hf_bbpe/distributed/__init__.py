@@ -5,8 +5,10 @@
   which trains with the engine's merge loop (``Tokenizer.train_from_counts``).
   ``Tokenizer.train(ds, ...)`` and ``Tokenizer.extend(ds, ...)`` call it.
 * :func:`encode_dataset`: a Ray Dataset with an ``input_ids`` column, computed by stateful
-  actors that each load the tokenizer once; :func:`encode_texts`, the same for a list of texts,
-  with the ids back in order (``hf-bbpe encode-corpus --ray``).
+  actors that each load the tokenizer once;
+* :class:`TextEncoderPool`: actors that load the tokenizer once and encode list after list of
+  texts, ids back in order as numpy arrays (``hf-bbpe encode-corpus --ray`` keeps one for the
+  whole run); :func:`encode_texts`, one list on a pool started for it.
 
 ``import hf_bbpe`` never imports this package; importing it without Ray raises an ImportError
 that names the extra to install.
@@ -19,6 +21,6 @@ from .ray_import import require_ray
 require_ray()
 
 from .counting import count_chunks  # noqa: E402
-from .encoding import encode_dataset, encode_texts  # noqa: E402
+from .encoding import TextEncoderPool, encode_dataset, encode_texts  # noqa: E402
 
-__all__ = ["count_chunks", "encode_dataset", "encode_texts"]
+__all__ = ["TextEncoderPool", "count_chunks", "encode_dataset", "encode_texts"]

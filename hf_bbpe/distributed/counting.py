@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..chunk_counting import count_chunks as count_document_chunks
 from ..patterns import chunk_splitter, resolve_pattern
-from .ray_import import cluster_cpus, require_ray
+from .ray_import import blocks_of_at_most, cluster_cpus, require_ray
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -58,7 +58,8 @@ def count_chunks(
     the counts are exact. With ``order_column`` (see the module doc), the mapping is in order of
     first appearance, as ``tie_break="first_occurrence"`` needs. ``num_partitions`` (default: the
     cluster's CPUs) is the number of reduce tasks that the partial counts are hash-partitioned to;
-    each counting task counts ``batch_size`` documents.
+    each counting task counts ``batch_size`` documents (larger blocks are cut to that size first,
+    so that every CPU has a task).
     ``shuffle_strategy`` is the Ray Data shuffle that the repartition runs with while this call
     runs (a key-based ``ray.data.context.ShuffleStrategy`` value such as ``"hash_shuffle"``;
     ``None`` keeps the dataset's own).
@@ -112,7 +113,7 @@ def iter_chunk_counts(
     for name in (text_column, order_column):
         if name is not None and name not in columns:
             raise ValueError(f"the dataset has no column {name!r} (its columns: {', '.join(columns)})")
-    partial = ds.map_batches(
+    partial = blocks_of_at_most(ds, batch_size).map_batches(
         _PartialCounts(split_pattern, text_column, order_column),
         batch_format="pyarrow",
         batch_size=batch_size,

@@ -26,7 +26,9 @@ DEFAULT_SHARD_BYTES = 256 << 20  # of UTF-8 text: about 64M tokens, 128 MB of ui
 DEFAULT_BATCH_BYTES = 16 << 20  # text handed to the encoder at a time (the progress bar moves per batch)
 
 Encoder = Callable[[list[str]], tuple[Any, Any]]
-"""texts -> (flat uint32 ids, int64 offsets with ``len(texts) + 1`` entries), as ``encode_ordinary``."""
+"""texts -> (flat uint32 ids, int64 offsets with ``len(texts) + 1`` entries), as ``encode_ordinary``.
+An encoder that also has ``submit(texts)``, returning at once a function that waits for those
+ids (``hf_bbpe.distributed.TextEncoderPool``), gets the next shard's texts while it encodes a shard."""
 
 
 def local_encoder(tokenizer: Tokenizer, num_workers: int | None = None) -> Encoder:
@@ -91,14 +93,19 @@ def write_token_shards(
     if done and sum(1 for _ in itertools.islice(stream, done)) < done:
         raise ValueError(f"{folder / MANIFEST}: records {done} documents done, but the input now has fewer "
                          "(it changed since the interrupted run); write to a new folder")
+    submit = getattr(encode, "submit", None)
     with progress_bar(desc="encoding", unit="MB", enabled=progress, scale=1 / 1e6) as bar:
+        pending = None  # a shard whose ids an asynchronous encoder is computing
         for texts in _shard_texts(stream, shard_bytes):
-            tokens, offsets = _encode_shard(texts, encode, batch_bytes, eos_id, settings["dtype"], n_vocab, bar)
-            entry = write_shard(folder, len(manifest["shards"]), tokens, offsets)
-            manifest["shards"].append(entry)
-            manifest["documents"] += entry["documents"]
-            manifest["tokens"] += entry["tokens"]
-            write_manifest(folder, manifest)
+            jobs = _start_batches(texts, encode, submit, batch_bytes)
+            if pending is not None:
+                _commit_shard(folder, manifest, *pending, eos_id, n_vocab, bar)
+            pending = (texts, jobs)
+            if submit is None:
+                _commit_shard(folder, manifest, *pending, eos_id, n_vocab, bar)
+                pending = None
+        if pending is not None:
+            _commit_shard(folder, manifest, *pending, eos_id, n_vocab, bar)
     if not manifest["documents"]:
         raise ValueError("no documents to encode (empty input)")
     manifest["complete"] = True
@@ -158,16 +165,25 @@ def _shard_texts(documents: Iterator[str], shard_bytes: int) -> Iterator[list[st
         yield texts
 
 
-def _encode_shard(texts: list[str], encode: Encoder, batch_bytes: int, eos_id: int, dtype: str, n_vocab: int,
-                  bar: Any) -> tuple[Any, Any]:
-    """A shard's tokens (each document's ids, then ``eos_id``) as ``dtype`` and its int64 offsets."""
+def _start_batches(texts: list[str], encode: Encoder, submit: Any, batch_bytes: int) -> list[tuple[list[str], Any]]:
+    """``(batch, function returning its ids and offsets)`` per batch of ``texts``: started now on
+    an encoder that can ``submit``, else computed when the shard is committed, batch by batch."""
+    if submit is not None:
+        return [(batch, submit(batch)) for batch in _batches(texts, batch_bytes)]
+    return [(batch, lambda batch=batch: encode(batch)) for batch in _batches(texts, batch_bytes)]
+
+
+def _commit_shard(folder: Path, manifest: dict[str, Any], texts: list[str], jobs: list[tuple[list[str], Any]],
+                  eos_id: int, n_vocab: int, bar: Any) -> None:
+    """Write the next shard (each document's ids, then ``eos_id``, as the manifest's dtype, and
+    its int64 offsets) and record it in the manifest."""
     import numpy as np
 
     from ..batch_encoding import append_to_each
 
     id_parts, length_parts = [], []
-    for batch in _batches(texts, batch_bytes):
-        ids, offsets = encode(batch)
+    for batch, result in jobs:
+        ids, offsets = result()
         ids, offsets = np.asarray(ids), np.asarray(offsets, dtype=np.int64)
         if len(offsets) != len(batch) + 1:
             raise RuntimeError(f"the encoder returned {len(offsets) - 1} documents for {len(batch)}")
@@ -178,7 +194,12 @@ def _encode_shard(texts: list[str], encode: Encoder, batch_bytes: int, eos_id: i
         bar.update(sum(len(text.encode("utf-8", "surrogatepass")) for text in batch))
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(length_parts), out=offsets[1:])
-    return append_to_each(np.concatenate(id_parts), offsets, eos_id, np.dtype(dtype))
+    tokens, offsets = append_to_each(np.concatenate(id_parts), offsets, eos_id, np.dtype(manifest["dtype"]))
+    entry = write_shard(folder, len(manifest["shards"]), tokens, offsets)
+    manifest["shards"].append(entry)
+    manifest["documents"] += entry["documents"]
+    manifest["tokens"] += entry["tokens"]
+    write_manifest(folder, manifest)
 
 
 def _batches(texts: list[str], batch_bytes: int) -> Iterator[list[str]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from pathlib import Path
@@ -106,9 +105,10 @@ def _folder_eos_token(spec: str) -> str | None:
 
 
 def _ray_encoder(tok: Tokenizer, address: str, workers: int | None):
-    """An encoder that runs on the Ray cluster at ``address`` (``local`` starts one here)."""
+    """An encoder that runs on the Ray cluster at ``address`` (``local`` starts one here): actors
+    that load the tokenizer once and encode every shard of the run."""
     try:
-        from ...distributed import encode_texts
+        from ...distributed import TextEncoderPool
         from ...distributed.ray_import import require_ray
     except ImportError as exc:
         raise CommandError(str(exc)) from None
@@ -119,10 +119,4 @@ def _ray_encoder(tok: Tokenizer, address: str, workers: int | None):
             ray.init(include_dashboard=False, **quiet)
         else:
             ray.init(address=address, **quiet)
-    logging.getLogger("ray.data").setLevel(logging.ERROR)  # one line per shard's dataset otherwise
-    ray.data.DataContext.get_current().enable_progress_bars = False
-
-    def encode(texts: list[str]):
-        return encode_texts(texts, tok, num_actors=workers)
-
-    return encode
+    return TextEncoderPool(tok, num_actors=workers)  # one pool of actors for every shard of the run
