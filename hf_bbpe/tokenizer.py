@@ -1074,8 +1074,8 @@ def _checked_merges_one_by_one(
     return checked
 
 
-_MAX_ID = 2**31 - 1
-"""Token ids are stored as 32-bit signed ints by the C kernels."""
+_MAX_ID = 2**32 - 1
+"""tiktoken's range (its ids are u32); the chunk encoder renumbers ids past int32 for the C kernel."""
 
 
 def _checked_mode(mode: str) -> str:

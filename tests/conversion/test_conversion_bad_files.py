@@ -150,7 +150,7 @@ def test_bad_base64(tmp_path, index, line, message):
     (b"YQ== 97 extra", r"x.tiktoken:98: expected '<base64 token> <rank>', got 3 fields"),
     (b"YQ==", r"x.tiktoken:98: expected '<base64 token> <rank>', got 1 fields"),
     (b"  ", r"x.tiktoken:98: expected '<base64 token> <rank>', got 0 fields"),
-    (b"YQ== -97", r"x.tiktoken:98: rank b'-97' is out of range 0 \.\. 2147483647"),
+    (b"YQ== -97", r"x.tiktoken:98: rank b'-97' is out of range 0 \.\. 4294967295"),
     (b"YQ== 97x", r"x.tiktoken:98: rank b'97x' is not an integer"),
     (b"YQ== 12345678901234567890123", r"x.tiktoken:98: rank b'12345678901234567890123' is out of range"),
 ])
@@ -278,28 +278,74 @@ def test_rank_too_large_for_tiktoken_is_a_format_error(tmp_path):
         conversion.from_tiktoken(path)
 
 
-@pytest.mark.parametrize("rank, tiktoken_takes_it", [(2**31, True), (2**32 - 1, True), (2**32, False)])
-def test_ranks_above_int32_are_refused_naming_the_line(tmp_path, rank, tiktoken_takes_it):
-    """tiktoken's ranks are u32: it builds an Encoding for ranks up to 2**32 - 1 (and overflows
-    above). Ids here are int32, so any rank above 2**31 - 1 is refused with the file, line and
-    the reason; 2**31 - 1 itself loads and encodes as tiktoken does."""
+def _cl100k_with_ranks(tmp_path: Path, moved: dict[bytes, int]) -> Path:
+    """tiktoken's own cl100k_base rank file with the tokens of ``moved`` given those ranks."""
+    import tiktoken_ext
+
+    lines = (Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken").read_bytes().splitlines()
+    wanted = {base64.b64encode(token): rank for token, rank in moved.items()}
+    rows = [line.split() for line in lines]
+    assert len(wanted.keys() & {b64 for b64, _ in rows}) == len(moved)
+    path = tmp_path / "wide.tiktoken"
+    path.write_bytes(b"".join(b64 + b" " + str(wanted.get(b64, int(r))).encode() + b"\n" for b64, r in rows))
+    return path
+
+
+@pytest.mark.parametrize("moved", [
+    {b"ing": 2**31 - 1, b" the": 2**31, b" and": 2**32 - 2, b"er": 2**32 - 1},
+    {b"ing": 2**32 - 2, b"e": 2**32 - 1},  # a single byte at tiktoken's "no rank" value
+], ids=["merged_tokens", "single_byte"])
+def test_every_rank_tiktoken_takes_gives_its_ids(tmp_path, moved):
+    """tiktoken's ranks are u32, so every rank up to 2**32 - 1 loads and encodes with tiktoken's
+    ids: cl100k with frequent tokens moved to 2**31 - 1, 2**31, 2**32 - 2 and 2**32 - 1, compared
+    on the whole mixed sample through encode, batches (threads, numpy), decode, the pure-Python
+    encoder and a pickled copy. tiktoken reads 2**32 - 1 as "no rank" in its merge loops, so that
+    token is reached only as a whole chunk (or a single byte), never by a merge; so here too."""
+    import pickle
+
+    import regex
+
+    from hf_bbpe import GPT4_SPLIT_PATTERN
+    from hf_bbpe.chunk_encoder import ChunkEncoder
+
+    special = {"<|endoftext|>": 100257}
+    path = _cl100k_with_ranks(tmp_path, moved)
+    reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN, special_tokens=special)
+    tok = conversion.from_tiktoken(path, special_tokens=special)
+    text = MIX_SAMPLE.read_text(encoding="utf-8")
+    docs = [doc for doc in text.split("\n\n") if doc] + ["er", "ering", " the<|endoftext|>e"]
+    whole = text + "<|endoftext|>er ering" + text[:999]  # "er" as a whole chunk
+    expected = reference.encode(whole, allowed_special="all")
+    assert set(moved.values()) <= set(expected)  # each moved token is met
+    assert tok.encode(whole, allowed_special="all") == expected
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    by_doc = reference.encode_batch(docs, allowed_special="all")
+    assert tok.encode_batch(docs, num_threads=2, allowed_special="all") == by_doc
+    ids, offsets = tok.encode_batch_to_numpy(docs, num_threads=2, allowed_special="all")
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == by_doc
+    assert tok.decode_bytes(expected) == reference.decode_bytes(expected)
+    for token, rank in moved.items():
+        assert tok.decode_single_token_bytes(rank) == token and tok.encode_single_piece(token) == [rank]
+    assert tok.n_vocab == reference.n_vocab == 2**32
+    python = ChunkEncoder({}, tok.byte_ids, mode="ranks", vocab=tok.vocab, native=False)
+    pieces = [piece.encode() for piece in regex.findall(GPT4_SPLIT_PATTERN, text)]
+    assert [i for piece in pieces for i in python.encode_bytes(piece)] == reference.encode_ordinary(text)
+    copy = pickle.loads(pickle.dumps(tok))
+    assert copy.encode_batch(docs, num_threads=2, allowed_special="all") == by_doc
+    if b"er" in moved:  # reached whole, never merged: recovered as a token without a merge
+        assert tok.unmerged_tokens[2**32 - 1] == b"er" and 2**32 - 1 not in tok.merges.values()
+
+
+def test_rank_above_u32_is_refused_naming_the_line(tmp_path):
+    """2**32 overflows tiktoken's u32 ranks (a bare OverflowError); we name the file, line and limit."""
     import tiktoken
 
-    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks() + [(b"xyz", rank)])
-    ranks = {bytes([b]): b for b in range(256)} | {b"xyz": rank}
-    if tiktoken_takes_it:
-        assert tiktoken.Encoding("t", pat_str=r"\S+", mergeable_ranks=ranks, special_tokens={}).encode("xyz") == [rank]
-    else:
-        with pytest.raises(OverflowError):
-            tiktoken.Encoding("t", pat_str=r"\S+", mergeable_ranks=ranks, special_tokens={})
-    with pytest.raises(FormatError, match=rf"x.tiktoken:259: rank b'{rank}' is out of range 0 \.\. 2147483647 "
-                                          r"\(tiktoken takes up to 2\*\*32 - 1, but hf_bbpe stores ids as 32-bit"):
+    with pytest.raises(OverflowError):
+        tiktoken.Encoding("t", pat_str=r"\S+", mergeable_ranks=dict(_tiny_ranks()) | {b"xyz": 2**32}, special_tokens={})
+    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks() + [(b"xyz", 2**32)])
+    with pytest.raises(FormatError, match=r"x.tiktoken:259: rank b'4294967296' is out of range 0 \.\. 4294967295 "
+                                          r"\(tiktoken's ranks are u32"):
         conversion.from_tiktoken(path)
-    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks() + [(b"xyz", 2**31 - 1)])
-    reference = _tiktoken_encoding(path, r"\S+|\s+")
-    tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
-    assert tok.encode_ordinary("xyz abc xyzab") == reference.encode_ordinary("xyz abc xyzab")
-    assert tok.n_vocab == reference.n_vocab == 2**31
 
 
 def test_missing_file():
