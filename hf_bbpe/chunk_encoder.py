@@ -459,4 +459,4 @@ def _renumbering(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int],
     top = max(max(byte_ids), max(token_ids, default=-1), max(merges.values(), default=-1))
     if top <= _KERNEL_MAX_ID and (top < _KERNEL_DENSE_IDS or top < 8 * (len(token_ids) + len(merges) + 256)):
         return None
-    return sorted({*byte_ids, *token_ids, *merges.values()})
+    return sorted({*byte_ids, *token_ids, *merges.values(), *(idx for pair in merges for idx in pair)})
