@@ -306,7 +306,7 @@ def tokenizer_from_arrays(
         tok = Tokenizer._from_token_table(table, byte_rank.tolist(), pattern=resolve_pattern(pattern or None),
                                           special_tokens=special_tokens)
     except DuplicateTokensError as exc:
-        first, second = sorted((int(ranks[exc.first]), int(ranks[exc.second])))
+        first, second = sorted((exc.first, exc.second))  # ids, which are the ranks
         raise _TokenListedTwice(f"{source}: token {exc.token!r} has two ranks, {first} and {second}") from None
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None

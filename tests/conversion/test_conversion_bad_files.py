@@ -212,6 +212,18 @@ def test_rank_freed_by_a_token_listed_again_may_be_reused(tmp_path):
         conversion.from_tiktoken(path)
 
 
+def test_token_listed_twice_with_ranks_past_the_line_count(tmp_path):
+    """The bulk reader finds the repeat by ids, not line numbers: ranks far past the number of
+    lines (up to 2**32 - 2) still fall back to tiktoken's dict reading, last rank kept."""
+    rows = _tiny_ranks() + [(b"xyz", 2**32 - 2), (b"xy", 5000), (b"xyz", 70000)]
+    path = _rank_file(tmp_path / "x.tiktoken", rows)
+    reference = _tiktoken_encoding(path, r"\S+|\s+")
+    with pytest.warns(UserWarning, match="is listed again"):
+        tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
+    assert tok.mergeable_ranks() == reference._mergeable_ranks
+    assert tok.encode_ordinary("xyz abc xyzab") == reference.encode_ordinary("xyz abc xyzab")
+
+
 def test_special_token_colliding_with_a_normal_id(tmp_path):
     path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks())
     with pytest.raises(FormatError, match=r"x.tiktoken: special token '<\|eot\|>' has id 257, which is already a normal token"):
