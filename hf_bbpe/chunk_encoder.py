@@ -225,7 +225,11 @@ class ChunkEncoder:
             if as_lists:
                 return list(map(ids_of, result))
             flat, ends, surrogates = result
-            return array("I", map(real, array("I", flat))).tobytes(), ends, surrogates
+            try:
+                return array("I", map(real, array("I", flat))).tobytes(), ends, surrogates
+            except OverflowError:  # only a stand-in for a byte without a token is past 2**32 - 1
+                stand_in = next(i for i in map(real, array("I", flat)) if i > UNMERGEABLE_ID)
+                raise MissingByteError(self._stand_ins[stand_in]) from None
 
         def recover_merges():
             merges, unmerged = kernel.recover_merges()

@@ -348,6 +348,26 @@ def test_every_rank_tiktoken_takes_gives_its_ids(tmp_path, moved):
         assert tok.unmerged_tokens[2**32 - 1] == b"er" and 2**32 - 1 not in tok.merges.values()
 
 
+def test_missing_byte_beside_rank_2_32_minus_1_is_named(tmp_path):
+    """A rank file without "%" whose ranks reach 2**32 - 1: the byte's stand-in id lies past u32,
+    and every path (list, threads, numpy) still raises MissingByteError naming the byte."""
+    from hf_bbpe import GPT4_SPLIT_PATTERN, MissingByteError
+
+    path = _cl100k_with_ranks(tmp_path, {b"er": 2**32 - 1})
+    path.write_bytes(b"".join(line for line in path.read_bytes().splitlines(keepends=True)
+                              if not line.startswith(b"JQ== ")))  # "%" is rank 4
+    reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN)
+    tok = conversion.from_tiktoken(path)
+    docs = ["hello er ering 50%d", MIX_SAMPLE.read_text(encoding="utf-8")[:3000].replace("%", "")]
+    assert tok.encode_batch(docs, num_threads=2) == reference.encode_ordinary_batch(docs)
+    ids, offsets = tok.encode_batch_to_numpy(docs, num_threads=2)
+    assert ids.tolist() == [i for doc in docs for i in reference.encode_ordinary(doc)]
+    for encode in (tok.encode_ordinary, lambda text: tok.encode_batch(["x", text], num_threads=2),
+                   lambda text: tok.encode_batch_to_numpy(["x", text], num_threads=2)):
+        with pytest.raises(MissingByteError, match=r"cannot encode the byte b'%'"):
+            encode("x%")
+
+
 def test_rank_above_u32_is_refused_naming_the_line(tmp_path):
     """2**32 overflows tiktoken's u32 ranks (a bare OverflowError); we name the file, line and limit."""
     import tiktoken
