@@ -45,6 +45,7 @@ import numpy as np
 from hf_bbpe.atomic_write import write_bytes_atomic
 from hf_bbpe.chunk_encoder import DuplicateTokensError, TokenTable
 from hf_bbpe.patterns import resolve_pattern
+from hf_bbpe.token_ids import MAX_TOKEN_ID
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
@@ -58,7 +59,7 @@ else:  # pragma: no cover - strict_mode is new in 3.11
 
 
 _BOM = b"\xef\xbb\xbf"
-MAX_RANK = 2**32 - 1
+MAX_RANK = MAX_TOKEN_ID
 """The largest rank tiktoken takes (its ``Rank`` is a u32)."""
 _RANK_LIMIT_NOTE = "tiktoken's ranks are u32; it overflows above 2**32 - 1"
 
