@@ -200,12 +200,7 @@ def test_rank_freed_by_a_token_listed_again_may_be_reused(tmp_path):
     """tiktoken checks ranks for duplicates after the dict is built, so a rank that only a
     replaced line used is free; a rank two kept tokens share is refused, naming both lines."""
     rows = _tiny_ranks() + [(b"ab", 258), (b"xy", 256)]
-    path = _rank_file(tmp_path / "x.tiktoken", rows)
-    reference = _tiktoken_encoding(path, r"\S+|\s+")
-    with pytest.warns(UserWarning, match="is listed again"):
-        tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
-    assert tok.mergeable_ranks() == reference._mergeable_ranks
-    assert tok.encode_ordinary("ab xy abc") == reference.encode_ordinary("ab xy abc")
+    _check_repeat_read_as_tiktoken(_rank_file(tmp_path / "x.tiktoken", rows), "ab xy abc")
     path = _rank_file(tmp_path / "x.tiktoken", rows + [(b"zz", 258)])
     with pytest.warns(UserWarning), pytest.raises(FormatError, match=r"x.tiktoken:261: rank 258 is already used on "
                                                                      r"line 259"):
@@ -216,12 +211,16 @@ def test_token_listed_twice_with_ranks_past_the_line_count(tmp_path):
     """The bulk reader finds the repeat by ids, not line numbers: ranks far past the number of
     lines (up to 2**32 - 2) still fall back to tiktoken's dict reading, last rank kept."""
     rows = _tiny_ranks() + [(b"xyz", 2**32 - 2), (b"xy", 5000), (b"xyz", 70000)]
-    path = _rank_file(tmp_path / "x.tiktoken", rows)
+    _check_repeat_read_as_tiktoken(_rank_file(tmp_path / "x.tiktoken", rows), "xyz abc xyzab")
+
+
+def _check_repeat_read_as_tiktoken(path: Path, text: str) -> None:
+    """A file with a token listed again loads, with a warning, to tiktoken's ranks and ids."""
     reference = _tiktoken_encoding(path, r"\S+|\s+")
     with pytest.warns(UserWarning, match="is listed again"):
         tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
     assert tok.mergeable_ranks() == reference._mergeable_ranks
-    assert tok.encode_ordinary("xyz abc xyzab") == reference.encode_ordinary("xyz abc xyzab")
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
 def test_special_token_colliding_with_a_normal_id(tmp_path):
