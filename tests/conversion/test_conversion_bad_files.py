@@ -347,6 +347,30 @@ def test_every_rank_tiktoken_takes_gives_its_ids(tmp_path, moved):
         assert tok.unmerged_tokens[2**32 - 1] == b"er" and 2**32 - 1 not in tok.merges.values()
 
 
+def test_tokenizer_json_carries_u32_ids(tmp_path):
+    """``tokenizers``' ids are u32 too: the exported tokenizer.json runs in ``tokenizers`` with
+    tiktoken's ids and reads back to them. It lists no merge into id 2**32 - 1 (tiktoken makes
+    none); a file that does, read as ranks, would differ from ``tokenizers``, so it is refused."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    from hf_bbpe import GPT4_SPLIT_PATTERN
+
+    path = _cl100k_with_ranks(tmp_path, {b" the": 2**31, b"ing": 2**32 - 2, b"er": 2**32 - 1})
+    reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN)
+    text = MIX_SAMPLE.read_text(encoding="utf-8") + " er ering"
+    expected = reference.encode_ordinary(text)
+    out = tmp_path / "tokenizer.json"
+    conversion.to_tokenizer_json(conversion.from_tiktoken(path), out)
+    assert HFTokenizer.from_file(str(out)).encode(text).ids == expected
+    assert conversion.load(out).encode_ordinary(text) == expected
+    data = json.loads(out.read_text(encoding="utf-8"))
+    data["model"]["merges"].append(["e", "r"])
+    out.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"tokenizer.json: model.merges merges b'e' \+ b'r' into b'er' \(id "
+                                          r"4294967295\): tokenizers makes that token by a merge"):
+        conversion.load(out)
+
+
 def test_missing_byte_beside_rank_2_32_minus_1_is_named(tmp_path):
     """A rank file without "%" whose ranks reach 2**32 - 1: the byte's stand-in id lies past u32,
     and every path (list, threads, numpy) still raises MissingByteError naming the byte."""
