@@ -448,10 +448,10 @@ def _unmergeable_unmerged(merges: dict[tuple[int, int], int], unmerged: list[int
                           ) -> tuple[dict[tuple[int, int], int], list[int]]:
     """``recover_merges``' result with the token of :data:`UNMERGEABLE_ID` among the unmerged
     ones: the merge loop, allowed ids below it, may leave it in two parts, but no merge makes it."""
-    pair = next((pair for pair, idx in merges.items() if idx == UNMERGEABLE_ID), None) if merges else None
-    if pair is None:
+    last = next(reversed(merges.items()), None)  # merges are in id order: that id can only be last
+    if last is None or last[1] != UNMERGEABLE_ID:
         return merges, unmerged
-    del merges[pair]
+    del merges[last[0]]
     return merges, sorted([*unmerged, UNMERGEABLE_ID])
 
 
