@@ -14,8 +14,9 @@ them, with a warning naming the line), a token listed twice (``load_tiktoken_bpe
 dict: the last rank wins and the earlier one is a hole in the id space, which decodes as no
 token, as in tiktoken; a warning names both lines). It refuses, naming the file and line, what
 they refuse (a line without exactly two fields, bad padding, a rank that is not an integer, two
-tokens with one rank) and a rank above 2**31 - 1: tiktoken takes ranks up to 2**32 - 1 (its
-``Rank`` is a u32), but ids here are 32-bit signed ints, and no model has 2**31 embedding rows.
+tokens with one rank, a rank above 2**32 - 1, where tiktoken's u32 ``Rank`` overflows). Every
+rank up to 2**32 - 1 loads with its own id; the token of rank 2**32 - 1 is, as in tiktoken, never
+made by a merge (tiktoken reads that value as "no rank"), only reached as a whole chunk.
 
 A single byte without a rank loads (tiktoken loads it too) but cannot be encoded: text whose
 encoding needs that byte on its own raises :class:`~hf_bbpe.chunk_encoder.MissingByteError`
@@ -44,6 +45,7 @@ import numpy as np
 from hf_bbpe.atomic_write import write_bytes_atomic
 from hf_bbpe.chunk_encoder import DuplicateTokensError, TokenTable
 from hf_bbpe.patterns import resolve_pattern
+from hf_bbpe.token_ids import MAX_TOKEN_ID
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
@@ -57,9 +59,9 @@ else:  # pragma: no cover - strict_mode is new in 3.11
 
 
 _BOM = b"\xef\xbb\xbf"
-MAX_RANK = 2**31 - 1
-"""The largest id the engine stores (tiktoken's own limit is 2**32 - 1)."""
-_RANK_LIMIT_NOTE = "tiktoken takes up to 2**32 - 1, but hf_bbpe stores ids as 32-bit signed ints"
+MAX_RANK = MAX_TOKEN_ID
+"""The largest rank tiktoken takes (its ``Rank`` is a u32)."""
+_RANK_LIMIT_NOTE = "tiktoken's ranks are u32; it overflows above 2**32 - 1"
 
 
 def read_tiktoken_file(path: str | os.PathLike) -> tuple[list[bytes], list[int]]:
@@ -305,7 +307,7 @@ def tokenizer_from_arrays(
         tok = Tokenizer._from_token_table(table, byte_rank.tolist(), pattern=resolve_pattern(pattern or None),
                                           special_tokens=special_tokens)
     except DuplicateTokensError as exc:
-        first, second = sorted((int(ranks[exc.first]), int(ranks[exc.second])))
+        first, second = sorted((exc.first, exc.second))  # ids, which are the ranks
         raise _TokenListedTwice(f"{source}: token {exc.token!r} has two ranks, {first} and {second}") from None
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None

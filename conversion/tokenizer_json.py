@@ -49,6 +49,7 @@ from typing import Any
 
 from hf_bbpe.atomic_write import write_text_atomic
 from hf_bbpe.byte_unicode import unicode_to_token
+from hf_bbpe.chunk_encoder import UNMERGEABLE_ID
 from hf_bbpe.normalizers import Normalizer, normalizer_from_json
 from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig
 from hf_bbpe.patterns import NATIVE_PATTERNS
@@ -279,6 +280,14 @@ def _check_rank_pairs(token_bytes: Mapping[int, bytes], file_pairs: set[tuple[in
                               "model.ignore_merges is false: tokenizers merges pairs of it that tiktoken's rule would "
                               "not, which the engine cannot do")
         needed = {(a, b): idx for a, b, idx in token_splits(as_ranks.vocab, set(token_bytes))}
+    unmergeable = token_bytes.get(UNMERGEABLE_ID)
+    pair = None if unmergeable is None else next(
+        (p for p in file_pairs if token_bytes[p[0]] + token_bytes[p[1]] == unmergeable), None)
+    if pair is not None:
+        raise FormatError(f"{source}: model.merges merges {token_bytes[pair[0]]!r} + {token_bytes[pair[1]]!r} into "
+                          f"{unmergeable!r} (id {UNMERGEABLE_ID}): tokenizers makes that token by a merge, but the "
+                          "file reads as tiktoken ranks, and tiktoken's rule never merges into id 2**32 - 1 (its "
+                          "u32::MAX rank means no rank)")
     for pair, new in needed.items():
         if pair not in file_pairs:
             raise FormatError(f"{source}: model.merges lacks {token_bytes[pair[0]]!r} + {token_bytes[pair[1]]!r} "

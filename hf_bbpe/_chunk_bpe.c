@@ -182,6 +182,7 @@ typedef struct {
     int32_t *index_of; /* token index of each id up to max_id, -1 if none ("ranks" mode) */
     int64_t max_id;
     int64_t dup_first, dup_second; /* ids of the first two tokens found with the same bytes, or -1 */
+    int64_t unmergeable; /* "ranks" mode: the id no merge makes (tiktoken's u32::MAX rank), or -1 */
     PyObject **id_objects; /* the int of each id below id_objects_len, made on first use */
     Py_ssize_t id_objects_len;
     PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
@@ -252,7 +253,8 @@ static inline int64_t rank_of_bytes(const ChunkBPE *self, int32_t a, int32_t b) 
         if (s.tok < 0) return NO_MERGE;
         if (s.tag == tag && self->toks[s.tok].len == la + lb) {
             const uint8_t *pt = self->tok_buf + self->toks[s.tok].start;
-            if (memcmp(pt, pa, (size_t)la) == 0 && memcmp(pt + la, pb, (size_t)lb) == 0) return self->toks[s.tok].id;
+            if (memcmp(pt, pa, (size_t)la) == 0 && memcmp(pt + la, pb, (size_t)lb) == 0)
+                return self->toks[s.tok].id == self->unmergeable ? NO_MERGE : self->toks[s.tok].id;
         }
         j = (j + 1) & self->tok_mask;
     }
@@ -796,6 +798,7 @@ static int build_rank_pairs(ChunkBPE *self) {
     for (int fill = 0; fill < 2; fill++) {
         if (fill && pairs_alloc(self, count) < 0) return -1;
         for (Py_ssize_t t = 0; t < self->tok_count; t++) {
+            if (self->toks[t].id == self->unmergeable) continue;
             const uint8_t *p = self->tok_buf + self->toks[t].start;
             int32_t n = self->toks[t].len;
             uint64_t h = 0, power = 1;
@@ -817,15 +820,17 @@ static int build_rank_pairs(ChunkBPE *self) {
 }
 
 static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"merges", "byte_ids", "cache_max", "tokens", "rank_mode", NULL};
+    static char *kwlist[] = {"merges", "byte_ids", "cache_max", "tokens", "rank_mode", "unmergeable", NULL};
     PyObject *merges, *byte_ids, *tokens = Py_None;
     Py_ssize_t cache_max = 1 << 18;
     int rank_mode = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O|nOp", kwlist, &PyDict_Type, &merges, &byte_ids, &cache_max,
-                                     &tokens, &rank_mode))
+    long long unmergeable = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O|nOpL", kwlist, &PyDict_Type, &merges, &byte_ids, &cache_max,
+                                     &tokens, &rank_mode, &unmergeable))
         return -1;
     free_tables(self);
     self->rank_mode = 0;
+    self->unmergeable = unmergeable;
     PyObject *seq = PySequence_Fast(byte_ids, "byte_ids must be a sequence of 256 ints");
     if (!seq) return -1;
     if (PySequence_Fast_GET_SIZE(seq) != 256) {

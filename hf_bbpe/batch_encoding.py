@@ -156,7 +156,7 @@ def encode_batch(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers: int
     """Encode ``texts`` with ``tokenizer.encode(text, **options)``, in parallel when it pays.
 
     Workers inherit the tokenizer and the texts through fork (a task is only a range of
-    indices, so no text is pickled) and send back each task's ids as one flat int32 array plus
+    indices, so no text is pickled) and send back each task's ids as one flat int64 array plus
     lengths, which costs far less to pass between processes than lists of ints.
     """
     texts = list(texts)
@@ -189,7 +189,7 @@ def _task_ranges(texts: list[str], task_chars: int = _TASK_CHARS):
 
 def _encode_task(span: tuple[int, int]) -> tuple[array, array]:
     tokenizer, options = shared("tokenizer"), shared("options")
-    flat = array("i")
+    flat = array("q")  # ids reach 2**32 - 1 (tiktoken's u32 ranks)
     lengths = array("i")
     for text in shared("texts")[span[0] : span[1]]:
         ids = tokenizer.encode(text, **options)

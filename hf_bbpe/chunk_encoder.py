@@ -14,7 +14,13 @@ Three modes say which pairs merge (see ``Tokenizer.mode``):
 * ``"ranks"``: tiktoken's rule. Any two adjacent parts whose bytes together are a token merge,
   by that token's id (its rank), and a chunk that is a token is that token. The pair table then
   holds every split of every token into two tokens, so tokens that no merge builds are reached
-  as tiktoken reaches them.
+  as tiktoken reaches them. The token of id 2**32 - 1 is never made by a merge: tiktoken's ranks
+  are u32 and its merge loops read ``u32::MAX`` as "no merge", so it reaches that token only as
+  a whole chunk or a single byte.
+
+Ids are any ints from 0 to 2**32 - 1 (tiktoken's range). The C kernel indexes tables by id in
+31 bits, so ids above that, or very sparse ones, are renumbered for it in the same order (which
+keeps every merge decision) and translated back on the way out.
 
 The same algorithm is compiled in ``_chunk_bpe.c``, which does the work when the extension is
 built (an installed hf_bbpe). This Python version is what runs where only source files can go:
@@ -37,6 +43,10 @@ except ImportError:
     _native = None
 
 _NO_MERGE = 1 << 62
+UNMERGEABLE_ID = 2**32 - 1
+"""``"ranks"`` mode: the id no merge makes (tiktoken's ``Rank::MAX``, which means "no rank")."""
+_KERNEL_MAX_ID = 2**31 - 1  # the C kernel's ids are int32
+_KERNEL_DENSE_IDS = 1 << 20  # below this any ids are indexed directly; above, only 8x as many as there are ids
 _LONG_CHUNK = 64  # bytes; above this the heap path wins
 _CACHE_MAX_ENTRIES = 1 << 18
 _CACHE_MAX_CHUNK = 128  # characters; longer chunks are rare and not worth keeping
@@ -144,13 +154,28 @@ class ChunkEncoder:
             if self.vocab is not None:
                 table = self.vocab if isinstance(self.vocab, TokenTable) else TokenTable.from_vocab(self.vocab)
                 tokens = (table.data, table.lengths, table.ids)
-            kernel = _native.ChunkBPE(merges, self.byte_ids, _CACHE_MAX_ENTRIES, tokens, mode == "ranks")
+            kernel_merges, kernel_byte_ids = merges, self.byte_ids
+            wide = _renumbering(merges, self.byte_ids, tokens[2] if tokens else ())
+            unmergeable = UNMERGEABLE_ID if mode == "ranks" else -1
+            if wide is not None:
+                numbering = {idx: k for k, idx in enumerate(wide)}
+                number = numbering.__getitem__
+                kernel_merges = {(number(a), number(b)): number(m) for (a, b), m in merges.items()}
+                kernel_byte_ids = tuple(map(number, self.byte_ids))
+                if tokens:
+                    tokens = (tokens[0], tokens[1], array("q", map(number, tokens[2])))
+                unmergeable = numbering.get(UNMERGEABLE_ID, -1) if mode == "ranks" else -1
+            kernel = _native.ChunkBPE(kernel_merges, kernel_byte_ids, _CACHE_MAX_ENTRIES, tokens, mode == "ranks",
+                                      unmergeable)
             self._kernel = kernel
             self.encode_chunks = kernel.encode_chunks
             self.encode_bytes = kernel.encode_bytes
             self.encode_text = kernel.encode_text
             self.encode_texts = kernel.encode_texts
             self.clear_cache = kernel.clear_cache
+            self._wide = wide
+            if wide is not None:
+                self._translate_outputs(wide)
             if self._stand_ins:
                 self._check_outputs()
         else:
@@ -186,6 +211,41 @@ class ChunkEncoder:
                                 array("q", [*table.ids, *self._stand_ins]))
         self._first_stand_in = first
 
+    def _translate_outputs(self, wide: list[int]) -> None:
+        """Wrap the kernel's methods so that its renumbered ids come back as the real ones
+        (``wide[k]`` is the real id of kernel id ``k``)."""
+        real = wide.__getitem__
+        kernel = self._kernel
+
+        def ids_of(ids):
+            return None if ids is None else list(map(real, ids))
+
+        def encode_texts(texts, scanner, as_lists):
+            result = kernel.encode_texts(texts, scanner, as_lists)
+            if as_lists:
+                return list(map(ids_of, result))
+            flat, ends, surrogates = result
+            try:
+                return array("I", map(real, array("I", flat))).tobytes(), ends, surrogates
+            except OverflowError:  # only a stand-in for a byte without a token is past 2**32 - 1
+                stand_in = next(i for i in map(real, array("I", flat)) if i > UNMERGEABLE_ID)
+                raise MissingByteError(self._stand_ins[stand_in]) from None
+
+        def recover_merges():
+            merges, unmerged = kernel.recover_merges()
+            return {(real(a), real(b)): real(m) for (a, b), m in merges.items()}, list(map(real, unmerged))
+
+        def first_duplicate():
+            duplicate = kernel.first_duplicate()
+            return None if duplicate is None else tuple(map(real, duplicate))
+
+        self.encode_chunks = lambda chunks: ids_of(kernel.encode_chunks(chunks))
+        self.encode_bytes = lambda data: ids_of(kernel.encode_bytes(data))
+        self.encode_text = lambda text, scanner: ids_of(kernel.encode_text(text, scanner))
+        self.encode_texts = encode_texts
+        self._recover_merges_native = recover_merges
+        self._first_duplicate_native = first_duplicate
+
     def _check_outputs(self) -> None:
         """Wrap every encoding method so that output holding a stand-in id raises MissingByteError."""
         first, stand_ins = self._first_stand_in, self._stand_ins
@@ -214,9 +274,10 @@ class ChunkEncoder:
         """``"ranks"`` mode: the id of the token that the two parts spell together, if any."""
         vocab = self.vocab
         try:
-            return self._whole.get(vocab[pair[0]] + vocab[pair[1]], default)
+            idx = self._whole.get(vocab[pair[0]] + vocab[pair[1]], default)
         except KeyError:
             return default
+        return default if idx == UNMERGEABLE_ID else idx
 
     def __getstate__(self) -> dict:
         byte_ids, vocab = self._given
@@ -350,7 +411,7 @@ class ChunkEncoder:
     def first_duplicate(self) -> tuple[int, int] | None:
         """The ids of the first two vocabulary tokens found with the same bytes, or None."""
         if self.native:
-            return self._kernel.first_duplicate()
+            return self._first_duplicate_native() if self._wide else self._kernel.first_duplicate()
         return self._duplicate
 
     def recover_merges(self) -> tuple[dict[tuple[int, int], int], list[int]]:
@@ -364,7 +425,8 @@ class ChunkEncoder:
         if self.mode != "ranks":
             raise ValueError("recover_merges needs rank mode")
         if self.native:
-            return self._kernel.recover_merges()
+            merges, unmerged = self._recover_merges_native() if self._wide else self._kernel.recover_merges()
+            return _unmergeable_unmerged(merges, unmerged)
         merges: dict[tuple[int, int], int] = {}
         unmerged: list[int] = []
         byte_ids = self.byte_ids
@@ -379,4 +441,26 @@ class ChunkEncoder:
                 merges[(parts[0], parts[1])] = idx
             else:
                 unmerged.append(idx)
+        return _unmergeable_unmerged(merges, unmerged)
+
+
+def _unmergeable_unmerged(merges: dict[tuple[int, int], int], unmerged: list[int]
+                          ) -> tuple[dict[tuple[int, int], int], list[int]]:
+    """``recover_merges``' result with the token of :data:`UNMERGEABLE_ID` among the unmerged
+    ones: the merge loop, allowed ids below it, may leave it in two parts, but no merge makes it."""
+    last = next(reversed(merges.items()), None)  # merges are in id order: that id can only be last
+    if last is None or last[1] != UNMERGEABLE_ID:
         return merges, unmerged
+    del merges[last[0]]
+    return merges, sorted([*unmerged, UNMERGEABLE_ID])
+
+
+def _renumbering(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int], token_ids: Sequence[int]
+                 ) -> list[int] | None:
+    """Every id in increasing order, when the C kernel cannot take the ids as they are (one above
+    its int32 range, or few ids spread so thinly that its tables indexed by id would be mostly
+    empty); None when it can."""
+    top = max(max(byte_ids), max(token_ids, default=-1), max(merges.values(), default=-1))
+    if top <= _KERNEL_MAX_ID and (top < _KERNEL_DENSE_IDS or top < 8 * (len(token_ids) + len(merges) + 256)):
+        return None
+    return sorted({*byte_ids, *token_ids, *merges.values(), *(idx for pair in merges for idx in pair)})

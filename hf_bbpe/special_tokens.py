@@ -22,6 +22,8 @@ from typing import Literal, Union
 
 import regex
 
+from .token_ids import MAX_TOKEN_ID
+
 AllowedSpecial = Union[Literal["all", "none", "none_raise"], Collection[str]]
 DisallowedSpecial = Union[Literal["all"], Collection[str]]
 
@@ -61,6 +63,9 @@ def checked_special_tokens(
             raise ValueError(f"special token {token!r} already has id {merged[token]}, not {idx}")
         if owners.get(idx, token) != token:
             raise ValueError(f"special tokens {owners[idx]!r} and {token!r} share the id {idx}")
+        if idx > MAX_TOKEN_ID:
+            raise ValueError(f"special token {token!r} has id {idx}, above {MAX_TOKEN_ID} (2**32 - 1): ids are u32, "
+                             "as in tiktoken and tokenizers")
         if idx > limit and not allow_large_ids:
             raise ValueError(
                 f"special token {token!r} has id {idx}, more than 2**20 above the largest normal id "

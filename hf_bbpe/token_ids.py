@@ -15,6 +15,10 @@ import operator
 from typing import Any
 
 
+MAX_TOKEN_ID = 2**32 - 1
+"""The largest token id: tiktoken's ranks and ``tokenizers``' ids are u32 (numpy output is uint32)."""
+
+
 class TokenIdTypeError(TypeError, ValueError):
     """A token id that is not an integer (a TypeError; also a ValueError, as ``decode`` raised before)."""
 

@@ -50,7 +50,7 @@ from .special_tokens import (
     special_token_regex,
     split_on,
 )
-from .token_ids import single_token_id, token_id_list
+from .token_ids import MAX_TOKEN_ID, single_token_id, token_id_list
 from .token_offsets import token_char_spans
 from .trainer import train_merges
 
@@ -1074,8 +1074,7 @@ def _checked_merges_one_by_one(
     return checked
 
 
-_MAX_ID = 2**31 - 1
-"""Token ids are stored as 32-bit signed ints by the C kernels."""
+_MAX_ID = MAX_TOKEN_ID  # the chunk encoder renumbers ids past int32 for the C kernel
 
 
 def _checked_mode(mode: str) -> str:

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .byte_unicode import spell_vocab
+from .chunk_encoder import UNMERGEABLE_ID
 from .onig_regex import translate_pattern_for_onig
 
 if TYPE_CHECKING:
@@ -52,13 +53,16 @@ def token_splits(vocab: Mapping[int, bytes], ids: Iterable[int]) -> list[tuple[i
     tokens of ``ids`` (``vocab`` gives their bytes), by token id, then left and right id.
 
     These are the pairs that tiktoken's rule merges (``"ranks"`` mode), in the order that makes
-    ``tokenizers``' merge-list BPE agree with it (transformers' ``TikTokenConverter`` order).
+    ``tokenizers``' merge-list BPE agree with it (transformers' ``TikTokenConverter`` order). The
+    token of id 2**32 - 1 has none: tiktoken never makes it by a merge (chunk_encoder.py).
     """
     token_id: dict[bytes, int] = {}
     for idx in sorted(ids, reverse=True):  # a byte string listed twice is its lowest id
         token_id[vocab[idx]] = idx
     splits = []
     for data, idx in token_id.items():
+        if idx == UNMERGEABLE_ID:
+            continue
         found = []
         for k in range(1, len(data)):
             a = token_id.get(data[:k])

@@ -103,6 +103,10 @@ def _token_text(token: Any) -> str:
     return text
 
 
+MAX_EMBEDDING_ROWS = 2**31 - 1
+"""The most embedding rows surgery plans for (2**31 rows of even 1024 float16 values are 4 TiB)."""
+
+
 def prepare_tokens(
     tokenizer: Any,
     tokens: Sequence[Any],
@@ -127,6 +131,11 @@ def prepare_tokens(
 
     vocab = tokenizer.get_vocab()
     old_len = len(tokenizer)
+    if old_len > MAX_EMBEDDING_ROWS:
+        top = old_len - 1
+        raise ValueError(f"the tokenizer's token {tokenizer.convert_ids_to_tokens(top)!r} has id {top}, so a model "
+                         f"would need {old_len} embedding rows; surgery takes at most {MAX_EMBEDDING_ROWS} "
+                         "(2**31 - 1): no model has that many rows (tiktoken ranks go up to 2**32 - 1)")
     requested: list[Any] = []
     seen: set[str] = set()
     for token in tokens + list(roles.values()):

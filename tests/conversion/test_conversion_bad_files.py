@@ -150,7 +150,7 @@ def test_bad_base64(tmp_path, index, line, message):
     (b"YQ== 97 extra", r"x.tiktoken:98: expected '<base64 token> <rank>', got 3 fields"),
     (b"YQ==", r"x.tiktoken:98: expected '<base64 token> <rank>', got 1 fields"),
     (b"  ", r"x.tiktoken:98: expected '<base64 token> <rank>', got 0 fields"),
-    (b"YQ== -97", r"x.tiktoken:98: rank b'-97' is out of range 0 \.\. 2147483647"),
+    (b"YQ== -97", r"x.tiktoken:98: rank b'-97' is out of range 0 \.\. 4294967295"),
     (b"YQ== 97x", r"x.tiktoken:98: rank b'97x' is not an integer"),
     (b"YQ== 12345678901234567890123", r"x.tiktoken:98: rank b'12345678901234567890123' is out of range"),
 ])
@@ -200,16 +200,27 @@ def test_rank_freed_by_a_token_listed_again_may_be_reused(tmp_path):
     """tiktoken checks ranks for duplicates after the dict is built, so a rank that only a
     replaced line used is free; a rank two kept tokens share is refused, naming both lines."""
     rows = _tiny_ranks() + [(b"ab", 258), (b"xy", 256)]
-    path = _rank_file(tmp_path / "x.tiktoken", rows)
-    reference = _tiktoken_encoding(path, r"\S+|\s+")
-    with pytest.warns(UserWarning, match="is listed again"):
-        tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
-    assert tok.mergeable_ranks() == reference._mergeable_ranks
-    assert tok.encode_ordinary("ab xy abc") == reference.encode_ordinary("ab xy abc")
+    _check_repeat_read_as_tiktoken(_rank_file(tmp_path / "x.tiktoken", rows), "ab xy abc")
     path = _rank_file(tmp_path / "x.tiktoken", rows + [(b"zz", 258)])
     with pytest.warns(UserWarning), pytest.raises(FormatError, match=r"x.tiktoken:261: rank 258 is already used on "
                                                                      r"line 259"):
         conversion.from_tiktoken(path)
+
+
+def test_token_listed_twice_with_ranks_past_the_line_count(tmp_path):
+    """The bulk reader finds the repeat by ids, not line numbers: ranks far past the number of
+    lines (up to 2**32 - 2) still fall back to tiktoken's dict reading, last rank kept."""
+    rows = _tiny_ranks() + [(b"xyz", 2**32 - 2), (b"xy", 5000), (b"xyz", 70000)]
+    _check_repeat_read_as_tiktoken(_rank_file(tmp_path / "x.tiktoken", rows), "xyz abc xyzab")
+
+
+def _check_repeat_read_as_tiktoken(path: Path, text: str) -> None:
+    """A file with a token listed again loads, with a warning, to tiktoken's ranks and ids."""
+    reference = _tiktoken_encoding(path, r"\S+|\s+")
+    with pytest.warns(UserWarning, match="is listed again"):
+        tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
+    assert tok.mergeable_ranks() == reference._mergeable_ranks
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
 
 
 def test_special_token_colliding_with_a_normal_id(tmp_path):
@@ -278,28 +289,118 @@ def test_rank_too_large_for_tiktoken_is_a_format_error(tmp_path):
         conversion.from_tiktoken(path)
 
 
-@pytest.mark.parametrize("rank, tiktoken_takes_it", [(2**31, True), (2**32 - 1, True), (2**32, False)])
-def test_ranks_above_int32_are_refused_naming_the_line(tmp_path, rank, tiktoken_takes_it):
-    """tiktoken's ranks are u32: it builds an Encoding for ranks up to 2**32 - 1 (and overflows
-    above). Ids here are int32, so any rank above 2**31 - 1 is refused with the file, line and
-    the reason; 2**31 - 1 itself loads and encodes as tiktoken does."""
+def _cl100k_with_ranks(tmp_path: Path, moved: dict[bytes, int]) -> Path:
+    """tiktoken's own cl100k_base rank file with the tokens of ``moved`` given those ranks."""
+    import tiktoken_ext
+
+    lines = (Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken").read_bytes().splitlines()
+    wanted = {base64.b64encode(token): rank for token, rank in moved.items()}
+    rows = [line.split() for line in lines]
+    assert len(wanted.keys() & {b64 for b64, _ in rows}) == len(moved)
+    path = tmp_path / "wide.tiktoken"
+    path.write_bytes(b"".join(b64 + b" " + str(wanted.get(b64, int(r))).encode() + b"\n" for b64, r in rows))
+    return path
+
+
+@pytest.mark.parametrize("moved", [
+    {b"ing": 2**31 - 1, b" the": 2**31, b" and": 2**32 - 2, b"er": 2**32 - 1},
+    {b"ing": 2**32 - 2, b"e": 2**32 - 1},  # a single byte at tiktoken's "no rank" value
+], ids=["merged_tokens", "single_byte"])
+def test_every_rank_tiktoken_takes_gives_its_ids(tmp_path, moved):
+    """tiktoken's ranks are u32, so every rank up to 2**32 - 1 loads and encodes with tiktoken's
+    ids: cl100k with frequent tokens moved to 2**31 - 1, 2**31, 2**32 - 2 and 2**32 - 1, compared
+    on the whole mixed sample through encode, batches (threads, numpy), decode, the pure-Python
+    encoder and a pickled copy. tiktoken reads 2**32 - 1 as "no rank" in its merge loops, so that
+    token is reached only as a whole chunk (or a single byte), never by a merge; so here too."""
+    import pickle
+
+    import regex
+
+    from hf_bbpe import GPT4_SPLIT_PATTERN
+    from hf_bbpe.chunk_encoder import ChunkEncoder
+
+    special = {"<|endoftext|>": 100257}
+    path = _cl100k_with_ranks(tmp_path, moved)
+    reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN, special_tokens=special)
+    tok = conversion.from_tiktoken(path, special_tokens=special)
+    text = MIX_SAMPLE.read_text(encoding="utf-8")
+    docs = [doc for doc in text.split("\n\n") if doc] + ["er", "ering", " the<|endoftext|>e"]
+    whole = text + "<|endoftext|>er ering" + text[:999]  # "er" as a whole chunk
+    expected = reference.encode(whole, allowed_special="all")
+    assert set(moved.values()) <= set(expected)  # each moved token is met
+    assert tok.encode(whole, allowed_special="all") == expected
+    assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    by_doc = reference.encode_batch(docs, allowed_special="all")
+    assert tok.encode_batch(docs, num_threads=2, allowed_special="all") == by_doc
+    ids, offsets = tok.encode_batch_to_numpy(docs, num_threads=2, allowed_special="all")
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == by_doc
+    assert tok.decode_bytes(expected) == reference.decode_bytes(expected)
+    for token, rank in moved.items():
+        assert tok.decode_single_token_bytes(rank) == token and tok.encode_single_piece(token) == [rank]
+    assert tok.n_vocab == reference.n_vocab == 2**32
+    python = ChunkEncoder({}, tok.byte_ids, mode="ranks", vocab=tok.vocab, native=False)
+    pieces = [piece.encode() for piece in regex.findall(GPT4_SPLIT_PATTERN, text)]
+    assert [i for piece in pieces for i in python.encode_bytes(piece)] == reference.encode_ordinary(text)
+    copy = pickle.loads(pickle.dumps(tok))
+    assert copy.encode_batch(docs, num_threads=2, allowed_special="all") == by_doc
+    if b"er" in moved:  # reached whole, never merged: recovered as a token without a merge
+        assert tok.unmerged_tokens[2**32 - 1] == b"er" and 2**32 - 1 not in tok.merges.values()
+
+
+def test_tokenizer_json_carries_u32_ids(tmp_path):
+    """``tokenizers``' ids are u32 too: the exported tokenizer.json runs in ``tokenizers`` with
+    tiktoken's ids and reads back to them. It lists no merge into id 2**32 - 1 (tiktoken makes
+    none); a file that does, read as ranks, would differ from ``tokenizers``, so it is refused."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    from hf_bbpe import GPT4_SPLIT_PATTERN
+
+    path = _cl100k_with_ranks(tmp_path, {b" the": 2**31, b"ing": 2**32 - 2, b"er": 2**32 - 1})
+    reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN)
+    text = MIX_SAMPLE.read_text(encoding="utf-8") + " er ering"
+    expected = reference.encode_ordinary(text)
+    out = tmp_path / "tokenizer.json"
+    conversion.to_tokenizer_json(conversion.from_tiktoken(path), out)
+    assert HFTokenizer.from_file(str(out)).encode(text).ids == expected
+    assert conversion.load(out).encode_ordinary(text) == expected
+    data = json.loads(out.read_text(encoding="utf-8"))
+    data["model"]["merges"].append(["e", "r"])
+    out.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"tokenizer.json: model.merges merges b'e' \+ b'r' into b'er' \(id "
+                                          r"4294967295\): tokenizers makes that token by a merge"):
+        conversion.load(out)
+
+
+def test_missing_byte_beside_rank_2_32_minus_1_is_named(tmp_path):
+    """A rank file without "%" whose ranks reach 2**32 - 1: the byte's stand-in id lies past u32,
+    and every path (list, threads, numpy) still raises MissingByteError naming the byte."""
+    from hf_bbpe import GPT4_SPLIT_PATTERN, MissingByteError
+
+    path = _cl100k_with_ranks(tmp_path, {b"er": 2**32 - 1})
+    path.write_bytes(b"".join(line for line in path.read_bytes().splitlines(keepends=True)
+                              if not line.startswith(b"JQ== ")))  # "%" is rank 4
+    reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN)
+    tok = conversion.from_tiktoken(path)
+    docs = ["hello er ering 50%d", MIX_SAMPLE.read_text(encoding="utf-8")[:3000].replace("%", "")]
+    assert tok.encode_batch(docs, num_threads=2) == reference.encode_ordinary_batch(docs)
+    ids, offsets = tok.encode_batch_to_numpy(docs, num_threads=2)
+    assert ids.tolist() == [i for doc in docs for i in reference.encode_ordinary(doc)]
+    for encode in (tok.encode_ordinary, lambda text: tok.encode_batch(["x", text], num_threads=2),
+                   lambda text: tok.encode_batch_to_numpy(["x", text], num_threads=2)):
+        with pytest.raises(MissingByteError, match=r"cannot encode the byte b'%'"):
+            encode("x%")
+
+
+def test_rank_above_u32_is_refused_naming_the_line(tmp_path):
+    """2**32 overflows tiktoken's u32 ranks (a bare OverflowError); we name the file, line and limit."""
     import tiktoken
 
-    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks() + [(b"xyz", rank)])
-    ranks = {bytes([b]): b for b in range(256)} | {b"xyz": rank}
-    if tiktoken_takes_it:
-        assert tiktoken.Encoding("t", pat_str=r"\S+", mergeable_ranks=ranks, special_tokens={}).encode("xyz") == [rank]
-    else:
-        with pytest.raises(OverflowError):
-            tiktoken.Encoding("t", pat_str=r"\S+", mergeable_ranks=ranks, special_tokens={})
-    with pytest.raises(FormatError, match=rf"x.tiktoken:259: rank b'{rank}' is out of range 0 \.\. 2147483647 "
-                                          r"\(tiktoken takes up to 2\*\*32 - 1, but hf_bbpe stores ids as 32-bit"):
+    with pytest.raises(OverflowError):
+        tiktoken.Encoding("t", pat_str=r"\S+", mergeable_ranks=dict(_tiny_ranks()) | {b"xyz": 2**32}, special_tokens={})
+    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks() + [(b"xyz", 2**32)])
+    with pytest.raises(FormatError, match=r"x.tiktoken:259: rank b'4294967296' is out of range 0 \.\. 4294967295 "
+                                          r"\(tiktoken's ranks are u32"):
         conversion.from_tiktoken(path)
-    path = _rank_file(tmp_path / "x.tiktoken", _tiny_ranks() + [(b"xyz", 2**31 - 1)])
-    reference = _tiktoken_encoding(path, r"\S+|\s+")
-    tok = conversion.from_tiktoken(path, pattern=r"\S+|\s+")
-    assert tok.encode_ordinary("xyz abc xyzab") == reference.encode_ordinary("xyz abc xyzab")
-    assert tok.n_vocab == reference.n_vocab == 2**31
 
 
 def test_missing_file():

@@ -10,6 +10,9 @@
   tokens equal the Python twin's, and "ranks" mode on a vocabulary whose every token is built
   equals "merges" mode on the recovered merges.
 * A "ranks" tokenizer survives pickling, the .model file (hf_bbpe v2) and ``extend``.
+* Ids anywhere in tiktoken's u32 range (renumbered for the C kernel): "ranks" equals tiktoken,
+  including its rank 2**32 - 1 that no merge makes; "merges"/"ignore_merges" with ids spread in
+  the same order encode id for id as before.
 """
 
 from __future__ import annotations
@@ -75,6 +78,55 @@ def test_ranks_mode_equals_tiktoken(native, seed, steps, extra, shuffle, text):
     assert encoder.encode_bytes(data) == expected
     assert encoder.encode_bytes(data * 3) == reference.encode_ordinary(text * 3)  # long chunks: the heap path
     assert encoder.encode_chunks([text, text]) == expected + expected
+
+
+def spread_ids(ids, seed: int, top: bool) -> dict[int, int]:
+    """Each id of ``ids`` at or above 256 moved to a random id of tiktoken's u32 range, in the same
+    order; the highest to 2**32 - 1 if ``top`` (tiktoken's "no rank" value)."""
+    rng = random.Random(seed)
+    old = sorted(i for i in set(ids) if i >= 256)
+    new = sorted(rng.sample(range(256, 2**32 - 1), len(old)))
+    if top and new:
+        new[-1] = 2**32 - 1
+    return {i: i for i in range(256)} | dict(zip(old, new))
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["C", "python"])
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(0, 40), extra=st.integers(0, 8), shuffle=st.booleans(),
+       top=st.booleans(), text=texts)
+def test_ranks_anywhere_in_u32_equal_tiktoken(native, seed, steps, extra, shuffle, top, text):
+    """Ranks past int32 (which the C kernel gets renumbered) and the rank 2**32 - 1, which tiktoken
+    never makes by a merge: same ids as tiktoken, and the twin's recovered merges."""
+    ranks = random_ranks(seed, steps, extra, shuffle)
+    moved = spread_ids(ranks.values(), seed, top)
+    ranks = {token: moved[rank] for token, rank in ranks.items()}
+    reference = tiktoken.Encoding("t", pat_str=NO_SPLIT, mergeable_ranks=ranks, special_tokens={})
+    vocab = {rank: token for token, rank in ranks.items()}
+    encoder = ChunkEncoder({}, [ranks[bytes([b])] for b in range(256)], mode="ranks", vocab=vocab, native=native)
+    data = text.encode("utf-8")
+    assert encoder.encode_bytes(data) == reference.encode_ordinary(text)
+    assert encoder.encode_bytes(data * 3) == reference.encode_ordinary(text * 3)
+    assert encoder.encode_chunks([text, text]) == reference.encode_ordinary(text) * 2
+    twin = ChunkEncoder({}, encoder.byte_ids, mode="ranks", vocab=vocab, native=False)
+    assert encoder.recover_merges() == twin.recover_merges()
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(0, 30), text=st.text(st.sampled_from("abc "), max_size=120))
+def test_merge_ids_anywhere_in_u32_encode_as_before(seed, size, text):
+    """Merges and ignore_merges with ids spread over u32, in the same order: the same encoding, id for id."""
+    merges, unmerged = _merge_table(random.Random(seed), size)
+    moved = spread_ids([*merges.values(), *unmerged], seed, top=False)
+    wide_merges = {(moved[a], moved[b]): moved[m] for (a, b), m in merges.items()}
+    wide_unmerged = {moved[i]: token for i, token in unmerged.items()}
+    for mode in ("merges", "ignore_merges"):
+        plain = Tokenizer.from_merges(merges, pattern=r" ?[^ ]+| +", unmerged_tokens=unmerged, mode=mode)
+        wide = Tokenizer.from_merges(wide_merges, pattern=r" ?[^ ]+| +", unmerged_tokens=wide_unmerged, mode=mode)
+        expected = [moved[i] for i in plain.encode_ordinary(text)]
+        assert wide.encode_ordinary(text) == expected
+        python = ChunkEncoder(wide_merges, list(range(256)), mode=mode, vocab=wide.vocab, native=False)
+        assert python.encode_chunks(text.split(" ")) == [moved[i] for i in plain._encoder.encode_chunks(text.split(" "))]
 
 
 @settings(max_examples=100, deadline=None)

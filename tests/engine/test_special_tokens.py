@@ -166,6 +166,11 @@ def test_the_bound_for_large_ids_and_its_override(tok):
         copy.register_special_tokens({"<|past|>": limit + 1})
     copy.register_special_tokens({"<|far|>": 2_000_000_000}, allow_large_ids=True)
     assert copy.special_tokens["<|far|>"] == 2_000_000_000
+    copy.register_special_tokens({"<|u32|>": 2**32 - 1}, allow_large_ids=True)  # tiktoken's largest id
+    assert copy.encode("a<|u32|>", allowed_special="all")[-1] == 2**32 - 1
+    with pytest.raises(ValueError, match=r"'<\|u64\|>' has id 4294967296, above 4294967295 \(2\*\*32 - 1\): ids "
+                                         r"are u32"):
+        copy.register_special_tokens({"<|u64|>": 2**32}, allow_large_ids=True)
     import numpy as np
 
     copy.register_special_tokens({"<|np|>": np.int64(700)})  # numpy's integers are ints

@@ -471,3 +471,26 @@ def test_train_only_new_tokens_rejects_bad_ids():
     with pytest.raises(RuntimeError, match="already has parametrizations"):
         surgery.train_only_new_tokens(model, [98])
     handle.remove()
+
+
+def test_tokenizer_with_ids_past_the_embedding_limit_is_refused_naming_the_token(tmp_path):
+    """tiktoken ranks reach 2**32 - 1, and such a tokenizer loads and encodes exactly, but no model
+    has 2**31 embedding rows: surgery refuses, naming the token and the limit, and changes nothing."""
+    import base64
+
+    import conversion
+    from hf_bbpe import BBPETokenizer
+
+    o200k = Path(__file__).resolve().parents[1] / "data" / "tiktoken" / "o200k_base.tiktoken"
+    lines = o200k.read_bytes().splitlines(keepends=True)[:1000]
+    path = tmp_path / "wide.tiktoken"
+    path.write_bytes(b"".join(lines) + base64.b64encode(b" hfbbpe") + b" " + str(2**32 - 2).encode() + b"\n")
+    tok = BBPETokenizer.from_engine(conversion.from_tiktoken(path, pattern="o200k"))
+    assert tok(" hfbbpe")["input_ids"] == [2**32 - 2] and len(tok) == 2**32 - 1
+    model = make_model("gpt2", vocab_size=1000)
+    before = {name: t.clone() for name, t in matrices(model).items()}
+    with pytest.raises(ValueError, match=r"token 'Ġhfbbpe' has id 4294967294, so a model would need 4294967295 embedding "
+                                         r"rows; surgery takes at most 2147483647 \(2\*\*31 - 1\)"):
+        surgery.add_tokens_and_resize(model, tok, CHAT)
+    assert len(tok) == 2**32 - 1 and "<|im_start|>" not in tok.get_vocab()
+    assert all(torch.equal(before[name], t) for name, t in matrices(model).items())
