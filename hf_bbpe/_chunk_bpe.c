@@ -530,6 +530,7 @@ static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_
 }
 
 #define DOC_NO_MEMORY (-1)
+#define LISTS_UNLOCKED_MIN_IDS (1 << 16) /* below this, ids_to_lists_unlocked's fixed costs do not pay */
 #define DOC_SURROGATE (-2) /* a lone surrogate: the caller encodes this text the slow way */
 
 /* The UTF-8 of the chunk t[i : i + len] into scratch (or in place for ASCII text): 0, or a DOC_
@@ -566,22 +567,39 @@ static int chunk_bytes(const PretokText *t, int ascii, Py_ssize_t i, Py_ssize_t 
     return 0;
 }
 
-/* Split a whole text with a scanner of _pretokenize.c and append the ids of every chunk to out,
+/* Where a part of a long text split for threads (see encode_text_parallel) meets the next one:
+ * marks are the first boundaries of the part's own chunking (its start included) and the length
+ * of its ids at each; stops are the next part's marks, where this part may end. */
+#define SYNC_MARKS 64
+typedef struct {
+    Py_ssize_t marks[SYNC_MARKS], mark_ids[SYNC_MARKS];
+    int nmarks;
+    const Py_ssize_t *stops; /* NULL: the last part, which runs to the end of the text */
+    int nstops;
+    int met; /* index in stops where this part ended, or -1: it ran to the end of the text */
+} PartSync;
+
+static int text_is_ascii(const PretokText *t) {
+    if (t->kind != PyUnicode_1BYTE_KIND) return 0;
+    const Py_UCS1 *latin1 = t->data;
+    for (Py_ssize_t i = 0; i < t->n; i++) if (latin1[i] >= 0x80) return 0;
+    return 1;
+}
+
+/* Split t[start:] with a scanner of _pretokenize.c and append the ids of every chunk to out,
  * with no Python object: it runs without the GIL. scratch[0] and scratch[1] hold the UTF-8 of
  * the chunk being encoded and of the next one, whose front-cache slot is fetched from memory
- * meanwhile (the slot's load, not the work, is what a cached chunk costs). */
-static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
-                      IdBuf scratch[2], PieceCache *cache) {
-    int ascii = t->kind == PyUnicode_1BYTE_KIND;
-    if (ascii) {
-        const Py_UCS1 *latin1 = t->data;
-        for (Py_ssize_t i = 0; i < t->n; i++) if (latin1[i] >= 0x80) { ascii = 0; break; }
-    }
-    if (t->n == 0) return 0;
-    int cur = 0, status;
-    Py_ssize_t i = 0, len = scanner->chunk(t, 0), size, next_size;
+ * meanwhile (the slot's load, not the work, is what a cached chunk costs). With a sync, it
+ * records the ids' length at its marks and ends at the first stop it reaches once past them. */
+static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, int ascii,
+                        Py_ssize_t start, IdBuf *out, IdBuf scratch[2], PieceCache *cache, PartSync *sync) {
+    if (sync) sync->met = -1;
+    if (start >= t->n) return 0;
+    int cur = 0, status, stop = 0, count = 0; /* count: chunks encoded */
+    Py_ssize_t i = start, len = scanner->chunk(t, start), size, next_size;
+    if (sync) sync->mark_ids[0] = out->len;
     const uint8_t *piece, *next_piece;
-    if ((status = chunk_bytes(t, ascii, 0, len, &scratch[0], &piece, &size)) < 0) return status;
+    if ((status = chunk_bytes(t, ascii, start, len, &scratch[0], &piece, &size)) < 0) return status;
     for (;;) {
         Py_ssize_t j = i + len, next_len = 0;
         if (j < t->n) {
@@ -591,6 +609,14 @@ static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const 
             if (cache && next_size >= 2 && next_size <= FRONT_MAX_PIECE) PREFETCH(front_slot(cache, next_piece, next_size));
         }
         if (encode_piece(self, piece, size, out, cache) < 0) return DOC_NO_MEMORY;
+        if (sync) {
+            if (++count < sync->nmarks) sync->mark_ids[count] = out->len; /* marks[count] == j */
+            if (sync->stops && count >= sync->nmarks - 1) {
+                while (stop < sync->nstops && sync->stops[stop] < j) stop++;
+                if (stop == sync->nstops) sync->stops = NULL; /* no stop left: run to the end */
+                else if (sync->stops[stop] == j) { sync->met = stop; return 0; }
+            }
+        }
         if (j >= t->n) return 0;
         i = j;
         len = next_len;
@@ -598,6 +624,113 @@ static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const 
         size = next_size;
         cur = 1 - cur;
     }
+}
+
+static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
+                      IdBuf scratch[2], PieceCache *cache) {
+    return encode_range(self, scanner, t, text_is_ascii(t), 0, out, scratch, cache, NULL);
+}
+
+/* A long text on several threads. The scanner's chunk at a position depends only on the text
+ * from there on (no pattern it knows looks behind), so two chunkings of the same text that share
+ * one boundary share every boundary after it. The text is cut into parts at arbitrary positions;
+ * each part is chunked and encoded from its start on its own thread (own piece cache), and goes
+ * on past its end until it reaches a boundary of the next part's chunking (one of that part's
+ * first SYNC_MARKS, found beforehand): from there on the next part's chunks are the true ones, so
+ * its ids from that boundary on follow. The first part starts at a true boundary (0), hence every
+ * part it hands over to. A part that meets none (e.g. one chunk longer than the next part's
+ * marks reach) runs to the end of the text, and the parts after it are dropped. */
+#define PARALLEL_PART_MIN ((Py_ssize_t)1 << 18) /* characters: smaller parts are not worth a thread */
+
+typedef struct {
+    const ChunkBPE *self;
+    const PretokScanner *scanner;
+    const PretokText *t;
+    int ascii, status;
+    Py_ssize_t start;
+    IdBuf out, scratch[2];
+    PartSync sync;
+} TextPart;
+
+static void *encode_part(void *arg) {
+    TextPart *p = arg;
+    int slot = -1;
+    PieceCache *cache = pcache_take((ChunkBPE *)p->self, &slot);
+    p->status = encode_range(p->self, p->scanner, p->t, p->ascii, p->start, &p->out, p->scratch, cache, &p->sync);
+    pcache_give((ChunkBPE *)p->self, slot);
+    return NULL;
+}
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#define HAVE_THREADS 1
+#else
+#define HAVE_THREADS 0
+#endif
+
+/* The ids of t into out (empty) on up to num_threads threads; 0 or a DOC_ status. No GIL needed. */
+static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t,
+                                int num_threads, IdBuf *out) {
+    Py_ssize_t count = t->n / PARALLEL_PART_MIN;
+    if (count > num_threads) count = num_threads;
+    if (!HAVE_THREADS || count < 2) {
+        IdBuf scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+        int slot = -1;
+        PieceCache *cache = pcache_take((ChunkBPE *)self, &slot);
+        int status = encode_doc(self, scanner, t, out, scratch, cache);
+        pcache_give((ChunkBPE *)self, slot);
+        free(scratch[0].ids);
+        free(scratch[1].ids);
+        return status;
+    }
+    TextPart *parts = calloc((size_t)count, sizeof(TextPart));
+    if (!parts) return DOC_NO_MEMORY;
+    int ascii = text_is_ascii(t), status = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        TextPart *p = &parts[k];
+        p->self = self; p->scanner = scanner; p->t = t; p->ascii = ascii;
+        p->start = t->n / count * k;
+        p->sync.marks[0] = p->start;
+        p->sync.nmarks = 1;
+        for (Py_ssize_t at = p->start; k > 0 && at < t->n && p->sync.nmarks < SYNC_MARKS;)
+            p->sync.marks[p->sync.nmarks++] = at += scanner->chunk(t, at);
+    }
+    for (Py_ssize_t k = 0; k + 1 < count; k++) {
+        parts[k].sync.stops = parts[k + 1].sync.marks;
+        parts[k].sync.nstops = parts[k + 1].sync.nmarks;
+    }
+#if HAVE_THREADS
+    pthread_t *threads = calloc((size_t)count, sizeof(pthread_t));
+    char *started = calloc((size_t)count, 1);
+    if (!threads || !started) status = DOC_NO_MEMORY;
+    for (Py_ssize_t k = 1; k < count && !status; k++)
+        started[k] = pthread_create(&threads[k], NULL, encode_part, &parts[k]) == 0;
+    if (!status) encode_part(&parts[0]);
+    for (Py_ssize_t k = 1; k < count && !status; k++) {
+        if (started[k]) pthread_join(threads[k], NULL);
+        else encode_part(&parts[k]); /* no thread to be had: here, after the others */
+    }
+    free(threads);
+    free(started);
+#endif
+    Py_ssize_t from = 0;
+    for (Py_ssize_t k = 0; k < count && !status; k++) {
+        TextPart *p = &parts[k];
+        if ((status = p->status) < 0) break;
+        Py_ssize_t n = p->out.len - from;
+        if (idbuf_reserve(out, n) < 0) { status = DOC_NO_MEMORY; break; }
+        memcpy(out->ids + out->len, p->out.ids + from, (size_t)n * sizeof(int32_t));
+        out->len += n;
+        if (p->sync.met < 0) break; /* it ran to the end of the text */
+        from = parts[k + 1].sync.mark_ids[p->sync.met];
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        free(parts[k].out.ids);
+        free(parts[k].scratch[0].ids);
+        free(parts[k].scratch[1].ids);
+    }
+    free(parts);
+    return status;
 }
 
 static const PretokScanner *get_scanner(PyObject *capsule) {
@@ -609,27 +742,74 @@ static const PretokScanner *get_scanner(PyObject *capsule) {
     return scanner;
 }
 
-/* encode_text(text, scanner): the ids of a whole text as a list, or None for a lone surrogate. */
+/* encode_text(text, scanner, num_threads=1): the ids of a whole text as a list, or None for a lone
+ * surrogate; a text of 2 * PARALLEL_PART_MIN characters or more is cut into up to num_threads parts. */
 static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *args) {
     PyObject *text, *capsule;
-    if (!PyArg_ParseTuple(args, "UO", &text, &capsule)) return NULL;
+    int num_threads = 1;
+    if (!PyArg_ParseTuple(args, "UO|i", &text, &capsule, &num_threads)) return NULL;
     const PretokScanner *scanner = get_scanner(capsule);
     if (!scanner) return NULL;
     PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
-    IdBuf out = {NULL, 0, 0}, scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
-    int status, slot = -1;
+    IdBuf out = {NULL, 0, 0};
+    int status;
     Py_BEGIN_ALLOW_THREADS
-    PieceCache *cache = pcache_take(self, &slot);
-    status = encode_doc(self, scanner, &t, &out, scratch, cache);
-    pcache_give(self, slot);
+    status = encode_text_parallel(self, scanner, &t, num_threads, &out);
     Py_END_ALLOW_THREADS
     PyObject *result;
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
     else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
     else result = ids_to_list(self, out.ids, out.len);
     free(out.ids);
-    free(scratch[0].ids);
-    free(scratch[1].ids);
+    return result;
+}
+
+/* The lists of ids of count texts (text d has ids[ends[d - 1] : ends[d]], None where status[d] is
+ * DOC_SURROGATE) for a large batch, with most of the work done without the GIL so that another
+ * thread's call encodes meanwhile: the lists are allocated (untracked by the collector) under the
+ * GIL, filled with the kernel's int objects without it while the references taken are only
+ * counted per id, and the counts are added to the objects' reference counts under the GIL again.
+ * This is safe because the lists are reachable by nobody else until returned and id_objects
+ * holds a reference to every int object, so none can be freed meanwhile. NULL with an error, or
+ * NULL without one when an id has no int object (the caller then builds the lists one by one). */
+static PyObject *ids_to_lists_unlocked(ChunkBPE *self, const int32_t *ids, const int64_t *ends,
+                                       const signed char *status, Py_ssize_t count) {
+    Py_ssize_t n_objects = self->id_objects_len, total = count ? ends[count - 1] : 0;
+    if (!self->id_objects && n_objects > 0) self->id_objects = calloc((size_t)n_objects, sizeof(PyObject *));
+    PyObject **objects = self->id_objects;
+    if (!objects) return NULL;
+    for (Py_ssize_t i = 0; i < n_objects; i++)
+        if (!objects[i] && !(objects[i] = PyLong_FromSsize_t(i))) return NULL;
+    uint32_t *refs = calloc((size_t)n_objects, sizeof(uint32_t));
+    PyObject *result = PyList_New(count);
+    if (!refs || !result) { free(refs); Py_XDECREF(result); if (!PyErr_Occurred()) PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t d = 0; d < count; d++) {
+        PyObject *list = status[d] == DOC_SURROGATE ? Py_NewRef(Py_None) : PyList_New(ends[d] - (d ? ends[d - 1] : 0));
+        if (!list) { free(refs); Py_DECREF(result); return NULL; }
+        if (PyList_Check(list)) PyObject_GC_UnTrack(list);
+        PyList_SET_ITEM(result, d, list);
+    }
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < total && !bad; i++) bad = ids[i] < 0 || ids[i] >= n_objects;
+    for (Py_ssize_t d = 0; d < count && !bad; d++) {
+        PyObject *list = PyList_GET_ITEM(result, d);
+        if (list == Py_None) continue;
+        PyObject **items = ((PyListObject *)list)->ob_item;
+        for (Py_ssize_t i = d ? ends[d - 1] : 0, k = 0; i < ends[d]; i++, k++) {
+            items[k] = objects[ids[i]];
+            refs[ids[i]]++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_objects; i++)
+        if (refs[i]) Py_SET_REFCNT(objects[i], Py_REFCNT(objects[i]) + refs[i]);
+    free(refs);
+    for (Py_ssize_t d = 0; d < count; d++) {
+        PyObject *list = PyList_GET_ITEM(result, d);
+        if (list != Py_None) PyObject_GC_Track(list);
+    }
+    if (bad) { Py_DECREF(result); return NULL; } /* no item was set: the lists are empty of references */
     return result;
 }
 
@@ -673,6 +853,9 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     pcache_give(self, slot);
     Py_END_ALLOW_THREADS
     if (failed) { PyErr_NoMemory(); goto done; }
+    if (as_lists && out.len >= LISTS_UNLOCKED_MIN_IDS &&
+        ((result = ids_to_lists_unlocked(self, out.ids, ends, status, count)) || PyErr_Occurred()))
+        goto done;
     if (as_lists) {
         if (!(result = PyList_New(count))) goto done;
         for (Py_ssize_t d = 0; d < count; d++) {
@@ -1010,8 +1193,9 @@ static PyMethodDef ChunkBPE_methods[] = {
      "Encode each str of an iterable and return all ids in one list (cached)."},
     {"encode_bytes", (PyCFunction)ChunkBPE_encode_bytes, METH_O, "Encode one chunk given as bytes (no cache)."},
     {"encode_text", (PyCFunction)ChunkBPE_encode_text, METH_VARARGS,
-     "encode_text(text, scanner): split text with a _pretokenize scanner and encode every chunk, without the "
-     "GIL; a list of ids, or None if text has a lone surrogate."},
+     "encode_text(text, scanner, num_threads=1): split text with a _pretokenize scanner and encode every chunk, "
+     "without the GIL (a long text on up to num_threads threads); a list of ids, or None if text has a lone "
+     "surrogate."},
     {"encode_texts", (PyCFunction)ChunkBPE_encode_texts, METH_VARARGS,
      "encode_texts(texts, scanner, as_lists): encode_text of each str of a list in one call without the GIL; "
      "a list of lists (None: lone surrogate), or (uint32 ids bytes, int64 end offsets bytes, [surrogate texts])."},
