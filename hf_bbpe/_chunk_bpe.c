@@ -661,11 +661,17 @@ static void *encode_part(void *arg) {
     return NULL;
 }
 
-#if defined(__unix__) || defined(__APPLE__)
+#if (defined(__unix__) || defined(__APPLE__)) && (defined(__GNUC__) || defined(__clang__))
 #include <pthread.h>
 #define HAVE_THREADS 1
-#else
+#define ATOMIC_NEXT(p) __atomic_fetch_add(p, 1, __ATOMIC_RELAXED)
+#define ATOMIC_GET(p) __atomic_load_n(p, __ATOMIC_RELAXED)
+#define ATOMIC_SET(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
+#else /* one thread only */
 #define HAVE_THREADS 0
+#define ATOMIC_NEXT(p) ((*(p))++)
+#define ATOMIC_GET(p) (*(p))
+#define ATOMIC_SET(p, v) (*(p) = (v))
 #endif
 
 /* The ids of t into out (empty) on up to num_threads threads; 0 or a DOC_ status. No GIL needed. */
@@ -731,6 +737,97 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
     }
     free(parts);
     return status;
+}
+
+/* A batch of documents on threads: the documents are cut into ranges of about equal size,
+ * BATCH_RANGES_PER_THREAD per thread so that an uneven range leaves no thread idle; each thread
+ * takes the next range (an atomic counter) and encodes it into the range's own buffer with its own
+ * piece cache; the buffers are then joined in order. No GIL needed. */
+#define BATCH_RANGES_PER_THREAD 8
+#define BATCH_THREAD_MIN_CHARS ((Py_ssize_t)1 << 15) /* less text than this in all: one thread */
+
+typedef struct {
+    const ChunkBPE *self;
+    const PretokScanner *scanner;
+    const PretokText *docs;
+    const Py_ssize_t *range_start; /* range r: docs[range_start[r] : range_start[r + 1]] */
+    IdBuf *range_out;
+    int64_t *ends;
+    signed char *status;
+    int nranges, next, failed;
+} BatchWork;
+
+static void *encode_batch_ranges(void *arg) {
+    BatchWork *w = arg;
+    IdBuf scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    int slot = -1;
+    PieceCache *cache = pcache_take((ChunkBPE *)w->self, &slot);
+    for (;;) {
+        int r = ATOMIC_NEXT(&w->next);
+        if (r >= w->nranges || ATOMIC_GET(&w->failed)) break;
+        IdBuf *out = &w->range_out[r];
+        for (Py_ssize_t d = w->range_start[r]; d < w->range_start[r + 1]; d++) {
+            Py_ssize_t before = out->len;
+            w->status[d] = (signed char)encode_doc(w->self, w->scanner, &w->docs[d], out, scratch, cache);
+            if (w->status[d] == DOC_NO_MEMORY) { ATOMIC_SET(&w->failed, 1); break; }
+            if (w->status[d] == DOC_SURROGATE) out->len = before;
+            w->ends[d] = out->len; /* within the range's buffer until joined */
+        }
+    }
+    pcache_give((ChunkBPE *)w->self, slot);
+    free(scratch[0].ids);
+    free(scratch[1].ids);
+    return NULL;
+}
+
+/* Encode docs[0:count] into out (empty), the end of each document's ids in ends and its DOC_
+ * status in status, on up to num_threads threads; 0, or -1 when out of memory. No GIL needed. */
+static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *docs, Py_ssize_t count,
+                       int num_threads, IdBuf *out, int64_t *ends, signed char *status) {
+    Py_ssize_t total = 0;
+    for (Py_ssize_t d = 0; d < count; d++) total += docs[d].n;
+    if (!HAVE_THREADS || num_threads < 1) num_threads = 1;
+    if (total < BATCH_THREAD_MIN_CHARS) num_threads = 1;
+    if (num_threads > count) num_threads = (int)count;
+    if (num_threads < 1) num_threads = 1;
+    int nranges = num_threads == 1 ? 1 : num_threads * BATCH_RANGES_PER_THREAD;
+    Py_ssize_t *range_start = malloc(((size_t)nranges + 1) * sizeof(Py_ssize_t));
+    IdBuf *range_out = calloc((size_t)nranges, sizeof(IdBuf));
+    int failed = !range_start || !range_out;
+    if (!failed) {
+        int r = 0;
+        Py_ssize_t size = 0, per_range = total / nranges + 1;
+        range_start[0] = 0;
+        for (Py_ssize_t d = 0; d < count && r + 1 < nranges; d++)
+            if ((size += docs[d].n) >= per_range * (r + 1)) range_start[++r] = d + 1;
+        while (r < nranges) range_start[++r] = count; /* the last ranges may be empty */
+        BatchWork work = {self, scanner, docs, range_start, range_out, ends, status, nranges, 0, 0};
+#if HAVE_THREADS
+        pthread_t threads[64];
+        int started = 0;
+        if (num_threads > 64) num_threads = 64;
+        for (int k = 1; k < num_threads; k++)
+            if (pthread_create(&threads[started], NULL, encode_batch_ranges, &work) == 0) started++;
+        encode_batch_ranges(&work);
+        for (int k = 0; k < started; k++) pthread_join(threads[k], NULL);
+#else
+        encode_batch_ranges(&work);
+#endif
+        failed = work.failed;
+        Py_ssize_t len = 0;
+        for (r = 0; r < nranges; r++) len += range_out[r].len;
+        if (!failed && nranges == 1) { *out = range_out[0]; range_out[0].ids = NULL; }
+        else if (!failed && idbuf_reserve(out, len + 1) < 0) failed = 1;
+        for (r = 0; r < nranges && !failed && nranges > 1; r++) {
+            memcpy(out->ids + out->len, range_out[r].ids, (size_t)range_out[r].len * sizeof(int32_t));
+            for (Py_ssize_t d = range_start[r]; d < range_start[r + 1]; d++) ends[d] += out->len;
+            out->len += range_out[r].len;
+        }
+    }
+    for (int r = 0; range_out && r < nranges; r++) free(range_out[r].ids);
+    free(range_out);
+    free(range_start);
+    return failed ? -1 : 0;
 }
 
 static const PretokScanner *get_scanner(PyObject *capsule) {
@@ -813,14 +910,15 @@ static PyObject *ids_to_lists_unlocked(ChunkBPE *self, const int32_t *ids, const
     return result;
 }
 
-/* encode_texts(texts, scanner, as_lists): encode a list of str in one call without the GIL.
+/* encode_texts(texts, scanner, as_lists, num_threads=1): encode a list of str in one call without
+ * the GIL, on up to num_threads threads (encode_docs).
  * as_lists: a list with the list of ids of each text (None for a text with a lone surrogate);
  * otherwise (ids as uint32 bytes, end offset of each text's ids as int64 bytes, [indices of
  * texts with a lone surrogate, which have no ids]). */
 static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     PyObject *texts, *capsule;
-    int as_lists;
-    if (!PyArg_ParseTuple(args, "O!Op", &PyList_Type, &texts, &capsule, &as_lists)) return NULL;
+    int as_lists, num_threads = 1;
+    if (!PyArg_ParseTuple(args, "O!Op|i", &PyList_Type, &texts, &capsule, &as_lists, &num_threads)) return NULL;
     const PretokScanner *scanner = get_scanner(capsule);
     if (!scanner) return NULL;
     Py_ssize_t count = PyList_GET_SIZE(texts);
@@ -828,7 +926,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     int64_t *ends = malloc((size_t)(count + 1) * sizeof(int64_t));
     signed char *status = malloc((size_t)(count + 1));
     PyObject *result = NULL, *held = PyList_GetSlice(texts, 0, count); /* keeps every str alive */
-    IdBuf out = {NULL, 0, 0}, scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    IdBuf out = {NULL, 0, 0};
     if (!docs || !ends || !status || !held) { if (held) PyErr_NoMemory(); goto done; }
     for (Py_ssize_t d = 0; d < count; d++) {
         PyObject *text = PyList_GET_ITEM(held, d);
@@ -840,17 +938,9 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
         docs[d].data = PyUnicode_DATA(text);
         docs[d].n = PyUnicode_GET_LENGTH(text);
     }
-    int failed = 0, slot = -1;
+    int failed;
     Py_BEGIN_ALLOW_THREADS
-    PieceCache *cache = pcache_take(self, &slot);
-    for (Py_ssize_t d = 0; d < count && !failed; d++) {
-        Py_ssize_t before = out.len;
-        status[d] = (signed char)encode_doc(self, scanner, &docs[d], &out, scratch, cache);
-        if (status[d] == DOC_NO_MEMORY) failed = 1;
-        if (status[d] == DOC_SURROGATE) out.len = before;
-        ends[d] = out.len;
-    }
-    pcache_give(self, slot);
+    failed = encode_docs(self, scanner, docs, count, num_threads, &out, ends, status) < 0;
     Py_END_ALLOW_THREADS
     if (failed) { PyErr_NoMemory(); goto done; }
     if (as_lists && out.len >= LISTS_UNLOCKED_MIN_IDS &&
@@ -879,7 +969,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     }
 done:
     Py_XDECREF(held);
-    free(docs); free(ends); free(status); free(out.ids); free(scratch[0].ids); free(scratch[1].ids);
+    free(docs); free(ends); free(status); free(out.ids);
     return result;
 }
 
@@ -1197,7 +1287,8 @@ static PyMethodDef ChunkBPE_methods[] = {
      "without the GIL (a long text on up to num_threads threads); a list of ids, or None if text has a lone "
      "surrogate."},
     {"encode_texts", (PyCFunction)ChunkBPE_encode_texts, METH_VARARGS,
-     "encode_texts(texts, scanner, as_lists): encode_text of each str of a list in one call without the GIL; "
+     "encode_texts(texts, scanner, as_lists, num_threads=1): encode_text of each str of a list in one call without "
+     "the GIL, on up to num_threads threads; "
      "a list of lists (None: lone surrogate), or (uint32 ids bytes, int64 end offsets bytes, [surrogate texts])."},
     {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS, "Empty the chunk cache."},
     {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,

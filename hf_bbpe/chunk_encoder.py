@@ -201,8 +201,8 @@ class ChunkEncoder:
         if "encode_text" in self.__dict__:
             encode_text, encode_texts = self.encode_text, self.encode_texts
 
-            def encode_texts_checked(texts, scanner, as_lists):
-                result = encode_texts(texts, scanner, as_lists)
+            def encode_texts_checked(texts, scanner, as_lists, num_threads=1):
+                result = encode_texts(texts, scanner, as_lists, num_threads)
                 for ids in result if as_lists else [array("I", result[0])]:
                     check(ids)
                 return result
