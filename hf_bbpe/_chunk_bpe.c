@@ -189,9 +189,11 @@ typedef struct {
 } ChunkBPE;
 
 #if defined(__GNUC__) || defined(__clang__)
-/* A free piece cache of the kernel, marked busy, or NULL (all busy, or out of memory). No GIL needed. */
-static PieceCache *pcache_take(ChunkBPE *self, int *slot) {
-    for (int k = 0; k < PCACHE_POOL; k++) {
+/* A free piece cache of the kernel, marked busy, or NULL (all busy, or out of memory): slot first
+ * if free, so that the same part of a call's work finds the cache it warmed. No GIL needed. */
+static PieceCache *pcache_take_from(ChunkBPE *self, int first, int *slot) {
+    for (int i = 0; i < PCACHE_POOL; i++) {
+        int k = (first + i) % PCACHE_POOL;
         if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE) == 0) {
             if (!self->pcache[k]) self->pcache[k] = pcache_new(self->cache_max);
             if (self->pcache[k]) { *slot = k; return self->pcache[k]; }
@@ -206,9 +208,11 @@ static void pcache_give(ChunkBPE *self, int slot) {
     if (slot >= 0) __atomic_store_n(&self->pcache_busy[slot], 0, __ATOMIC_RELEASE);
 }
 #else
-static PieceCache *pcache_take(ChunkBPE *self, int *slot) { (void)self; (void)slot; return NULL; }
+static PieceCache *pcache_take_from(ChunkBPE *self, int first, int *slot) { (void)self; (void)first; (void)slot; return NULL; }
 static void pcache_give(ChunkBPE *self, int slot) { (void)self; (void)slot; }
 #endif
+
+static PieceCache *pcache_take(ChunkBPE *self, int *slot) { return pcache_take_from(self, 0, slot); }
 
 /* Polynomial hash sum((p[i] + 1) * B^i): the hash of a concatenation x + y is
  * h(x) + B^len(x) * h(y). */
@@ -646,7 +650,7 @@ typedef struct {
     const ChunkBPE *self;
     const PretokScanner *scanner;
     const PretokText *t;
-    int ascii, status;
+    int ascii, status, index;
     Py_ssize_t start;
     IdBuf out, scratch[2];
     PartSync sync;
@@ -655,7 +659,7 @@ typedef struct {
 static void *encode_part(void *arg) {
     TextPart *p = arg;
     int slot = -1;
-    PieceCache *cache = pcache_take((ChunkBPE *)p->self, &slot);
+    PieceCache *cache = pcache_take_from((ChunkBPE *)p->self, p->index, &slot);
     p->status = encode_range(p->self, p->scanner, p->t, p->ascii, p->start, &p->out, p->scratch, cache, &p->sync);
     pcache_give((ChunkBPE *)p->self, slot);
     return NULL;
@@ -694,7 +698,7 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
     int ascii = text_is_ascii(t), status = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
         TextPart *p = &parts[k];
-        p->self = self; p->scanner = scanner; p->t = t; p->ascii = ascii;
+        p->self = self; p->scanner = scanner; p->t = t; p->ascii = ascii; p->index = (int)k;
         p->start = t->n / count * k;
         p->sync.marks[0] = p->start;
         p->sync.nmarks = 1;
@@ -757,11 +761,16 @@ typedef struct {
     int nranges, next, failed;
 } BatchWork;
 
+typedef struct {
+    BatchWork *work;
+    int index; /* of the thread: its preferred piece cache */
+} BatchThread;
+
 static void *encode_batch_ranges(void *arg) {
-    BatchWork *w = arg;
+    BatchWork *w = ((BatchThread *)arg)->work;
     IdBuf scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
     int slot = -1;
-    PieceCache *cache = pcache_take((ChunkBPE *)w->self, &slot);
+    PieceCache *cache = pcache_take_from((ChunkBPE *)w->self, ((BatchThread *)arg)->index, &slot);
     for (;;) {
         int r = ATOMIC_NEXT(&w->next);
         if (r >= w->nranges || ATOMIC_GET(&w->failed)) break;
@@ -804,14 +813,17 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
         BatchWork work = {self, scanner, docs, range_start, range_out, ends, status, nranges, 0, 0};
 #if HAVE_THREADS
         pthread_t threads[64];
+        BatchThread args[64];
         int started = 0;
         if (num_threads > 64) num_threads = 64;
+        for (int k = 0; k < num_threads; k++) args[k] = (BatchThread){&work, k};
         for (int k = 1; k < num_threads; k++)
-            if (pthread_create(&threads[started], NULL, encode_batch_ranges, &work) == 0) started++;
-        encode_batch_ranges(&work);
+            if (pthread_create(&threads[started], NULL, encode_batch_ranges, &args[k]) == 0) started++;
+        encode_batch_ranges(&args[0]);
         for (int k = 0; k < started; k++) pthread_join(threads[k], NULL);
 #else
-        encode_batch_ranges(&work);
+        BatchThread only = {&work, 0};
+        encode_batch_ranges(&only);
 #endif
         failed = work.failed;
         Py_ssize_t len = 0;
