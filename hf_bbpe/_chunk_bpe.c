@@ -798,6 +798,7 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
     if (!HAVE_THREADS || num_threads < 1) num_threads = 1;
     if (total < BATCH_THREAD_MIN_CHARS) num_threads = 1;
     if (num_threads > count) num_threads = (int)count;
+    if (num_threads > 64) num_threads = 64;
     if (num_threads < 1) num_threads = 1;
     int nranges = num_threads == 1 ? 1 : num_threads * BATCH_RANGES_PER_THREAD;
     Py_ssize_t *range_start = malloc(((size_t)nranges + 1) * sizeof(Py_ssize_t));
@@ -815,7 +816,6 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
         pthread_t threads[64];
         BatchThread args[64];
         int started = 0;
-        if (num_threads > 64) num_threads = 64;
         for (int k = 0; k < num_threads; k++) args[k] = (BatchThread){&work, k};
         for (int k = 1; k < num_threads; k++)
             if (pthread_create(&threads[started], NULL, encode_batch_ranges, &args[k]) == 0) started++;
