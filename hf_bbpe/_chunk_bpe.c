@@ -214,6 +214,42 @@ static void pcache_give(ChunkBPE *self, int slot) { (void)self; (void)slot; }
 
 static PieceCache *pcache_take(ChunkBPE *self, int *slot) { return pcache_take_from(self, 0, slot); }
 
+/* A copy of cache (NULL when out of memory): a thread's first cache starts as warm as the first
+ * thread's instead of empty. */
+static PieceCache *pcache_clone(const PieceCache *c) {
+    PieceCache *copy = pcache_new(c->max_entries);
+    if (!copy) return NULL;
+    memcpy(copy->front, c->front, ((size_t)1 << FRONT_BITS) * sizeof(FrontSlot));
+    memcpy(copy->slots, c->slots, PCACHE_SLOTS * sizeof(PieceSlot));
+    if (c->arena_len && (copy->arena = malloc(c->arena_cap))) {
+        memcpy(copy->arena, c->arena, c->arena_len);
+        copy->arena_len = c->arena_len;
+        copy->arena_cap = c->arena_cap;
+        copy->entries = c->entries;
+        copy->refused = c->refused;
+    } else if (c->arena_len) {
+        memset(copy->slots, 0, PCACHE_SLOTS * sizeof(PieceSlot)); /* no arena: keep only the front */
+    }
+    return copy;
+}
+
+/* Before num_threads threads take the caches of slots 0 .. num_threads - 1: those never made yet
+ * start as copies of slot 0's, when it exists and is free. No GIL needed. */
+static void pcache_warm_slots(ChunkBPE *self, int num_threads) {
+#if defined(__GNUC__) || defined(__clang__)
+    if (num_threads > PCACHE_POOL) num_threads = PCACHE_POOL;
+    if (__atomic_exchange_n(&self->pcache_busy[0], 1, __ATOMIC_ACQUIRE)) return;
+    for (int k = 1; k < num_threads && self->pcache[0]; k++) {
+        if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE)) continue;
+        if (!self->pcache[k]) self->pcache[k] = pcache_clone(self->pcache[0]);
+        __atomic_store_n(&self->pcache_busy[k], 0, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&self->pcache_busy[0], 0, __ATOMIC_RELEASE);
+#else
+    (void)self; (void)num_threads;
+#endif
+}
+
 /* Polynomial hash sum((p[i] + 1) * B^i): the hash of a concatenation x + y is
  * h(x) + B^len(x) * h(y). */
 static inline uint64_t bytes_hash(const uint8_t *p, Py_ssize_t n) {
@@ -695,6 +731,7 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
     }
     TextPart *parts = calloc((size_t)count, sizeof(TextPart));
     if (!parts) return DOC_NO_MEMORY;
+    pcache_warm_slots((ChunkBPE *)self, (int)(count < PCACHE_POOL ? count : PCACHE_POOL));
     int ascii = text_is_ascii(t), status = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
         TextPart *p = &parts[k];
@@ -812,6 +849,7 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
             if ((size += docs[d].n) >= per_range * (r + 1)) range_start[++r] = d + 1;
         while (r < nranges) range_start[++r] = count; /* the last ranges may be empty */
         BatchWork work = {self, scanner, docs, range_start, range_out, ends, status, nranges, 0, 0};
+        if (num_threads > 1) pcache_warm_slots((ChunkBPE *)self, num_threads);
 #if HAVE_THREADS
         pthread_t threads[64];
         BatchThread args[64];
