@@ -20,6 +20,11 @@
  * as the kernel: a front cache of short chunks keyed by their bytes, the vocabulary, then a piece
  * cache of the chunks that needed BPE (see PieceCache). Ids become a list through one int object
  * per id, made once.
+ *
+ * Threads (pthreads, inside one call): a batch runs over ranges of documents (encode_docs), one
+ * long text over parts that hand over where their chunkings meet (encode_text_parallel); each
+ * thread holds its own piece cache, and a big batch's lists are filled without the GIL
+ * (ids_to_lists_unlocked).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
