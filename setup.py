@@ -1,5 +1,7 @@
 """Build the C kernels (training merge loop, chunk encoder with merge recovery, pre-tokenizer); metadata is in pyproject.toml."""
 
+import os
+
 from setuptools import Extension, setup
 
 HASH_H = "hf_bbpe/_hash.h"  # mix64, included by two kernels (pyproject's package-data puts it in the sdist)
@@ -7,7 +9,9 @@ PRETOK_H = "hf_bbpe/_pretokenize.h"  # the scanner interface _pretokenize.c give
 
 
 def kernel(name: str, source: str, depends: tuple[str, ...] = ()) -> Extension:
-    return Extension(name, [source], depends=list(depends), extra_compile_args=["-O3", "-std=c99"])
+    threads = ["-pthread"] if os.name == "posix" else []  # _chunk_bpe cuts a long text over pthreads
+    return Extension(name, [source], depends=list(depends), extra_compile_args=["-O3", "-std=c99", *threads],
+                     extra_link_args=threads)
 
 
 setup(

@@ -20,6 +20,11 @@
  * as the kernel: a front cache of short chunks keyed by their bytes, the vocabulary, then a piece
  * cache of the chunks that needed BPE (see PieceCache). Ids become a list through one int object
  * per id, made once.
+ *
+ * Threads (pthreads, inside one call): a batch runs over ranges of documents (encode_docs), one
+ * long text over parts that hand over where their chunkings meet (encode_text_parallel); each
+ * thread holds its own piece cache, and a big batch's lists are filled without the GIL
+ * (ids_to_lists_unlocked).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -190,9 +195,11 @@ typedef struct {
 } ChunkBPE;
 
 #if defined(__GNUC__) || defined(__clang__)
-/* A free piece cache of the kernel, marked busy, or NULL (all busy, or out of memory). No GIL needed. */
-static PieceCache *pcache_take(ChunkBPE *self, int *slot) {
-    for (int k = 0; k < PCACHE_POOL; k++) {
+/* A free piece cache of the kernel, marked busy, or NULL (all busy, or out of memory): slot first
+ * if free, so that the same part of a call's work finds the cache it warmed. No GIL needed. */
+static PieceCache *pcache_take_from(ChunkBPE *self, int first, int *slot) {
+    for (int i = 0; i < PCACHE_POOL; i++) {
+        int k = (first + i) % PCACHE_POOL;
         if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE) == 0) {
             if (!self->pcache[k]) self->pcache[k] = pcache_new(self->cache_max);
             if (self->pcache[k]) { *slot = k; return self->pcache[k]; }
@@ -207,9 +214,47 @@ static void pcache_give(ChunkBPE *self, int slot) {
     if (slot >= 0) __atomic_store_n(&self->pcache_busy[slot], 0, __ATOMIC_RELEASE);
 }
 #else
-static PieceCache *pcache_take(ChunkBPE *self, int *slot) { (void)self; (void)slot; return NULL; }
+static PieceCache *pcache_take_from(ChunkBPE *self, int first, int *slot) { (void)self; (void)first; (void)slot; return NULL; }
 static void pcache_give(ChunkBPE *self, int slot) { (void)self; (void)slot; }
 #endif
+
+static PieceCache *pcache_take(ChunkBPE *self, int *slot) { return pcache_take_from(self, 0, slot); }
+
+/* A copy of cache (NULL when out of memory): a thread's first cache starts as warm as the first
+ * thread's instead of empty. */
+static PieceCache *pcache_clone(const PieceCache *c) {
+    PieceCache *copy = pcache_new(c->max_entries);
+    if (!copy) return NULL;
+    memcpy(copy->front, c->front, ((size_t)1 << FRONT_BITS) * sizeof(FrontSlot));
+    memcpy(copy->slots, c->slots, PCACHE_SLOTS * sizeof(PieceSlot));
+    if (c->arena_len && (copy->arena = malloc(c->arena_cap))) {
+        memcpy(copy->arena, c->arena, c->arena_len);
+        copy->arena_len = c->arena_len;
+        copy->arena_cap = c->arena_cap;
+        copy->entries = c->entries;
+        copy->refused = c->refused;
+    } else if (c->arena_len) {
+        memset(copy->slots, 0, PCACHE_SLOTS * sizeof(PieceSlot)); /* no arena: keep only the front */
+    }
+    return copy;
+}
+
+/* Before num_threads threads take the caches of slots 0 .. num_threads - 1: those never made yet
+ * start as copies of slot 0's, when it exists and is free. No GIL needed. */
+static void pcache_warm_slots(ChunkBPE *self, int num_threads) {
+#if defined(__GNUC__) || defined(__clang__)
+    if (num_threads > PCACHE_POOL) num_threads = PCACHE_POOL;
+    if (__atomic_exchange_n(&self->pcache_busy[0], 1, __ATOMIC_ACQUIRE)) return;
+    for (int k = 1; k < num_threads && self->pcache[0]; k++) {
+        if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE)) continue;
+        if (!self->pcache[k]) self->pcache[k] = pcache_clone(self->pcache[0]);
+        __atomic_store_n(&self->pcache_busy[k], 0, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&self->pcache_busy[0], 0, __ATOMIC_RELEASE);
+#else
+    (void)self; (void)num_threads;
+#endif
+}
 
 /* Polynomial hash sum((p[i] + 1) * B^i): the hash of a concatenation x + y is
  * h(x) + B^len(x) * h(y). */
@@ -532,6 +577,7 @@ static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_
 }
 
 #define DOC_NO_MEMORY (-1)
+#define LISTS_UNLOCKED_MIN_IDS (1 << 16) /* below this, ids_to_lists_unlocked's fixed costs do not pay */
 #define DOC_SURROGATE (-2) /* a lone surrogate: the caller encodes this text the slow way */
 
 /* The UTF-8 of the chunk t[i : i + len] into scratch (or in place for ASCII text): 0, or a DOC_
@@ -568,22 +614,39 @@ static int chunk_bytes(const PretokText *t, int ascii, Py_ssize_t i, Py_ssize_t 
     return 0;
 }
 
-/* Split a whole text with a scanner of _pretokenize.c and append the ids of every chunk to out,
+/* Where a part of a long text split for threads (see encode_text_parallel) meets the next one:
+ * marks are the first boundaries of the part's own chunking (its start included) and the length
+ * of its ids at each; stops are the next part's marks, where this part may end. */
+#define SYNC_MARKS 64
+typedef struct {
+    Py_ssize_t marks[SYNC_MARKS], mark_ids[SYNC_MARKS];
+    int nmarks;
+    const Py_ssize_t *stops; /* NULL: the last part, which runs to the end of the text */
+    int nstops;
+    int met; /* index in stops where this part ended, or -1: it ran to the end of the text */
+} PartSync;
+
+static int text_is_ascii(const PretokText *t) {
+    if (t->kind != PyUnicode_1BYTE_KIND) return 0;
+    const Py_UCS1 *latin1 = t->data;
+    for (Py_ssize_t i = 0; i < t->n; i++) if (latin1[i] >= 0x80) return 0;
+    return 1;
+}
+
+/* Split t[start:] with a scanner of _pretokenize.c and append the ids of every chunk to out,
  * with no Python object: it runs without the GIL. scratch[0] and scratch[1] hold the UTF-8 of
  * the chunk being encoded and of the next one, whose front-cache slot is fetched from memory
- * meanwhile (the slot's load, not the work, is what a cached chunk costs). */
-static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
-                      IdBuf scratch[2], PieceCache *cache) {
-    int ascii = t->kind == PyUnicode_1BYTE_KIND;
-    if (ascii) {
-        const Py_UCS1 *latin1 = t->data;
-        for (Py_ssize_t i = 0; i < t->n; i++) if (latin1[i] >= 0x80) { ascii = 0; break; }
-    }
-    if (t->n == 0) return 0;
-    int cur = 0, status;
-    Py_ssize_t i = 0, len = scanner->chunk(t, 0), size, next_size;
+ * meanwhile (the slot's load, not the work, is what a cached chunk costs). With a sync, it
+ * records the ids' length at its marks and ends at the first stop it reaches once past them. */
+static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, int ascii,
+                        Py_ssize_t start, IdBuf *out, IdBuf scratch[2], PieceCache *cache, PartSync *sync) {
+    if (sync) sync->met = -1;
+    if (start >= t->n) return 0;
+    int cur = 0, status, stop = 0, count = 0; /* count: chunks encoded */
+    Py_ssize_t i = start, len = scanner->chunk(t, start), size, next_size;
+    if (sync) sync->mark_ids[0] = out->len;
     const uint8_t *piece, *next_piece;
-    if ((status = chunk_bytes(t, ascii, 0, len, &scratch[0], &piece, &size)) < 0) return status;
+    if ((status = chunk_bytes(t, ascii, start, len, &scratch[0], &piece, &size)) < 0) return status;
     for (;;) {
         Py_ssize_t j = i + len, next_len = 0;
         if (j < t->n) {
@@ -593,6 +656,14 @@ static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const 
             if (cache && next_size >= 2 && next_size <= FRONT_MAX_PIECE) PREFETCH(front_slot(cache, next_piece, next_size));
         }
         if (encode_piece(self, piece, size, out, cache) < 0) return DOC_NO_MEMORY;
+        if (sync) {
+            if (++count < sync->nmarks) sync->mark_ids[count] = out->len; /* marks[count] == j */
+            if (sync->stops && count >= sync->nmarks - 1) {
+                while (stop < sync->nstops && sync->stops[stop] < j) stop++;
+                if (stop == sync->nstops) sync->stops = NULL; /* no stop left: run to the end */
+                else if (sync->stops[stop] == j) { sync->met = stop; return 0; }
+            }
+        }
         if (j >= t->n) return 0;
         i = j;
         len = next_len;
@@ -600,6 +671,220 @@ static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const 
         size = next_size;
         cur = 1 - cur;
     }
+}
+
+static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
+                      IdBuf scratch[2], PieceCache *cache) {
+    return encode_range(self, scanner, t, text_is_ascii(t), 0, out, scratch, cache, NULL);
+}
+
+/* A long text on several threads. The scanner's chunk at a position depends only on the text
+ * from there on (no pattern it knows looks behind), so two chunkings of the same text that share
+ * one boundary share every boundary after it. The text is cut into parts at arbitrary positions;
+ * each part is chunked and encoded from its start on its own thread (own piece cache), and goes
+ * on past its end until it reaches a boundary of the next part's chunking (one of that part's
+ * first SYNC_MARKS, found beforehand): from there on the next part's chunks are the true ones, so
+ * its ids from that boundary on follow. The first part starts at a true boundary (0), hence every
+ * part it hands over to. A part that meets none (e.g. one chunk longer than the next part's
+ * marks reach) runs to the end of the text, and the parts after it are dropped. */
+#define PARALLEL_PART_MIN ((Py_ssize_t)1 << 18) /* characters: smaller parts are not worth a thread */
+
+typedef struct {
+    const ChunkBPE *self;
+    const PretokScanner *scanner;
+    const PretokText *t;
+    int ascii, status, index;
+    Py_ssize_t start;
+    IdBuf out, scratch[2];
+    PartSync sync;
+} TextPart;
+
+static void *encode_part(void *arg) {
+    TextPart *p = arg;
+    int slot = -1;
+    PieceCache *cache = pcache_take_from((ChunkBPE *)p->self, p->index, &slot);
+    p->status = encode_range(p->self, p->scanner, p->t, p->ascii, p->start, &p->out, p->scratch, cache, &p->sync);
+    pcache_give((ChunkBPE *)p->self, slot);
+    return NULL;
+}
+
+#if (defined(__unix__) || defined(__APPLE__)) && (defined(__GNUC__) || defined(__clang__))
+#include <pthread.h>
+#define HAVE_THREADS 1
+#define ATOMIC_NEXT(p) __atomic_fetch_add(p, 1, __ATOMIC_RELAXED)
+#define ATOMIC_GET(p) __atomic_load_n(p, __ATOMIC_RELAXED)
+#define ATOMIC_SET(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
+#else /* one thread only */
+#define HAVE_THREADS 0
+#define ATOMIC_NEXT(p) ((*(p))++)
+#define ATOMIC_GET(p) (*(p))
+#define ATOMIC_SET(p, v) (*(p) = (v))
+#endif
+
+/* The ids of t into out (empty) on up to num_threads threads; 0 or a DOC_ status. No GIL needed. */
+static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t,
+                                int num_threads, IdBuf *out) {
+    Py_ssize_t count = t->n / PARALLEL_PART_MIN;
+    if (count > num_threads) count = num_threads;
+    if (!HAVE_THREADS || count < 2) {
+        IdBuf scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+        int slot = -1;
+        PieceCache *cache = pcache_take((ChunkBPE *)self, &slot);
+        int status = encode_doc(self, scanner, t, out, scratch, cache);
+        pcache_give((ChunkBPE *)self, slot);
+        free(scratch[0].ids);
+        free(scratch[1].ids);
+        return status;
+    }
+    TextPart *parts = calloc((size_t)count, sizeof(TextPart));
+    if (!parts) return DOC_NO_MEMORY;
+    pcache_warm_slots((ChunkBPE *)self, (int)(count < PCACHE_POOL ? count : PCACHE_POOL));
+    int ascii = text_is_ascii(t), status = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        TextPart *p = &parts[k];
+        p->self = self; p->scanner = scanner; p->t = t; p->ascii = ascii; p->index = (int)k;
+        p->start = t->n / count * k;
+        p->sync.marks[0] = p->start;
+        p->sync.nmarks = 1;
+        for (Py_ssize_t at = p->start; k > 0 && at < t->n && p->sync.nmarks < SYNC_MARKS;)
+            p->sync.marks[p->sync.nmarks++] = at += scanner->chunk(t, at);
+    }
+    for (Py_ssize_t k = 0; k + 1 < count; k++) {
+        parts[k].sync.stops = parts[k + 1].sync.marks;
+        parts[k].sync.nstops = parts[k + 1].sync.nmarks;
+    }
+#if HAVE_THREADS
+    pthread_t *threads = calloc((size_t)count, sizeof(pthread_t));
+    char *started = calloc((size_t)count, 1);
+    if (!threads || !started) status = DOC_NO_MEMORY;
+    for (Py_ssize_t k = 1; k < count && !status; k++)
+        started[k] = pthread_create(&threads[k], NULL, encode_part, &parts[k]) == 0;
+    if (!status) encode_part(&parts[0]);
+    for (Py_ssize_t k = 1; k < count && !status; k++) {
+        if (started[k]) pthread_join(threads[k], NULL);
+        else encode_part(&parts[k]); /* no thread to be had: here, after the others */
+    }
+    free(threads);
+    free(started);
+#endif
+    Py_ssize_t from = 0;
+    for (Py_ssize_t k = 0; k < count && !status; k++) {
+        TextPart *p = &parts[k];
+        if ((status = p->status) < 0) break;
+        Py_ssize_t n = p->out.len - from;
+        if (idbuf_reserve(out, n) < 0) { status = DOC_NO_MEMORY; break; }
+        memcpy(out->ids + out->len, p->out.ids + from, (size_t)n * sizeof(int32_t));
+        out->len += n;
+        if (p->sync.met < 0) break; /* it ran to the end of the text */
+        from = parts[k + 1].sync.mark_ids[p->sync.met];
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        free(parts[k].out.ids);
+        free(parts[k].scratch[0].ids);
+        free(parts[k].scratch[1].ids);
+    }
+    free(parts);
+    return status;
+}
+
+/* A batch of documents on threads: the documents are cut into ranges of about equal size,
+ * BATCH_RANGES_PER_THREAD per thread so that an uneven range leaves no thread idle; each thread
+ * takes the next range (an atomic counter) and encodes it into the range's own buffer with its own
+ * piece cache; the buffers are then joined in order. No GIL needed. */
+#define BATCH_RANGES_PER_THREAD 8
+#define BATCH_THREAD_MIN_CHARS ((Py_ssize_t)1 << 15) /* less text than this in all: one thread */
+
+typedef struct {
+    const ChunkBPE *self;
+    const PretokScanner *scanner;
+    const PretokText *docs;
+    const Py_ssize_t *range_start; /* range r: docs[range_start[r] : range_start[r + 1]] */
+    IdBuf *range_out;
+    int64_t *ends;
+    signed char *status;
+    int nranges, next, failed;
+} BatchWork;
+
+typedef struct {
+    BatchWork *work;
+    int index; /* of the thread: its preferred piece cache */
+} BatchThread;
+
+static void *encode_batch_ranges(void *arg) {
+    BatchWork *w = ((BatchThread *)arg)->work;
+    IdBuf scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    int slot = -1;
+    PieceCache *cache = pcache_take_from((ChunkBPE *)w->self, ((BatchThread *)arg)->index, &slot);
+    for (;;) {
+        int r = ATOMIC_NEXT(&w->next);
+        if (r >= w->nranges || ATOMIC_GET(&w->failed)) break;
+        IdBuf *out = &w->range_out[r];
+        for (Py_ssize_t d = w->range_start[r]; d < w->range_start[r + 1]; d++) {
+            Py_ssize_t before = out->len;
+            w->status[d] = (signed char)encode_doc(w->self, w->scanner, &w->docs[d], out, scratch, cache);
+            if (w->status[d] == DOC_NO_MEMORY) { ATOMIC_SET(&w->failed, 1); break; }
+            if (w->status[d] == DOC_SURROGATE) out->len = before;
+            w->ends[d] = out->len; /* within the range's buffer until joined */
+        }
+    }
+    pcache_give((ChunkBPE *)w->self, slot);
+    free(scratch[0].ids);
+    free(scratch[1].ids);
+    return NULL;
+}
+
+/* Encode docs[0:count] into out (empty), the end of each document's ids in ends and its DOC_
+ * status in status, on up to num_threads threads; 0, or -1 when out of memory. No GIL needed. */
+static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *docs, Py_ssize_t count,
+                       int num_threads, IdBuf *out, int64_t *ends, signed char *status) {
+    Py_ssize_t total = 0;
+    for (Py_ssize_t d = 0; d < count; d++) total += docs[d].n;
+    if (!HAVE_THREADS || num_threads < 1) num_threads = 1;
+    if (total < BATCH_THREAD_MIN_CHARS) num_threads = 1;
+    if (num_threads > count) num_threads = (int)count;
+    if (num_threads > 64) num_threads = 64;
+    if (num_threads < 1) num_threads = 1;
+    int nranges = num_threads == 1 ? 1 : num_threads * BATCH_RANGES_PER_THREAD;
+    Py_ssize_t *range_start = malloc(((size_t)nranges + 1) * sizeof(Py_ssize_t));
+    IdBuf *range_out = calloc((size_t)nranges, sizeof(IdBuf));
+    int failed = !range_start || !range_out;
+    if (!failed) {
+        int r = 0;
+        Py_ssize_t size = 0, per_range = total / nranges + 1;
+        range_start[0] = 0;
+        for (Py_ssize_t d = 0; d < count && r + 1 < nranges; d++)
+            if ((size += docs[d].n) >= per_range * (r + 1)) range_start[++r] = d + 1;
+        while (r < nranges) range_start[++r] = count; /* the last ranges may be empty */
+        BatchWork work = {self, scanner, docs, range_start, range_out, ends, status, nranges, 0, 0};
+        if (num_threads > 1) pcache_warm_slots((ChunkBPE *)self, num_threads);
+#if HAVE_THREADS
+        pthread_t threads[64];
+        BatchThread args[64];
+        int started = 0;
+        for (int k = 0; k < num_threads; k++) args[k] = (BatchThread){&work, k};
+        for (int k = 1; k < num_threads; k++)
+            if (pthread_create(&threads[started], NULL, encode_batch_ranges, &args[k]) == 0) started++;
+        encode_batch_ranges(&args[0]);
+        for (int k = 0; k < started; k++) pthread_join(threads[k], NULL);
+#else
+        BatchThread only = {&work, 0};
+        encode_batch_ranges(&only);
+#endif
+        failed = work.failed;
+        Py_ssize_t len = 0;
+        for (r = 0; r < nranges; r++) len += range_out[r].len;
+        if (!failed && nranges == 1) { *out = range_out[0]; range_out[0].ids = NULL; }
+        else if (!failed && idbuf_reserve(out, len + 1) < 0) failed = 1;
+        for (r = 0; r < nranges && !failed && nranges > 1; r++) {
+            memcpy(out->ids + out->len, range_out[r].ids, (size_t)range_out[r].len * sizeof(int32_t));
+            for (Py_ssize_t d = range_start[r]; d < range_start[r + 1]; d++) ends[d] += out->len;
+            out->len += range_out[r].len;
+        }
+    }
+    for (int r = 0; range_out && r < nranges; r++) free(range_out[r].ids);
+    free(range_out);
+    free(range_start);
+    return failed ? -1 : 0;
 }
 
 static const PretokScanner *get_scanner(PyObject *capsule) {
@@ -611,38 +896,86 @@ static const PretokScanner *get_scanner(PyObject *capsule) {
     return scanner;
 }
 
-/* encode_text(text, scanner): the ids of a whole text as a list, or None for a lone surrogate. */
+/* encode_text(text, scanner, num_threads=1): the ids of a whole text as a list, or None for a lone
+ * surrogate; a text of 2 * PARALLEL_PART_MIN characters or more is cut into up to num_threads parts. */
 static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *args) {
     PyObject *text, *capsule;
-    if (!PyArg_ParseTuple(args, "UO", &text, &capsule)) return NULL;
+    int num_threads = 1;
+    if (!PyArg_ParseTuple(args, "UO|i", &text, &capsule, &num_threads)) return NULL;
     const PretokScanner *scanner = get_scanner(capsule);
     if (!scanner) return NULL;
     PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
-    IdBuf out = {NULL, 0, 0}, scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
-    int status, slot = -1;
+    IdBuf out = {NULL, 0, 0};
+    int status;
     Py_BEGIN_ALLOW_THREADS
-    PieceCache *cache = pcache_take(self, &slot);
-    status = encode_doc(self, scanner, &t, &out, scratch, cache);
-    pcache_give(self, slot);
+    status = encode_text_parallel(self, scanner, &t, num_threads, &out);
     Py_END_ALLOW_THREADS
     PyObject *result;
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
     else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
     else result = ids_to_list(self, out.ids, out.len);
     free(out.ids);
-    free(scratch[0].ids);
-    free(scratch[1].ids);
     return result;
 }
 
-/* encode_texts(texts, scanner, as_lists): encode a list of str in one call without the GIL.
+/* The lists of ids of count texts (text d has ids[ends[d - 1] : ends[d]], None where status[d] is
+ * DOC_SURROGATE) for a large batch, with most of the work done without the GIL so that another
+ * thread's call encodes meanwhile: the lists are allocated (untracked by the collector) under the
+ * GIL, filled with the kernel's int objects without it while the references taken are only
+ * counted per id, and the counts are added to the objects' reference counts under the GIL again.
+ * This is safe because the lists are reachable by nobody else until returned and id_objects
+ * holds a reference to every int object, so none can be freed meanwhile. NULL with an error, or
+ * NULL without one when an id has no int object (the caller then builds the lists one by one). */
+static PyObject *ids_to_lists_unlocked(ChunkBPE *self, const int32_t *ids, const int64_t *ends,
+                                       const signed char *status, Py_ssize_t count) {
+    Py_ssize_t n_objects = self->id_objects_len, total = count ? ends[count - 1] : 0;
+    if (!self->id_objects && n_objects > 0) self->id_objects = calloc((size_t)n_objects, sizeof(PyObject *));
+    PyObject **objects = self->id_objects;
+    if (!objects) return NULL;
+    for (Py_ssize_t i = 0; i < n_objects; i++)
+        if (!objects[i] && !(objects[i] = PyLong_FromSsize_t(i))) return NULL;
+    uint32_t *refs = calloc((size_t)n_objects, sizeof(uint32_t));
+    PyObject *result = PyList_New(count);
+    if (!refs || !result) { free(refs); Py_XDECREF(result); if (!PyErr_Occurred()) PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t d = 0; d < count; d++) {
+        PyObject *list = status[d] == DOC_SURROGATE ? Py_NewRef(Py_None) : PyList_New(ends[d] - (d ? ends[d - 1] : 0));
+        if (!list) { free(refs); Py_DECREF(result); return NULL; }
+        if (PyList_Check(list)) PyObject_GC_UnTrack(list);
+        PyList_SET_ITEM(result, d, list);
+    }
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < total && !bad; i++) bad = ids[i] < 0 || ids[i] >= n_objects;
+    for (Py_ssize_t d = 0; d < count && !bad; d++) {
+        PyObject *list = PyList_GET_ITEM(result, d);
+        if (list == Py_None) continue;
+        PyObject **items = ((PyListObject *)list)->ob_item;
+        for (Py_ssize_t i = d ? ends[d - 1] : 0, k = 0; i < ends[d]; i++, k++) {
+            items[k] = objects[ids[i]];
+            refs[ids[i]]++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_objects; i++)
+        if (refs[i]) Py_SET_REFCNT(objects[i], Py_REFCNT(objects[i]) + refs[i]);
+    free(refs);
+    for (Py_ssize_t d = 0; d < count; d++) {
+        PyObject *list = PyList_GET_ITEM(result, d);
+        if (list != Py_None) PyObject_GC_Track(list);
+    }
+    if (bad) { Py_DECREF(result); return NULL; } /* no item was set: the lists are empty of references */
+    return result;
+}
+
+/* encode_texts(texts, scanner, as_lists, num_threads=1): encode a list of str in one call without
+ * the GIL, on up to num_threads threads (encode_docs).
  * as_lists: a list with the list of ids of each text (None for a text with a lone surrogate);
  * otherwise (ids as uint32 bytes, end offset of each text's ids as int64 bytes, [indices of
  * texts with a lone surrogate, which have no ids]). */
 static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     PyObject *texts, *capsule;
-    int as_lists;
-    if (!PyArg_ParseTuple(args, "O!Op", &PyList_Type, &texts, &capsule, &as_lists)) return NULL;
+    int as_lists, num_threads = 1;
+    if (!PyArg_ParseTuple(args, "O!Op|i", &PyList_Type, &texts, &capsule, &as_lists, &num_threads)) return NULL;
     const PretokScanner *scanner = get_scanner(capsule);
     if (!scanner) return NULL;
     Py_ssize_t count = PyList_GET_SIZE(texts);
@@ -650,7 +983,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     int64_t *ends = malloc((size_t)(count + 1) * sizeof(int64_t));
     signed char *status = malloc((size_t)(count + 1));
     PyObject *result = NULL, *held = PyList_GetSlice(texts, 0, count); /* keeps every str alive */
-    IdBuf out = {NULL, 0, 0}, scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    IdBuf out = {NULL, 0, 0};
     if (!docs || !ends || !status || !held) { if (held) PyErr_NoMemory(); goto done; }
     for (Py_ssize_t d = 0; d < count; d++) {
         PyObject *text = PyList_GET_ITEM(held, d);
@@ -662,19 +995,14 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
         docs[d].data = PyUnicode_DATA(text);
         docs[d].n = PyUnicode_GET_LENGTH(text);
     }
-    int failed = 0, slot = -1;
+    int failed;
     Py_BEGIN_ALLOW_THREADS
-    PieceCache *cache = pcache_take(self, &slot);
-    for (Py_ssize_t d = 0; d < count && !failed; d++) {
-        Py_ssize_t before = out.len;
-        status[d] = (signed char)encode_doc(self, scanner, &docs[d], &out, scratch, cache);
-        if (status[d] == DOC_NO_MEMORY) failed = 1;
-        if (status[d] == DOC_SURROGATE) out.len = before;
-        ends[d] = out.len;
-    }
-    pcache_give(self, slot);
+    failed = encode_docs(self, scanner, docs, count, num_threads, &out, ends, status) < 0;
     Py_END_ALLOW_THREADS
     if (failed) { PyErr_NoMemory(); goto done; }
+    if (as_lists && out.len >= LISTS_UNLOCKED_MIN_IDS &&
+        ((result = ids_to_lists_unlocked(self, out.ids, ends, status, count)) || PyErr_Occurred()))
+        goto done;
     if (as_lists) {
         if (!(result = PyList_New(count))) goto done;
         for (Py_ssize_t d = 0; d < count; d++) {
@@ -698,7 +1026,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     }
 done:
     Py_XDECREF(held);
-    free(docs); free(ends); free(status); free(out.ids); free(scratch[0].ids); free(scratch[1].ids);
+    free(docs); free(ends); free(status); free(out.ids);
     return result;
 }
 
@@ -1015,10 +1343,12 @@ static PyMethodDef ChunkBPE_methods[] = {
      "Encode each str of an iterable and return all ids in one list (cached)."},
     {"encode_bytes", (PyCFunction)ChunkBPE_encode_bytes, METH_O, "Encode one chunk given as bytes (no cache)."},
     {"encode_text", (PyCFunction)ChunkBPE_encode_text, METH_VARARGS,
-     "encode_text(text, scanner): split text with a _pretokenize scanner and encode every chunk, without the "
-     "GIL; a list of ids, or None if text has a lone surrogate."},
+     "encode_text(text, scanner, num_threads=1): split text with a _pretokenize scanner and encode every chunk, "
+     "without the GIL (a long text on up to num_threads threads); a list of ids, or None if text has a lone "
+     "surrogate."},
     {"encode_texts", (PyCFunction)ChunkBPE_encode_texts, METH_VARARGS,
-     "encode_texts(texts, scanner, as_lists): encode_text of each str of a list in one call without the GIL; "
+     "encode_texts(texts, scanner, as_lists, num_threads=1): encode_text of each str of a list in one call without "
+     "the GIL, on up to num_threads threads; "
      "a list of lists (None: lone surrogate), or (uint32 ids bytes, int64 end offsets bytes, [surrogate texts])."},
     {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS, "Empty the chunk cache."},
     {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,

@@ -1,9 +1,10 @@
 """``encode_batch``: many texts on several threads (or processes), results in input order.
 
 Threads are the default. Where the C kernel encodes and the chunking is one of the patterns the C
-scanner knows (GPT-2, GPT-4, o200k, no normalizer), a thread encodes a whole range of documents
-in one C call with the GIL released, so threads scale with cores and nothing is copied between
-processes. Elsewhere (the pure-Python encoder, ``regex``-module patterns, normalizers and
+scanner knows (GPT-2, GPT-4, o200k, Llama 3, no normalizer), the whole batch is one C call that
+releases the GIL once and runs its own threads over ranges of documents (``encode_texts``): no
+Python thread pool, no GIL taken back per range, and for lists the int objects are put in place
+without the GIL too, so threads scale with cores and nothing is copied between processes. Elsewhere (the pure-Python encoder, ``regex``-module patterns, normalizers and
 pipelines) threads still give the same ids, but the GIL serialises most of the work; there a pool
 of forked processes (``num_workers``) is what runs in parallel, on batches of about 1 MB or more.
 """
@@ -37,16 +38,11 @@ def encode_batch_threads(tokenizer: Tokenizer, texts: Sequence[str], *, num_thre
         return _threaded(lambda span: [tokenizer.encode(t, **options) for t in texts[span[0] : span[1]]],
                          texts, num_threads)
     encode_texts, scanner = fast
-
-    def task(span: tuple[int, int]) -> list[list[int]]:
-        part = texts[span[0] : span[1]]
-        results = encode_texts(part, scanner, True)
-        for i, ids in enumerate(results):
-            if ids is None:  # a lone surrogate: encode_ordinary's replacement rule
-                results[i] = tokenizer.encode_ordinary(part[i])
-        return results
-
-    return _threaded(task, texts, num_threads)
+    results = encode_texts(texts, scanner, True, max(1, num_threads or available_cpus()))
+    for i, ids in enumerate(results):
+        if ids is None:  # a lone surrogate: encode_ordinary's replacement rule
+            results[i] = tokenizer.encode_ordinary(texts[i])
+    return results
 
 
 def encode_batch_to_numpy(tokenizer: Tokenizer, texts: Sequence[str], *, num_threads: int | None = None,
@@ -57,24 +53,23 @@ def encode_batch_to_numpy(tokenizer: Tokenizer, texts: Sequence[str], *, num_thr
 
     texts = list(texts)
     fast = _whole_text_encoder(tokenizer, texts, options)
-    if fast is None:
-        def task(span: tuple[int, int]):
-            lists = [tokenizer.encode(t, **options) for t in texts[span[0] : span[1]]]
-            flat = np.fromiter((i for ids in lists for i in ids), dtype=np.uint32)
-            return flat, np.cumsum([len(ids) for ids in lists], dtype=np.int64)
-    else:
+    if fast is not None:
         encode_texts, scanner = fast
-
-        def task(span: tuple[int, int]):
-            part = texts[span[0] : span[1]]
-            flat, ends, surrogates = encode_texts(part, scanner, False)
-            flat, ends = np.frombuffer(flat, dtype=np.uint32), np.frombuffer(ends, dtype=np.int64)
-            if not surrogates:
-                return flat, ends
+        flat, ends, surrogates = encode_texts(texts, scanner, False, max(1, num_threads or available_cpus()))
+        flat, ends = np.frombuffer(flat, dtype=np.uint32), np.frombuffer(ends, dtype=np.int64)
+        if surrogates:
             lists = [flat[a:b] for a, b in zip(np.concatenate(([0], ends[:-1])), ends)]
             for i in surrogates:  # a lone surrogate: encode_ordinary's replacement rule
-                lists[i] = np.asarray(tokenizer.encode_ordinary(part[i]), dtype=np.uint32)
-            return np.concatenate(lists).astype(np.uint32), np.cumsum([len(x) for x in lists], dtype=np.int64)
+                lists[i] = np.asarray(tokenizer.encode_ordinary(texts[i]), dtype=np.uint32)
+            flat, ends = np.concatenate(lists).astype(np.uint32), np.cumsum([len(x) for x in lists], dtype=np.int64)
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        offsets[1:] = ends
+        return (flat if flat.flags.writeable else flat.copy()), offsets
+
+    def task(span: tuple[int, int]):
+        lists = [tokenizer.encode(t, **options) for t in texts[span[0] : span[1]]]
+        flat = np.fromiter((i for ids in lists for i in ids), dtype=np.uint32)
+        return flat, np.cumsum([len(ids) for ids in lists], dtype=np.int64)
 
     parts = _threaded(lambda span: [task(span)], texts, num_threads)
     offsets = [np.zeros(1, dtype=np.int64)]

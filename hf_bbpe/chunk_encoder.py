@@ -261,13 +261,13 @@ class ChunkEncoder:
         if "encode_text" in self.__dict__:
             encode_text, encode_texts = self.encode_text, self.encode_texts
 
-            def encode_texts_checked(texts, scanner, as_lists):
-                result = encode_texts(texts, scanner, as_lists)
+            def encode_texts_checked(texts, scanner, as_lists, num_threads=1):
+                result = encode_texts(texts, scanner, as_lists, num_threads)
                 for ids in result if as_lists else [array("I", result[0])]:
                     check(ids)
                 return result
 
-            self.encode_text = lambda text, scanner: check(encode_text(text, scanner))
+            self.encode_text = lambda text, scanner, num_threads=1: check(encode_text(text, scanner, num_threads))
             self.encode_texts = encode_texts_checked
 
     def _rank_of_bytes(self, pair: tuple[int, int], default: int | None = None) -> int | None:
@@ -295,9 +295,10 @@ class ChunkEncoder:
         """True when the C kernel encodes (then ``encode_text`` and ``encode_texts`` work)."""
         return "_kernel" in self.__dict__
 
-    def encode_text(self, text: str, scanner: object) -> list[int] | None:
+    def encode_text(self, text: str, scanner: object, num_threads: int = 1) -> list[int] | None:
         """Split ``text`` with a C scanner (``patterns.native_scanner``) and encode it in one call,
-        without the GIL; None when it cannot (no C kernel here, or a lone surrogate in ``text``)."""
+        without the GIL (a text of 512K characters or more on up to ``num_threads`` threads); None
+        when it cannot (no C kernel here, or a lone surrogate in ``text``)."""
         return None
 
     def encode_chunks(self, chunks: Iterable[str]) -> list[int]:

@@ -667,13 +667,20 @@ class Tokenizer:
 
     # -------------------------------------------------------------- encoding
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Encode ``text`` with no special-token handling."""
+    def encode_ordinary(self, text: str, *, num_threads: int = 1) -> list[int]:
+        """Encode ``text`` with no special-token handling.
+
+        ``num_threads`` > 1 encodes a long text (512K characters or more, with a pattern the C
+        scanner knows) on that many threads, with the same ids. The default is one thread, as in
+        tiktoken: a call stays on the core it was given, so that callers who already run one
+        encode per worker (DataLoader workers, process pools, ``encode_batch``) do not oversubscribe.
+        """
         try:
-            return self._encode_ordinary(text)
+            return self._encode_ordinary(text, num_threads)
         except UnicodeEncodeError:
             # tiktoken's rule for lone surrogates: pair what pairs, replace the rest by U+FFFD
-            return self._encode_ordinary(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+            return self._encode_ordinary(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"),
+                                         num_threads)
 
     def encode_single_piece(self, piece: str | bytes) -> list[int]:
         """Apply the merges to ``piece`` as one chunk: no split pattern, no special tokens.
@@ -684,9 +691,9 @@ class Tokenizer:
         data = piece.encode("utf-8") if isinstance(piece, str) else bytes(piece)
         return self._encoder.encode_bytes(data)
 
-    def _encode_ordinary(self, text: str) -> list[int]:
+    def _encode_ordinary(self, text: str, num_threads: int = 1) -> list[int]:
         if self._scanner is not None:
-            ids = self._encoder.encode_text(text, self._scanner)
+            ids = self._encoder.encode_text(text, self._scanner, num_threads)
             if ids is not None:
                 return ids
         split = self._split
@@ -702,8 +709,11 @@ class Tokenizer:
         text: str,
         allowed_special: AllowedSpecial = "none_raise",
         disallowed_special: DisallowedSpecial = "all",
+        *,
+        num_threads: int = 1,
     ) -> list[int]:
         """Encode ``text``; special tokens follow tiktoken's rules (see special_tokens.py).
+        ``num_threads``: as in :meth:`encode_ordinary` (one thread unless asked).
 
         By default text that spells a special token raises :class:`DisallowedSpecialToken` (a
         ValueError whose ``.token`` names it); pass
@@ -718,16 +728,16 @@ class Tokenizer:
             if match:
                 raise DisallowedSpecialToken(match.group())
         if not allowed:
-            return self.encode_ordinary(text)
+            return self.encode_ordinary(text, num_threads=num_threads)
         ids: list[int] = []
         start = 0
         for match in self._special_regex(allowed).finditer(text):
             if match.start() > start:
-                ids += self.encode_ordinary(text[start : match.start()])
+                ids += self.encode_ordinary(text[start : match.start()], num_threads=num_threads)
             ids.append(self._special_tokens[match.group()])
             start = match.end()
         if start < len(text):
-            ids += self.encode_ordinary(text[start:])
+            ids += self.encode_ordinary(text[start:], num_threads=num_threads)
         return ids
 
     def _encode_normalized_specials(self, text: str, allowed: frozenset[str], disallowed: frozenset[str]) -> list[int]:

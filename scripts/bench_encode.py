@@ -13,7 +13,8 @@ outlives the object, as gigatoken's does):
 1. one call per document (the corpus cut at blank lines), each system's exact single-text call;
 2. the whole text as one string;
 3. a batch of all documents on ``--threads`` threads, each system's batch call (its fastest
-   exact form: lists of ids, or flat uint32 ids plus offsets);
+   exact form: lists of ids, or flat uint32 ids plus offsets); also hf_bbpe's long string cut
+   over ``--threads`` threads (``encode_ordinary(num_threads=)``, not the default: one thread);
 4. hf_bbpe's batch on 1 thread, for the 1 -> N thread speedup;
 5. hf_bbpe through transformers: ``BBPETokenizer(docs)`` (the whole batch in one call) and
    ``datasets.Dataset.map(batched=True)`` calling it, both of which take the engine's batch path.
@@ -100,6 +101,7 @@ def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
 
         tok = conversion.from_tiktoken(RANKS_FILE, pattern=PRESETS["cl100k_base"].pattern)
         system = {"version": "this tree", "doc": tok.encode_ordinary, "long": tok.encode_ordinary,
+                  "long_threads": lambda text: tok.encode_ordinary(text, num_threads=threads),
                 "batch": lambda docs: tok.encode_batch(docs, num_threads=threads, disallowed_special=()),
                 "batch_numpy": lambda docs: tok.encode_batch_to_numpy(docs, num_threads=threads,
                                                                       disallowed_special=()),
@@ -233,7 +235,8 @@ def main() -> None:
     columns = {"doc_cold": ("one call per document, cold", doc_mb), "doc": ("one call per document", doc_mb),
                "long": ("one long string", mb),
                "batch": (f"batch, {args.threads} threads", doc_mb)}
-    extra = {"batch_numpy": f"batch to numpy, {args.threads} threads", "batch_1": "batch, 1 thread",
+    extra = {"long_threads": f"one long string, encode_ordinary(num_threads={args.threads})",
+             "batch_numpy": f"batch to numpy, {args.threads} threads", "batch_1": "batch, 1 thread",
              "transformers_batch": "BBPETokenizer(docs), one call", "datasets_map": "datasets.map(batched=True)"}
     best: dict[tuple[str, str], tuple[float, float]] = {}
     equal = {name: True for name in systems}
@@ -257,15 +260,15 @@ def main() -> None:
                 if column == "doc":
                     out, wall, cpu = timed(lambda: [fn(d) for d in documents])
                 else:
-                    out, wall, cpu = timed(fn, text if column == "long" else documents)
+                    out, wall, cpu = timed(fn, text if column.startswith("long") else documents)
                 if round_ == 0:  # every document, every system, every call form
-                    want = expected_long if column == "long" else expected_docs
+                    want = expected_long if column.startswith("long") else expected_docs
                     if column == "batch_numpy" or (column == "batch" and systems[name].get("flat")):
                         out = split_flat(out)  # flat ids + offsets, timed as returned
-                    got = list(out) if column == "long" else [list(x) for x in out]
-                    if column == "long" and hasattr(out, "tolist"):
+                    got = list(out) if column.startswith("long") else [list(x) for x in out]
+                    if column.startswith("long") and hasattr(out, "tolist"):
                         got = out.tolist()
-                    elif column != "long" and out and hasattr(out[0], "tolist"):
+                    elif not column.startswith("long") and out and hasattr(out[0], "tolist"):
                         got = [x.tolist() for x in out]
                     if got != want:
                         equal[name] = False
@@ -300,10 +303,11 @@ def main() -> None:
                 print(f"  {label}: {ours:.1f} vs {top} {rates[top]:.1f} MB/s -> {ours / rates[top]:.2f}x")
         for column, label in extra.items():
             if ("hf_bbpe", column) in best:
-                print(f"  hf_bbpe {label}: {cell('hf_bbpe', column, doc_mb)} MB/s")
+                print(f"  hf_bbpe {label}: {cell('hf_bbpe', column, mb if column.startswith('long') else doc_mb)} MB/s")
         if ("hf_bbpe", "batch_1") in best:
             print(f"  thread speedup 1 -> {args.threads}: "
-                  f"{best[('hf_bbpe', 'batch_1')][0] / best[('hf_bbpe', 'batch')][0]:.2f}x")
+                  f"{best[('hf_bbpe', 'batch_1')][0] / best[('hf_bbpe', 'batch')][0]:.2f}x (batch), "
+                  f"{best[('hf_bbpe', 'long')][0] / best[('hf_bbpe', 'long_threads')][0]:.2f}x (one long string)")
         print(f"  RSS to load: hf_bbpe {memory['hf_bbpe']:.0f} MB vs tiktoken {memory.get('tiktoken', 0):.0f} MB")
     print(f"peak RSS of the run: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:.0f} MB")
     if "hf_bbpe" in systems and "tiktoken" in systems and not pathological(systems):

@@ -7,11 +7,16 @@ text without the GIL (``_chunk_bpe.encode_text``/``encode_texts`` over ``_pretok
 * Special tokens in a threaded batch behave exactly as in ``encode`` (allowed, disallowed, raised).
 * Lone surrogates take ``encode_ordinary``'s replacement rule in every batch path.
 * Without the C modules (remote code), ``encode_batch(num_threads=2)`` still gives ``encode``'s ids.
+* A long text cut into parts on threads (``encode_ordinary(num_threads=N)``) gives the ids of one
+  thread, and tiktoken's, wherever the cuts fall (inside whitespace runs, words, chunks longer
+  than a part); a big batch's lists, filled without the GIL, hold correct reference counts.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import sys
 
 import numpy as np
 import pytest
@@ -120,3 +125,48 @@ def test_batch_on_threads_without_the_c_modules(cl100k, monkeypatch):
     assert cl100k.encode_batch(docs, num_threads=2, allowed_special="all") == expected
     ids, offsets = cl100k.encode_batch_to_numpy(docs, num_threads=2, allowed_special="all")
     assert ids.tolist() == [i for ids_ in expected for i in ids_] and offsets[-1] == len(ids)
+
+
+# a unit repeated up to a long text: the cuts between parts fall at every offset of it in turn
+long_units = st.text(st.sampled_from(CHARS + "    \n\n\r\n"), min_size=1, max_size=60)
+
+
+@pytest.mark.parametrize("name", list(NATIVE_PATTERNS))
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), unit=long_units, extra=st.integers(0, 997), threads=st.integers(2, 5))
+def test_long_text_on_threads_equals_one_thread(name, seed, unit, extra, threads):
+    tok = Tokenizer.from_ranks(random_ranks(seed, 30, 6, shuffle=True), pattern=name)
+    text = unit * (800_000 // len(unit) + 1)  # 3 parts of 2**18 characters + unit[: extra % len(unit)]
+    assert tok._scanner is not None and tok._encoder.native  # the C whole-text path is under test
+    expected = tok.encode_ordinary(text)
+    assert tok.encode_ordinary(text, num_threads=threads) == expected
+    assert tok.encode(text, num_threads=threads) == expected
+
+
+@settings(max_examples=6, deadline=None)
+@given(docs=st.lists(st.text(st.sampled_from(CHARS), min_size=1, max_size=300), min_size=1, max_size=8),
+       run=st.sampled_from(["", " ", "\n", " \n", "a", "7"]), run_len=st.integers(1, 700_000))
+def test_cl100k_long_text_on_threads_equals_tiktoken(cl100k, cl100k_ranks, docs, run, run_len):
+    """Real text with, in the middle, a run that may be one chunk longer than a whole part."""
+    reference = tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks,
+                                  special_tokens={})
+    body = "\n\n".join(docs)
+    half = body * (300_000 // len(body) + 1)
+    text = half + run * run_len + half
+    assert cl100k.encode_ordinary(text, num_threads=2) == reference.encode_ordinary(text)
+    assert cl100k.encode_ordinary(text, num_threads=3) == reference.encode_ordinary(text)
+
+
+def test_big_batch_lists_filled_without_the_gil_hold_their_references(cl100k):
+    docs = ["Hello world, 123 日本語! \ud800", "plain text again", "🙂 x"] * 20_000  # far above 65536 ids
+    encode_texts, scanner = cl100k._encoder.encode_texts, cl100k._scanner
+    first = encode_texts(docs[:3], scanner, True)[1][0]  # the kernel's int object of an id
+    before = sys.getrefcount(first)
+    lists = encode_texts(docs, scanner, True)
+    assert lists[0] is None and lists[3] is None  # lone surrogate: encode_ordinary's rule, in Python
+    assert lists[1::3] == [cl100k.encode_ordinary("plain text again")] * 20_000
+    assert lists[2::3] == [cl100k.encode_ordinary("🙂 x")] * 20_000
+    assert sys.getrefcount(first) == before + 20_000
+    del lists
+    assert sys.getrefcount(first) == before
+    assert cl100k.encode_batch(docs[:2] * 40_000, num_threads=2) == [cl100k.encode_ordinary(d) for d in docs[:2]] * 40_000
