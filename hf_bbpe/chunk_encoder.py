@@ -220,8 +220,8 @@ class ChunkEncoder:
         def ids_of(ids):
             return None if ids is None else list(map(real, ids))
 
-        def encode_texts(texts, scanner, as_lists):
-            result = kernel.encode_texts(texts, scanner, as_lists)
+        def encode_texts(texts, scanner, as_lists, num_threads=1):
+            result = kernel.encode_texts(texts, scanner, as_lists, num_threads)
             if as_lists:
                 return list(map(ids_of, result))
             flat, ends, surrogates = result
@@ -241,7 +241,7 @@ class ChunkEncoder:
 
         self.encode_chunks = lambda chunks: ids_of(kernel.encode_chunks(chunks))
         self.encode_bytes = lambda data: ids_of(kernel.encode_bytes(data))
-        self.encode_text = lambda text, scanner: ids_of(kernel.encode_text(text, scanner))
+        self.encode_text = lambda text, scanner, num_threads=1: ids_of(kernel.encode_text(text, scanner, num_threads))
         self.encode_texts = encode_texts
         self._recover_merges_native = recover_merges
         self._first_duplicate_native = first_duplicate

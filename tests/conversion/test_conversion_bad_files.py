@@ -330,6 +330,8 @@ def test_every_rank_tiktoken_takes_gives_its_ids(tmp_path, moved):
     assert set(moved.values()) <= set(expected)  # each moved token is met
     assert tok.encode(whole, allowed_special="all") == expected
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    long = text * (600_000 // len(text) + 1)  # past the size that a long text is cut on threads
+    assert tok.encode_ordinary(long, num_threads=2) == reference.encode_ordinary(long)
     by_doc = reference.encode_batch(docs, allowed_special="all")
     assert tok.encode_batch(docs, num_threads=2, allowed_special="all") == by_doc
     ids, offsets = tok.encode_batch_to_numpy(docs, num_threads=2, allowed_special="all")
