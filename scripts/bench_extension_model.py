@@ -520,7 +520,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=torch.ops.mkldnn._is_mkldnn_bf16_supported(),
                         help="train under bfloat16 autocast (default where the CPU has bf16 instructions); scoring is float32")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: on a shared machine, 2 contended threads cost 3x the CPU per step)")
     args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.seeds, args.new_merges = min(args.steps, 6), min(args.seeds, 2), min(args.new_merges, 500)
