@@ -27,10 +27,13 @@ text for the same number of steps and for the same number of bytes.
 Every init of ``resize_for_extension`` is measured unless ``--inits`` names some (its default is
 always measured, first). Prints a markdown table (mean ± sample standard deviation over seeds,
 and each init's final bits per byte minus the default init's, paired by seed); ``--out x.json``
-(per-seed values too) or ``--out x.md`` also writes it. The default run does 1,100 training
-steps of 1,024 tokens (300 of them pretraining), about 22 CPU minutes: some 12 minutes on 2 free
-cores (an estimate from per-step times). On a busy machine ``--threads 1`` is faster than two
-contended threads (the README's table took 30 minutes that way, base model cached). ``--quick``
+(per-seed values too) or ``--out x.md`` also writes it. The default run does about 1,000
+training steps of 1,024 tokens in one thread (200 of them pretraining the base; the unextended
+arm's equal-bytes steps vary by seed) and 37 scorings of the held-out text. The LM head is fused
+with its loss (``ChunkedHeadLoss``), which cut a step from 1.0 to 0.7-0.8 CPU s. Measured on 2 cores shared
+with other jobs (load 5-7): pretraining 200 steps took 159 CPU s (0.8 s a step), the whole cold
+run some 15 CPU minutes (projected from per-step times), so about 15 minutes on 2 free cores. Two threads help
+only on free cores: contended, they cost 3x the CPU per step (``--threads 2`` to try). ``--quick``
 is a smoke run of a minute or two.
 
     python scripts/bench_extension_model.py [--corpus mix-49mb.txt.xz] [--model DIR]
