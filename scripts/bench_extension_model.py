@@ -27,13 +27,14 @@ text for the same number of steps and for the same number of bytes.
 Every init of ``resize_for_extension`` is measured unless ``--inits`` names some (its default is
 always measured, first). Prints a markdown table (mean ± sample standard deviation over seeds,
 and each init's final bits per byte minus the default init's, paired by seed); ``--out x.json``
-(per-seed values too) or ``--out x.md`` also writes it. The default run does about 1,000
-training steps of 1,024 tokens in one thread (200 of them pretraining the base; the unextended
+(per-seed values too) or ``--out x.md`` also writes it. The default run does about 1,100
+training steps of 1,024 tokens in one thread (300 of them pretraining the base; the unextended
 arm's equal-bytes steps vary by seed) and 37 scorings of the held-out text. The LM head is fused
-with its loss (``ChunkedHeadLoss``), which cut a step from 1.0 to 0.7-0.8 CPU s. Measured on 2 cores shared
-with other jobs (load 5-7): pretraining 200 steps took 159 CPU s (0.8 s a step), the whole cold
-run some 15 CPU minutes (projected from per-step times), so about 15 minutes on 2 free cores. Two threads help
-only on free cores: contended, they cost 3x the CPU per step (``--threads 2`` to try). ``--quick``
+with its loss (``ChunkedHeadLoss``), which cut a step from 1.0 to 0.7-0.8 CPU s. Measured on 2
+cores shared with other jobs (load 3-7): a cold run with ``--pretrain-steps 200 --eval-bytes
+16000`` took 14.8 CPU minutes (25 minutes wall; pretraining 0.8 CPU s a step), so the default
+costs about 17 CPU minutes, some 17 minutes on free cores. Two threads help only on free cores:
+contended, they cost 3x the CPU per step (``--threads 2`` to try). ``--quick``
 is a smoke run of a minute or two.
 
     python scripts/bench_extension_model.py [--corpus mix-49mb.txt.xz] [--model DIR]
@@ -512,8 +513,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tokens-per-step", type=int, default=1024)
     parser.add_argument("--seq-len", type=int, default=512)
     parser.add_argument("--lr", type=float, default=1e-3, help="fine-tuning learning rate (AdamW, 5 warm-up steps)")
-    parser.add_argument("--eval-bytes", type=int, default=16_000, help="held-out bytes scored")
-    parser.add_argument("--pretrain-steps", type=int, default=200, help="tiny base only")
+    parser.add_argument("--eval-bytes", type=int, default=24_000, help="held-out bytes scored")
+    parser.add_argument("--pretrain-steps", type=int, default=300, help="tiny base only")
     parser.add_argument("--pretrain-lr", type=float, default=3e-3, help="tiny base only")
     parser.add_argument("--base-domain-share", type=float, default=0.3,
                         help="tiny base only: share of pretraining tokens from the new domain (0: it never saw it)")
