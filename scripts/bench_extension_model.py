@@ -27,10 +27,14 @@ text for the same number of steps and for the same number of bytes.
 Every init of ``resize_for_extension`` is measured unless ``--inits`` names some (its default is
 always measured, first). Prints a markdown table (mean ± sample standard deviation over seeds,
 and each init's final bits per byte minus the default init's, paired by seed); ``--out x.json``
-(per-seed values too) or ``--out x.md`` also writes it. The default run does 1,100 training
-steps of 1,024 tokens (300 of them pretraining), about 22 CPU minutes: some 12 minutes on 2 free
-cores (an estimate from per-step times). On a busy machine ``--threads 1`` is faster than two
-contended threads (the README's table took 30 minutes that way, base model cached). ``--quick``
+(per-seed values too) or ``--out x.md`` also writes it. The default run does about 1,100
+training steps of 1,024 tokens in one thread (300 of them pretraining the base; the unextended
+arm's equal-bytes steps vary by seed) and 37 scorings of the held-out text. The LM head is fused
+with its loss (``ChunkedHeadLoss``), which cut a step from 1.0 to 0.7-0.8 CPU s. Measured on 2
+cores shared with other jobs (load 3-7): a cold run with ``--pretrain-steps 200 --eval-bytes
+16000`` took 14.8 CPU minutes (25 minutes wall; pretraining 0.8 CPU s a step), so the default
+costs about 17 CPU minutes, some 17 minutes on free cores. Two threads help only on free cores:
+contended, they cost 3x the CPU per step (``--threads 2`` to try). ``--quick``
 is a smoke run of a minute or two.
 
     python scripts/bench_extension_model.py [--corpus mix-49mb.txt.xz] [--model DIR]
@@ -263,15 +267,82 @@ def encode_held_out(tok: Tokenizer, texts: Sequence[str], bos: int, seq_len: int
     return HeldOut(batches, n_bytes(texts), sum(len(r) - 1 for r in rows))
 
 
-@torch.no_grad()
+HEAD_CHUNK = 64  # rows of logits formed at a time: 13 MB of float32 with a 50k vocabulary
+
+
+class ChunkedHeadLoss(torch.autograd.Function):
+    """Mean cross entropy of ``hidden @ weight.T`` against ``labels``, the LM head fused with its loss.
+
+    The same numbers as the model's own head and loss under autocast (logits from a ``dtype``
+    matmul, softmax in float32), but formed ``HEAD_CHUNK`` rows at a time with the gradient of
+    the logits taken in the same pass: the full tokens x vocab float32 logits, their
+    log-softmax and its backward are never materialised, which was most of a step's time with
+    a 50k vocabulary on a 256-wide model.
+    """
+
+    @staticmethod
+    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, labels: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        h, w = hidden.to(dtype), weight.to(dtype)
+        grad_logits = torch.empty(len(h), len(w), dtype=dtype)
+        total = torch.zeros((), dtype=torch.float64)
+        for start in range(0, len(h), HEAD_CHUNK):
+            rows = slice(start, start + HEAD_CHUNK)
+            log_probs = torch.log_softmax(h[rows] @ w.T, -1, dtype=torch.float32)
+            target = labels[rows, None]
+            total -= log_probs.gather(1, target).sum(dtype=torch.float64)
+            probs = log_probs.exp_()
+            probs.scatter_add_(1, target, torch.full(target.shape, -1.0))
+            torch.div(probs, len(h), out=grad_logits[rows])  # the gradient of the mean
+        ctx.save_for_backward(h, w, grad_logits)
+        ctx.dtypes = hidden.dtype, weight.dtype
+        return (total / len(h)).float()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        h, w, grad_logits = ctx.saved_tensors
+        grad_hidden = (grad_logits @ w).float().mul_(grad).to(ctx.dtypes[0])
+        grad_weight = (grad_logits.T @ h).float().mul_(grad).to(ctx.dtypes[1])
+        return grad_hidden, grad_weight, None, None
+
+
+def head_parts(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.Tensor] | None:
+    """The body and head weight of a GPT-2 whose logits are ``hidden @ weight.T``, else None."""
+    from transformers import GPT2LMHeadModel
+
+    if isinstance(model, GPT2LMHeadModel) and model.lm_head.bias is None:
+        return model.transformer, model.lm_head.weight
+    return None
+
+
+def causal_lm_loss(model: torch.nn.Module, window: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Mean next-token loss on ``window`` (the tiny GPT-2 through ChunkedHeadLoss, others by their own forward)."""
+    parts = head_parts(model)
+    if parts is None:
+        return model(input_ids=window, labels=window).loss
+    body, weight = parts
+    hidden = body(input_ids=window).last_hidden_state[:, :-1]
+    return ChunkedHeadLoss.apply(hidden.reshape(-1, hidden.shape[-1]), weight, window[:, 1:].reshape(-1), dtype)
+
+
+@torch.inference_mode()
 def bits_per_byte(model: torch.nn.Module, held_out: HeldOut) -> float:
+    """Bits per byte of the held-out text, in float32; with the tiny GPT-2, logits in chunks of rows."""
     model.eval()
+    parts = head_parts(model)
     total = 0.0
     for ids, labels in held_out.batches:
-        logits = model(input_ids=ids).logits[:, :-1].float()
-        total += float(torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100, reduction="sum"
-        ))
+        targets = labels[:, 1:].reshape(-1)
+        keep = targets != -100
+        targets = targets[keep]
+        if parts is None:
+            hidden, weight = model(input_ids=ids).logits[:, :-1].float(), None
+        else:
+            hidden, weight = parts[0](input_ids=ids).last_hidden_state[:, :-1], parts[1]
+        hidden = hidden.reshape(-1, hidden.shape[-1])[keep]
+        for start in range(0, len(hidden), HEAD_CHUNK):
+            rows = slice(start, start + HEAD_CHUNK)
+            logits = hidden[rows] if weight is None else hidden[rows] @ weight.T
+            total -= float(torch.log_softmax(logits, -1).gather(1, targets[rows, None]).sum(dtype=torch.float64))
     return total / math.log(2) / held_out.n_bytes
 
 
@@ -309,12 +380,12 @@ def train_steps(
             group["lr"] = lr * scale
         window = stream[step * args.tokens_per_step : (step + 1) * args.tokens_per_step].view(batch, args.seq_len)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
-            out = model(input_ids=window, labels=window)
-        out.loss.backward()
+            out = causal_lm_loss(model, window, torch.bfloat16 if args.bf16 else torch.float32)
+        out.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        loss = out.loss.item()
+        loss = out.item()
         if log is not None and (step + 1) % 50 == 0:
             log(f"step {step + 1}/{steps}: loss {loss:.3f}")
     model.eval()
@@ -453,7 +524,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=torch.ops.mkldnn._is_mkldnn_bf16_supported(),
                         help="train under bfloat16 autocast (default where the CPU has bf16 instructions); scoring is float32")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: on a shared machine, 2 contended threads cost 3x the CPU per step)")
     args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.seeds, args.new_merges = min(args.steps, 6), min(args.seeds, 2), min(args.new_merges, 500)
