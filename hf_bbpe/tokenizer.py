@@ -369,7 +369,7 @@ class Tokenizer:
             by_id = {new: pair for pair, new in self._merges.items()}
             implied_by_id = {new: pair for pair, new in implied.merges.items()}
             return min(idx for idx in set(by_id) | set(implied_by_id) | set(implied.unmerged_tokens)
-                       if by_id.get(idx) != implied_by_id.get(idx))
+                       if by_id.get(idx) != implied_by_id.get(idx) or implied.unmerged_tokens.get(idx))
         plain = ChunkEncoder(self._merges, self._byte_ids)
         return next((idx for idx, token in sorted(normal.items()) if plain.encode_bytes(token) != [idx]), None)
 
