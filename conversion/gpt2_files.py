@@ -116,7 +116,15 @@ def from_transformers_gpt2(folder: str | os.PathLike, *, pattern: str | None = "
 
 
 def gpt2_file_contents(tok: Tokenizer) -> tuple[bytes, bytes]:
-    """The bytes of ``encoder.json`` and ``vocab.bpe`` for ``tok`` (OpenAI's exact layout)."""
+    """The bytes of ``encoder.json`` and ``vocab.bpe`` for ``tok`` (OpenAI's exact layout).
+
+    The files carry no mode: a tokenizer whose whole-piece rule (``"ranks"``/``"ignore_merges"``)
+    encodes differently from plain BPE over its merges raises FormatError naming the first such token.
+    """
+    try:
+        tok.check_merge_list("GPT-2 encoder.json/vocab.bpe")
+    except ValueError as exc:
+        raise FormatError(str(exc)) from None
     specials = {idx: token for token, idx in tok.special_tokens.items()}
     try:
         spelled = spell_vocab(tok.vocab, skip=set(specials))

@@ -344,6 +344,49 @@ class Tokenizer:
         self._recover_merges()
         return self._unmerged
 
+    def merge_list_mismatch(self) -> int | None:
+        """The lowest id of a normal token that plain BPE over :attr:`merges` encodes differently
+        from this tokenizer, or None when the merge list alone is exact.
+
+        Merge-list formats (GPT-2 ``encoder.json``/``vocab.bpe``, ``vocab.json``/``merges.txt``,
+        minbpe's ``.model`` v1) carry no mode: ``tokenizers`` and minbpe read them as ``"merges"``.
+        ``"ranks"`` mode is exact there when the ranks imply exactly these merges and no token is
+        built by none of them (then every token's bytes merge back into it, so the whole-piece rule
+        never disagrees); ``"ignore_merges"`` when no token lacks a merge and the merges encode every
+        token's bytes as that one token. Raises ValueError in ``"ranks"`` mode for a missing byte.
+        """
+        if self._mode == "merges":
+            return None
+        unmerged = [idx for idx, token in self.unmerged_tokens.items() if token]
+        if unmerged:
+            return min(unmerged)
+        specials = set(self._special_tokens.values())
+        normal = {idx: token for idx, token in self.vocab.items() if idx not in specials and token}
+        if self._mode == "ranks":
+            implied = type(self).from_ranks({token: idx for idx, token in normal.items()})
+            if implied.merges == self._merges and not any(implied.unmerged_tokens.values()):
+                return None
+            by_id = {new: pair for pair, new in self._merges.items()}
+            implied_by_id = {new: pair for pair, new in implied.merges.items()}
+            return min(idx for idx in set(by_id) | set(implied_by_id) | set(implied.unmerged_tokens)
+                       if by_id.get(idx) != implied_by_id.get(idx) or implied.unmerged_tokens.get(idx))
+        plain = ChunkEncoder(self._merges, self._byte_ids)
+        return next((idx for idx, token in sorted(normal.items()) if plain.encode_bytes(token) != [idx]), None)
+
+    def check_merge_list(self, format_name: str) -> None:
+        """Raise ValueError naming ``format_name``, the first token that plain BPE over the merges
+        would encode differently (:meth:`merge_list_mismatch`) and the formats that carry the mode."""
+        idx = self.merge_list_mismatch()
+        if idx is None:
+            return
+        carriers = "tokenizer.json (ignore_merges: true), tiktoken ranks or a .model (hf_bbpe v2)" \
+            if self._mode == "ranks" else "tokenizer.json (ignore_merges: true) or a .model (hf_bbpe v2)"
+        raise ValueError(
+            f"{format_name} cannot hold this {self._mode!r}-mode tokenizer: it carries only merges, and plain BPE "
+            f"over them encodes token {self.vocab[idx]!r} (id {idx}) differently from this tokenizer's "
+            f"whole-piece rule; write {carriers} instead"
+        )
+
     def _recover_merges(self) -> None:
         """In ``"ranks"`` mode, recover the merges from the ranks once (see from_ranks)."""
         if self._merges is None:
@@ -915,8 +958,8 @@ class Tokenizer:
         layout; else hf_bbpe's extension, see model_file.py) and ``<prefix>.vocab``."""
         prefix = Path(file_prefix)
         mode = self._mode
-        if mode == "ranks" and not any(self.unmerged_tokens.values()):
-            mode = "merges"  # every token is its recovered merge: the merges encode alike (minbpe can read it)
+        if mode == "ranks" and self.merge_list_mismatch() is None:
+            mode = "merges"  # the merges alone encode alike (minbpe can read it)
         contents = ModelFileContents(self._chunker.plain_pattern or "", dict(self._special_tokens), dict(self.merges),
                                      list(self._byte_ids), mode=mode, unmerged=dict(self._unmerged),
                                      normalized_specials=sorted(self._normalized_specials))

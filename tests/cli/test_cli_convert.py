@@ -177,3 +177,12 @@ def test_lossy_and_unverified_imports_name_their_flags(tmp_path):
     assert run_cli("inspect", f"llama3:{edited}", "--no-check-hash").returncode == 0
     assert_one_line_error(run_cli("inspect", tmp_path / "ranks.bin", check=False), "no split pattern", "--pattern")
     assert run_cli("inspect", tmp_path / "ranks.bin", "--pattern", "llama3").returncode == 0
+
+
+def test_llama3_to_gpt2_files_is_refused_naming_the_token(tmp_path):
+    """GPT-2 files cannot say Llama 3's whole-piece rule: one line naming the token and the formats that can."""
+    from tests.support.families import LLAMA3_MODEL
+
+    proc = run_cli("convert", LLAMA3_MODEL, "--to", "gpt2", "-o", tmp_path / "g2", check=False)
+    assert_one_line_error(proc, "GPT-2 encoder.json/vocab.bpe", "b'.:.:' (id 100421)", "ignore_merges: true")
+    assert not (tmp_path / "g2").exists()

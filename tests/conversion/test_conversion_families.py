@@ -13,6 +13,8 @@ and (tests/hf/test_families_hf.py) BBPETokenizer and the AutoTokenizer fast twin
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from llama_models.llama3.tokenizer import Tokenizer as Llama3Reference
 from llama_models.llama4.tokenizer import Tokenizer as Llama4Reference
@@ -22,6 +24,7 @@ from tokenizers import Tokenizer as HFTokenizer
 
 import conversion
 from conversion.presets import PRESETS
+from hf_bbpe.tokenizer import Tokenizer
 
 DOCS = mix_documents()
 
@@ -169,11 +172,51 @@ def test_llama3_through_the_model_file_and_gpt2_files(llama3, tmp_path):
     back = conversion.load(tmp_path / "llama3.model")
     assert back.mode == "ranks" and back.vocab == tok.vocab and back.special_tokens == tok.special_tokens
     assert differing(back.encode_ordinary, lambda d: reference.encode(d, bos=False, eos=False), DOCS[:300]) == []
-    # GPT-2 files carry no mode: the unmerged tokens load (decoded, never produced), the merges encode
+    # GPT-2 files carry no mode: plain BPE over the merges would never produce the 678 unmerged tokens
+    with pytest.raises(conversion.FormatError, match=r"GPT-2 encoder\.json/vocab\.bpe cannot hold this 'ranks'-mode "
+                       r"tokenizer.*token b'\.:\.:' \(id 100421\).*tokenizer\.json \(ignore_merges: true\), "
+                       r"tiktoken ranks or a \.model \(hf_bbpe v2\)"):
+        conversion.to_gpt2_files(tok, tmp_path / "g2")
+    assert not (tmp_path / "g2" / "encoder.json").exists()
+
+
+def moved_rank(ranks: dict[bytes, int], token: bytes) -> dict[bytes, int]:
+    """``ranks`` with ``token`` moved to a rank above every other."""
+    moved = dict(ranks)
+    moved[token] = max(ranks.values()) + 1
+    return moved
+
+
+def test_gpt2_files_refuse_whole_piece_rules_the_merges_cannot_say(llama4, tmp_path):
+    tok, _ = llama4
+    moved = Tokenizer.from_ranks(moved_rank(tok.mergeable_ranks(), b"er"), pattern=tok.pattern)
+    assert moved.mode == "ranks" and moved.merge_list_mismatch() is not None
+    first = moved.merge_list_mismatch()
+    with pytest.raises(conversion.FormatError, match=f"token {re.escape(repr(moved.vocab[first]))} \\(id {first}\\)"):
+        conversion.to_gpt2_files(moved, tmp_path / "g2")
+    # what the refusal prevents: the merges alone encode differently on the mixed text
+    merges_only = Tokenizer.from_merges(moved.merges, byte_ids=moved.byte_ids, pattern=moved.pattern, check=False)
+    assert differing(merges_only.encode_ordinary, moved.encode_ordinary, DOCS[:300]) != []
+    # the .model (v2) keeps the mode, and the ids
+    conversion.to_minbpe(moved, tmp_path / "moved")
+    assert (tmp_path / "moved.model").read_text(encoding="utf-8").startswith("hf_bbpe v2\n")
+    back = conversion.load(tmp_path / "moved.model")
+    assert back.mode == "ranks" and differing(back.encode_ordinary, moved.encode_ordinary, DOCS[:300]) == []
+
+
+def test_exact_ranks_vocabulary_round_trips_through_gpt2_files_and_model_without_mode(llama4, tmp_path):
+    """Llama 4's ranks imply one merge per token: the merge-list formats are exact, whole ids equal the owner's."""
+    tok, reference = llama4
+    assert tok.mode == "ranks" and tok.merge_list_mismatch() is None
+    encode = lambda d: reference.encode(d, bos=False, eos=False)  # noqa: E731
     conversion.to_gpt2_files(tok, tmp_path / "g2")
-    merges_only = conversion.load(tmp_path / "g2", pattern="llama3")
-    assert merges_only.mode == "merges" and merges_only.unmerged_tokens == tok.unmerged_tokens
-    assert merges_only.vocab == tok.vocab
+    back = conversion.load(tmp_path / "g2", pattern=tok.pattern)
+    assert back.mode == "merges" and back.vocab == tok.vocab
+    assert differing(back.encode_ordinary, encode, DOCS[:300]) == []
+    conversion.to_minbpe(tok, tmp_path / "l4")
+    assert (tmp_path / "l4.model").read_text(encoding="utf-8").startswith("hf_bbpe v1\n")  # merges only, no mode section
+    back = conversion.load(tmp_path / "l4.model")
+    assert differing(back.encode_ordinary, encode, DOCS[:300]) == []
 
 
 def test_llama3_to_tiktoken_is_byte_identical(llama3, tmp_path):

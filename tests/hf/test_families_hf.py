@@ -55,6 +55,10 @@ def test_bbpe_tokenizer_and_fast_twin_equal_the_owner(name, tmp_path):
     fast = AutoTokenizer.from_pretrained(tmp_path)
     assert not isinstance(fast, BBPETokenizer)
     assert differing(lambda d: fast(d)["input_ids"], reference) == []
+    # the slow files (vocab.json/merges.txt) carry the mode through tokenizer_config.json's bpe_mode
+    slow = AutoTokenizer.from_pretrained(tmp_path, use_fast=False, trust_remote_code=True)
+    assert type(slow).__name__ == "BBPETokenizer" and slow.engine.mode == "ranks"
+    assert differing(lambda d: slow(d)["input_ids"], reference) == []
     assert conversion.load(tmp_path).vocab == tok.vocab  # the folder, through its tokenizer.json
 
 
