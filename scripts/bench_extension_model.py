@@ -33,13 +33,18 @@ arm's equal-bytes steps vary by seed) and 37 scorings of the held-out text. The 
 with its loss (``ChunkedHeadLoss``), which cut a step from 1.0 to 0.7-0.8 CPU s. Measured on 2
 cores shared with other jobs (load 3-7): a cold run with ``--pretrain-steps 200 --eval-bytes
 16000`` took 14.8 CPU minutes (25 minutes wall; pretraining 0.8 CPU s a step), so the default
-costs about 17 CPU minutes, some 17 minutes on free cores. Two threads help only on free cores:
-contended, they cost 3x the CPU per step (``--threads 2`` to try). ``--quick``
-is a smoke run of a minute or two.
+costs about 17 CPU minutes. Only pretraining the base (about 225 CPU s) is serial: the
+fine-tuning runs (each init x seed, and the unextended arm of each seed, with their step-0
+scorings) are independent, and ``--jobs N`` runs them in N forked worker processes of
+``--threads`` threads each (default: one per CPU available, at most the number of runs), so on
+2 free cores a cold run should take some 10-11 minutes rather than 17. Every run seeds its own
+RNGs: the numbers are the same whatever ``--jobs``. Two threads per process help only on free
+cores: contended, they cost 3x the CPU per step (``--threads 2`` to try). ``--quick`` is a smoke
+run of a minute or two.
 
     python scripts/bench_extension_model.py [--corpus mix-49mb.txt.xz] [--model DIR]
         [--new-merges 3000] [--steps 30] [--seeds 3] [--inits subtoken_scaled,zeros,...]
-        [--untied] [--threads N] [--out results.md] [--quick]
+        [--untied] [--threads N] [--jobs N] [--out results.md] [--quick]
 """
 
 from __future__ import annotations
