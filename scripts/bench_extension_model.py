@@ -38,8 +38,9 @@ fine-tuning runs (each init x seed, and the unextended arm of each seed, with th
 scorings) are independent, and ``--jobs N`` runs them in N forked worker processes of
 ``--threads`` threads each (default: one per CPU available, at most the number of runs), so on
 2 free cores a cold run should take some 10-11 minutes rather than 17. Every run seeds its own
-RNGs: the numbers are the same whatever ``--jobs``. Two threads per process help only on free
-cores: contended, they cost 3x the CPU per step (``--threads 2`` to try). ``--quick`` is a smoke
+RNGs: the numbers are the same whatever ``--jobs``. ``--threads 2`` (one process of two
+threads: forked workers of several threads stalled in a try) helps only on free cores: contended, two
+threads cost 3x the CPU per step. ``--quick`` is a smoke
 run of a minute or two.
 
     python scripts/bench_extension_model.py [--corpus mix-49mb.txt.xz] [--model DIR]
@@ -616,13 +617,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="torch threads (default 1: on a shared machine, 2 contended threads cost 3x the CPU per step)")
     parser.add_argument("--jobs", type=int, default=0,
                         help="worker processes for the independent fine-tuning runs, each of --threads threads "
-                             "(default: the CPUs available, at most the number of runs)")
+                             "(default: the CPUs available, at most the number of runs; 1 with --threads above 1)")
     args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.seeds, args.new_merges = min(args.steps, 6), min(args.seeds, 2), min(args.new_merges, 500)
         args.pretrain_steps, args.eval_bytes = min(args.pretrain_steps, 30), min(args.eval_bytes, 4000)
     if args.corpus is None:
         parser.error(f"pass --corpus (the default {CORPUS_NAME} was not found above {REPO})")
+    if args.jobs > 1 and args.threads > 1:
+        parser.error("--jobs above 1 needs --threads 1 (forked workers of several torch threads stalled)")
     if args.tokens_per_step % args.seq_len:
         parser.error("--tokens-per-step must be a multiple of --seq-len")
     return args
@@ -675,7 +678,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     # the no-extension arms are the longest: first, so that they do not end the run alone
     tasks = [(NO_EXTENSION, seed) for seed in range(args.seeds)] + [(i, s) for s in range(args.seeds) for i in inits]
     context = ArmContext(args, model, base, extended, held, seeds)
-    jobs = usable_workers(min(args.jobs or available_cpus(), len(tasks)))
+    # forked workers of 2 torch threads each stalled here (no run ended in 5 minutes; OpenMP after fork?)
+    jobs = 1 if args.threads > 1 else usable_workers(min(args.jobs or available_cpus(), len(tasks)))
     log(f"{len(tasks)} fine-tuning runs in {jobs} process{'es' if jobs > 1 else ''} of {args.threads} thread(s)")
     done: dict[tuple[str, int], dict] = {}
     if jobs > 1:
