@@ -33,13 +33,19 @@ arm's equal-bytes steps vary by seed) and 37 scorings of the held-out text. The 
 with its loss (``ChunkedHeadLoss``), which cut a step from 1.0 to 0.7-0.8 CPU s. Measured on 2
 cores shared with other jobs (load 3-7): a cold run with ``--pretrain-steps 200 --eval-bytes
 16000`` took 14.8 CPU minutes (25 minutes wall; pretraining 0.8 CPU s a step), so the default
-costs about 17 CPU minutes, some 17 minutes on free cores. Two threads help only on free cores:
-contended, they cost 3x the CPU per step (``--threads 2`` to try). ``--quick``
-is a smoke run of a minute or two.
+costs about 17 CPU minutes. Only pretraining the base (about 225 CPU s) is serial: the
+fine-tuning runs (each init x seed, and the unextended arm of each seed, with their step-0
+scorings) are independent, and ``--jobs N`` runs them in N forked worker processes of
+``--threads`` threads each (default: one per CPU available, at most the number of runs), so on
+2 free cores a cold run should take some 10-11 minutes rather than 17. Every run seeds its own
+RNGs: the numbers are the same whatever ``--jobs``. ``--threads 2`` (one process of two
+threads: forked workers of several threads stalled in a try) helps only on free cores: contended, two
+threads cost 3x the CPU per step. ``--quick`` is a smoke
+run of a minute or two.
 
     python scripts/bench_extension_model.py [--corpus mix-49mb.txt.xz] [--model DIR]
         [--new-merges 3000] [--steps 30] [--seeds 3] [--inits subtoken_scaled,zeros,...]
-        [--untied] [--threads N] [--out results.md] [--quick]
+        [--untied] [--threads N] [--jobs N] [--out results.md] [--quick]
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ import transformers  # noqa: E402
 
 import conversion  # noqa: E402
 from hf_bbpe import Tokenizer, surgery  # noqa: E402
+from hf_bbpe.worker_pool import available_cpus, forked_pool, shared, usable_workers  # noqa: E402
 
 GPT2_DATA = REPO / "tests" / "data" / "gpt2"
 CORPUS_NAME = Path("shared") / "data" / "bench" / "mix-49mb.txt.xz"
@@ -498,6 +505,88 @@ def markdown(results: dict) -> str:
     return "\n".join(lines + notes)
 
 
+@dataclass
+class SeedStreams:
+    """A seed's fine-tuning text: the extended arms' tokens, and the unextended arm's for equal bytes."""
+
+    ext_stream: torch.Tensor
+    ext_bytes: int
+    base_stream: torch.Tensor
+    base_cum: torch.Tensor  # bytes of text read after each token of base_stream
+    eq_steps: int  # steps the unextended arm needs to read ext_bytes
+
+
+def seed_streams(
+    args: argparse.Namespace, base: Tokenizer, extended: Tokenizer, train: list[str], eot: int, bpt: dict, seed: int
+) -> SeedStreams:
+    """The training documents shuffled by ``seed``, tokenized for both arms."""
+    order = list(train)
+    random.Random(1000 + seed).shuffle(order)
+    ext_stream = token_stream(extended, order, eot, args.steps * args.tokens_per_step)
+    ext_bytes = int(token_bytes(extended, ext_stream)[-1])
+    # the unextended arm reads the same text until it has seen as many bytes
+    guess = int(len(ext_stream) * bpt["extended"] / bpt["base"] * 1.3) + args.tokens_per_step
+    base_cum = token_bytes(base, token_stream(base, order, eot, guess))
+    while base_cum[-1] < ext_bytes:  # denser text than the held-out chunks: read on
+        guess *= 2
+        base_cum = token_bytes(base, token_stream(base, order, eot, guess))
+    eq_steps = max(args.steps, -(-(int(torch.searchsorted(base_cum, ext_bytes)) + 1) // args.tokens_per_step))
+    base_stream = token_stream(base, order, eot, eq_steps * args.tokens_per_step)
+    return SeedStreams(ext_stream, ext_bytes, base_stream, base_cum[: len(base_stream)], eq_steps)
+
+
+@dataclass
+class ArmContext:
+    """What every fine-tuning run reads: built once in the parent, inherited by forked workers."""
+
+    args: argparse.Namespace
+    model: torch.nn.Module
+    base: Tokenizer
+    extended: Tokenizer
+    held: dict[str, HeldOut]
+    seeds: list[SeedStreams]
+
+
+def run_arm(ctx: ArmContext, task: tuple[str, int]) -> tuple[tuple[str, int], dict]:
+    """One independent run: the unextended model (``NO_EXTENSION``) or an init, fine-tuned on a seed's text.
+
+    Returns the task and ``{"step0": bpb or None, "scores": {step: bpb}}``; step 0 is scored for
+    seed 0, and for every seed of ``normal`` (the only init that depends on the seed). Nothing
+    here draws from a global RNG, so a run gives the same numbers in whichever process it runs.
+    """
+    name, seed = task
+    args, streams = ctx.args, ctx.seeds[seed]
+    torch.set_num_threads(max(1, args.threads))
+    model = copy.deepcopy(ctx.model)
+    if name == NO_EXTENSION:
+        held, stream, steps, eval_steps = ctx.held["base"], streams.base_stream, streams.eq_steps, (args.steps, streams.eq_steps)
+    else:
+        surgery.resize_for_extension(model, ctx.base, ctx.extended, init=name, seed=seed)
+        held, stream, steps, eval_steps = ctx.held["extended"], streams.ext_stream, args.steps, (args.steps,)
+    step0 = bits_per_byte(model, held) if seed == 0 or name == "normal" else None
+    evals = {s: partial(bits_per_byte, model, held) for s in eval_steps}
+    scores, _ = train_steps(model, stream, steps, args, args.lr, 5, evals)
+    return task, {"step0": step0, "scores": scores}
+
+
+def run_shared_arm(task: tuple[str, int]) -> tuple[tuple[str, int], dict]:
+    """:func:`run_arm` in a worker of ``forked_pool``, on the context the parent passed."""
+    return run_arm(shared("context"), task)
+
+
+def log_arm(log, args: argparse.Namespace, task: tuple[str, int], result: dict) -> None:
+    name, seed = task
+    start = "" if result["step0"] is None else f"{result['step0']:.3f} -> "
+    scores = " and ".join(f"{score:.3f} after {steps} steps" for steps, score in sorted(result["scores"].items()))
+    log(f"seed {seed}: {name} {start}{scores}")
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished worker processes."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=default_corpus(), help="new-domain text (.txt or .xz)")
@@ -526,12 +615,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (default 1: on a shared machine, 2 contended threads cost 3x the CPU per step)")
+    parser.add_argument("--jobs", type=int, default=0,
+                        help="worker processes for the independent fine-tuning runs, each of --threads threads "
+                             "(default: the CPUs available, at most the number of runs; 1 with --threads above 1)")
     args = parser.parse_args(argv)
     if args.quick:
         args.steps, args.seeds, args.new_merges = min(args.steps, 6), min(args.seeds, 2), min(args.new_merges, 500)
         args.pretrain_steps, args.eval_bytes = min(args.pretrain_steps, 30), min(args.eval_bytes, 4000)
     if args.corpus is None:
         parser.error(f"pass --corpus (the default {CORPUS_NAME} was not found above {REPO})")
+    if args.jobs > 1 and args.threads > 1:
+        parser.error("--jobs above 1 needs --threads 1 (forked workers of several torch threads stalled)")
     if args.tokens_per_step % args.seq_len:
         parser.error("--tokens-per-step must be a multiple of --seq-len")
     return args
@@ -542,7 +636,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
-    t_start, cpu_start = time.perf_counter(), time.process_time()
+    t_start, cpu_start = time.perf_counter(), cpu_seconds()
 
     def log(message: str) -> None:
         print(f"[{time.perf_counter() - t_start:6.0f} s] {message}", file=sys.stderr, flush=True)
@@ -580,6 +674,24 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for init in inits:
         if init not in surgery.EXTENSION_INIT_METHODS:
             raise SystemExit(f"unknown init {init!r}; known: {', '.join(surgery.EXTENSION_INIT_METHODS)}")
+    seeds = [seed_streams(args, base, extended, split.train, eot, bpt, seed) for seed in range(args.seeds)]
+    # the no-extension arms are the longest: first, so that they do not end the run alone
+    tasks = [(NO_EXTENSION, seed) for seed in range(args.seeds)] + [(i, s) for s in range(args.seeds) for i in inits]
+    context = ArmContext(args, model, base, extended, held, seeds)
+    # forked workers of 2 torch threads each stalled here (no run ended in 5 minutes; OpenMP after fork?)
+    jobs = 1 if args.threads > 1 else usable_workers(min(args.jobs or available_cpus(), len(tasks)))
+    log(f"{len(tasks)} fine-tuning runs in {jobs} process{'es' if jobs > 1 else ''} of {args.threads} thread(s)")
+    done: dict[tuple[str, int], dict] = {}
+    if jobs > 1:
+        with forked_pool(jobs, context=context) as pool:
+            for task, result in pool.imap_unordered(run_shared_arm, tasks):
+                done[task] = result
+                log_arm(log, args, task, result)
+    else:
+        for task in tasks:
+            done[task] = run_arm(context, task)[1]
+            log_arm(log, args, task, done[task])
+
     arms: dict[str, dict] = {}
 
     def record(name: str, steps: int, step0: float | None, final: float, seen: int) -> None:
@@ -589,40 +701,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
         arm["final"].append(final)
         arm["bytes_seen"].append(seen)
 
-    base_step0 = bits_per_byte(model, held["base"])
-    step0: dict[str, float] = {}
-    for seed in range(args.seeds):
-        order = list(split.train)
-        random.Random(1000 + seed).shuffle(order)
-        ext_stream = token_stream(extended, order, eot, args.steps * args.tokens_per_step)
-        ext_bytes = int(token_bytes(extended, ext_stream)[-1])
-        # the unextended arm reads the same text until it has seen as many bytes
-        guess = int(len(ext_stream) * bpt["extended"] / bpt["base"] * 1.3) + args.tokens_per_step
-        base_cum = token_bytes(base, token_stream(base, order, eot, guess))
-        while base_cum[-1] < ext_bytes:  # denser text than the held-out chunks: read on
-            guess *= 2
-            base_cum = token_bytes(base, token_stream(base, order, eot, guess))
-        eq_steps = max(args.steps, -(-(int(torch.searchsorted(base_cum, ext_bytes)) + 1) // args.tokens_per_step))
-        base_stream = token_stream(base, order, eot, eq_steps * args.tokens_per_step)
-
-        arm_model = copy.deepcopy(model)
-        evals = {s: partial(bits_per_byte, arm_model, held["base"]) for s in (args.steps, eq_steps)}
-        scores, _ = train_steps(arm_model, base_stream, eq_steps, args, args.lr, 5, evals)
-        for label, steps in (("equal steps", args.steps), ("equal bytes", eq_steps)):
-            seen = int(base_cum[steps * args.tokens_per_step - 1])
-            record(f"{NO_EXTENSION}, {label}", steps, base_step0 if seed == 0 else None, scores[steps], seen)
-        log(f"seed {seed}: no extension {base_step0:.3f} -> {scores[args.steps]:.3f} after {args.steps} steps, "
-            f"{scores[eq_steps]:.3f} after {eq_steps} (equal bytes)")
+    for seed, streams in enumerate(seeds):  # recorded in this order whatever order the runs ended in
+        result = done[NO_EXTENSION, seed]
+        for label, steps in (("equal steps", args.steps), ("equal bytes", streams.eq_steps)):
+            seen = int(streams.base_cum[steps * args.tokens_per_step - 1])
+            record(f"{NO_EXTENSION}, {label}", steps, result["step0"], result["scores"][steps], seen)
         for init in inits:
-            arm_model = copy.deepcopy(model)
-            surgery.resize_for_extension(arm_model, base, extended, init=init, seed=seed)
-            first = init not in step0
-            if first or init == "normal":  # the only init that depends on the seed
-                step0[init] = bits_per_byte(arm_model, held["extended"])
-            evals = {args.steps: partial(bits_per_byte, arm_model, held["extended"])}
-            scores, _ = train_steps(arm_model, ext_stream, args.steps, args, args.lr, 5, evals)
-            record(init, args.steps, step0[init] if first or init == "normal" else None, scores[args.steps], ext_bytes)
-            log(f"seed {seed}: {init} {step0[init]:.3f} -> {scores[args.steps]:.3f}")
+            result = done[init, seed]
+            record(init, args.steps, result["step0"], result["scores"][args.steps], streams.ext_bytes)
 
     results = {
         "setup": {
@@ -630,14 +716,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
             "steps": args.steps, "seeds": list(range(args.seeds)), "tokens_per_step": args.tokens_per_step,
             "seq_len": args.seq_len, "lr": args.lr, "new_merges": args.new_merges,
             "held_out_bytes": held["base"].n_bytes, "held_out_languages": split.languages,
-            "threads": args.threads,
+            "threads": args.threads, "jobs": jobs,
         },  # fmt: skip
         "tokenizer": {"base_bytes_per_token": bpt["base"], "extended_bytes_per_token": bpt["extended"],
                       "new_tokens": new_tokens},
         "default_init": surgery.EXTENSION_DEFAULT_INIT,
         "arms": arms,
         "seconds": round(time.perf_counter() - t_start, 1),
-        "cpu_seconds": round(time.process_time() - cpu_start, 1),
+        "cpu_seconds": round(cpu_seconds() - cpu_start, 1),
     }
     table = markdown(results)
     print(table)
