@@ -29,18 +29,15 @@ always measured, first). Prints a markdown table (mean ± sample standard deviat
 and each init's final bits per byte minus the default init's, paired by seed); ``--out x.json``
 (per-seed values too) or ``--out x.md`` also writes it. The default run does about 1,100
 training steps of 1,024 tokens in one thread (300 of them pretraining the base; the unextended
-arm's equal-bytes steps vary by seed) and 37 scorings of the held-out text. The LM head is fused
-with its loss (``ChunkedHeadLoss``), which cut a step from 1.0 to 0.7-0.8 CPU s. Measured on 2
-cores shared with other jobs (load 3-7): a cold run with ``--pretrain-steps 200 --eval-bytes
-16000`` took 14.8 CPU minutes (25 minutes wall; pretraining 0.8 CPU s a step), so the default
-costs about 17 CPU minutes. Only pretraining the base (about 225 CPU s) is serial: the
-fine-tuning runs (each init x seed, and the unextended arm of each seed, with their step-0
-scorings) are independent, and ``--jobs N`` runs them in N forked worker processes of
-``--threads`` threads each (default: one per CPU available, at most the number of runs), so on
-2 free cores a cold run should take some 10-11 minutes rather than 17. Every run seeds its own
-RNGs: the numbers are the same whatever ``--jobs``. ``--threads 2`` (one process of two
-threads: forked workers of several threads stalled in a try) helps only on free cores: contended, two
-threads cost 3x the CPU per step. ``--quick`` is a smoke
+arm's equal-bytes steps vary by seed) and 37 scorings of the held-out text, about 930 CPU seconds (the LM head is fused with its loss,
+``ChunkedHeadLoss``, so no full float32 logits are built). Only pretraining the base is serial:
+the fine-tuning runs (each init x seed, and the unextended arm of each seed, with their step-0
+scorings) are independent, and ``--jobs N`` runs them in N forked worker processes of one torch
+thread each (default: one per CPU available, at most the number of runs). Measured: a cold
+default run took 9 minutes 48 seconds on 2 cores (load average about 2). Every run seeds its own
+RNGs: the numbers are the same whatever ``--jobs``. ``--threads 2`` runs one process of two
+threads (forked workers of several threads stalled in a try); contended, two threads cost 3x the
+CPU per step. ``--quick`` is a smoke
 run of a minute or two.
 
     python scripts/bench_extension_model.py [--corpus mix-49mb.txt.xz] [--model DIR]
