@@ -24,11 +24,23 @@ def require_ray() -> ModuleType:
     return ray
 
 
-def cluster_cpus() -> int:
-    """CPUs of the running Ray cluster (starting a local one if none is running), at least 1."""
+def ensure_cluster(address: str | None = None, *, quiet: bool = False) -> ModuleType:
+    """``ray``, connected: to the running cluster if this process has one, else to ``address``
+    (``None`` or ``"local"`` starts a local cluster here). ``quiet`` keeps workers' logs and Ray's
+    info lines off the terminal, for commands that draw their own progress."""
     ray = require_ray()
     if not ray.is_initialized():
-        ray.init()
+        options = {"log_to_driver": False, "logging_level": "ERROR"} if quiet else {}
+        if address in (None, "local"):
+            ray.init(include_dashboard=False, **options)
+        else:
+            ray.init(address=address, **options)
+    return ray
+
+
+def cluster_cpus() -> int:
+    """CPUs of the running Ray cluster (starting a local one if none is running), at least 1."""
+    ray = ensure_cluster()
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 

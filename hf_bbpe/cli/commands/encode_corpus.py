@@ -109,14 +109,8 @@ def _ray_encoder(tok: Tokenizer, address: str, workers: int | None):
     that load the tokenizer once and encode every shard of the run."""
     try:
         from ...distributed import TextEncoderPool
-        from ...distributed.ray_import import require_ray
+        from ...distributed.ray_import import ensure_cluster
     except ImportError as exc:
         raise CommandError(str(exc)) from None
-    ray = require_ray()
-    if not ray.is_initialized():
-        quiet = {"log_to_driver": False, "logging_level": "ERROR"}
-        if address == "local":
-            ray.init(include_dashboard=False, **quiet)
-        else:
-            ray.init(address=address, **quiet)
+    ensure_cluster(address, quiet=True)
     return TextEncoderPool(tok, num_actors=workers)  # one pool of actors for every shard of the run
