@@ -81,6 +81,25 @@ def encode_batch_to_numpy(tokenizer: Tokenizer, texts: Sequence[str], *, num_thr
     return ids.astype(np.uint32, copy=False), np.concatenate(offsets)
 
 
+def encode_to_numpy(tokenizer: Tokenizer, text: str, *, num_threads: int = 1, **options):
+    """``tokenizer.encode(text, **options)`` as a uint32 numpy array (tiktoken's ``encode_to_numpy``).
+
+    Where the C kernel encodes the whole text (a C scanner, no special token allowed) the ids go
+    from its buffer to the array without a Python int per id; elsewhere, and for a text cut over
+    ``num_threads`` threads, the list of ids is converted.
+    """
+    import numpy as np
+
+    fast = _whole_text_encoder(tokenizer, [text], options) if num_threads == 1 else None
+    if fast is not None:
+        encode_texts, scanner = fast
+        flat, _, surrogates = encode_texts([text], scanner, False, 1)
+        if not surrogates:
+            ids = np.frombuffer(flat, dtype=np.uint32)
+            return ids if ids.flags.writeable else ids.copy()
+    return np.asarray(tokenizer.encode(text, num_threads=num_threads, **options), dtype=np.uint32)
+
+
 def encode_batch_flat(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers: int | None = None, **options):
     """:func:`encode_batch_to_numpy`'s flat uint32 ids and int64 offsets, computed the way that runs
     in parallel for this tokenizer: threads where the C kernel encodes whole texts without the GIL,

@@ -41,6 +41,23 @@ def plain_output(tok: BBPETokenizer, ids: list[int], options: Mapping[str, Any])
     return batch_encoding_of({"input_ids": ids, "attention_mask": [1] * len(ids)} if attention else {"input_ids": ids})
 
 
+def plain_batch_output(tok: BBPETokenizer, batch: list[list[int]], options: Mapping[str, Any]) -> BatchEncoding | None:
+    """:func:`plain_output` of a batch of plain requests, built as one result (what transformers
+    collates from the per-text results) instead of one result per text."""
+    if options.get("return_token_type_ids") is None and "token_type_ids" in tok.model_input_names:
+        return None
+    attention = options.get("return_attention_mask")
+    if attention is None:
+        attention = "attention_mask" in tok.model_input_names
+    if options.get("add_special_tokens", True) and (tok.add_bos_token or tok.add_eos_token):
+        batch = [tok.build_inputs_with_special_tokens(ids) for ids in batch]
+    if batch:  # transformers warns once, for the first sequence that is too long: the longest tells
+        warn_if_too_long(tok, max(batch, key=len), options.get("max_length"), options.get("verbose", True))
+    if not attention:
+        return batch_encoding_of({"input_ids": batch})
+    return batch_encoding_of({"input_ids": batch, "attention_mask": [[1] * len(ids) for ids in batch]})
+
+
 def with_offset_mapping(
     tok: BBPETokenizer,
     encode: Callable[..., BatchEncoding],

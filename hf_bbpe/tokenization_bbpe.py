@@ -38,7 +38,7 @@ from transformers import AddedToken, BatchEncoding
 from .added_tokens import AddedTokenMatcher, ids_above, initial_added_tokens, not_normalized
 from .atomic_write import write_text_atomic
 from .byte_unicode import spell_vocab, unicode_to_token
-from .encode_outputs import Offsets, plain_output, with_offset_mapping
+from .encode_outputs import Offsets, plain_batch_output, plain_output, with_offset_mapping
 from .normalizers import original_span, resolve_normalizer
 from .patterns import resolve_pattern
 from .pre_tokenizers import resolve_pre_tokenizer
@@ -59,7 +59,6 @@ from .transformers_compat import (
     TransformersHooks,
     added_token_ids,
     added_tokens_by_id,
-    batch_encoding_of,
     in_target_context,
     loading_saved_folder,
 )
@@ -467,9 +466,9 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
                 if encoding is not None:
                     return encoding
             elif type(text) in (list, tuple) and text and all(type(item) is str and item for item in text):
-                encodings = [plain_output(self, ids, kwargs) for ids in self._request_inputs(text, kwargs)]
-                if encodings[0] is not None:
-                    return batch_encoding_of({key: [encoding[key] for encoding in encodings] for key in encodings[0]})
+                encoding = plain_batch_output(self, self._request_inputs(text, kwargs), kwargs)
+                if encoding is not None:
+                    return encoding
         return super().__call__(text, *args, **kwargs)
 
     def build_inputs_with_special_tokens(self, token_ids_0: list[int], token_ids_1: list[int] | None = None) -> list[int]:

@@ -910,6 +910,21 @@ class Tokenizer:
             return encode_batch(self, texts, num_workers=num_workers, **options)
         return encode_batch_threads(self, texts, num_threads=num_threads, **options)
 
+    def encode_to_numpy(
+        self,
+        text: str,
+        allowed_special: AllowedSpecial = "none_raise",
+        disallowed_special: DisallowedSpecial = "all",
+        *,
+        num_threads: int = 1,
+    ):
+        """:meth:`encode`'s ids as a uint32 numpy array, as tiktoken's ``encode_to_numpy``: with the C
+        kernel and a pattern its scanner knows, no Python int is made per id."""
+        from .batch_encoding import encode_to_numpy
+
+        return encode_to_numpy(self, text, num_threads=num_threads, allowed_special=allowed_special,
+                               disallowed_special=disallowed_special)
+
     def encode_batch_to_numpy(
         self,
         texts: Sequence[str],

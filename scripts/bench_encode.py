@@ -10,8 +10,12 @@ batch, untimed: the steady state of a pipeline, and the same for every system ev
 outlives the object, as gigatoken's does):
 
 0. cold: the first pass of round 1, one call per document, before anything ran in the process;
-1. one call per document (the corpus cut at blank lines), each system's exact single-text call;
-2. the whole text as one string;
+1. one call per document (the corpus cut at blank lines), each system's exact single-text call
+   that returns a list of ints (tiktoken's ``encode_ordinary``; gigatoken's list call on one core);
+2. the whole text as one string, the same call;
+   both again "to numpy", for the systems that return a uint32 array from one text (tiktoken's and
+   hf_bbpe's ``encode_to_numpy``, toktok-rs's, gigatoken's own ``encode``): no Python int per id,
+   so these columns compare the encoders without the cost of building lists;
 3. a batch of all documents on ``--threads`` threads, each system's batch call (its fastest
    exact form: lists of ids, or flat uint32 ids plus offsets); also hf_bbpe's long string cut
    over ``--threads`` threads (``encode_ordinary(num_threads=)``, not the default: one thread);
@@ -93,6 +97,8 @@ def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
                                 special_tokens={"<|endoftext|>": 100257})
         return {"version": tiktoken.__version__ if hasattr(tiktoken, "__version__") else "", "doc": enc.encode_ordinary,
                 "long": enc.encode_ordinary,
+                "doc_numpy": lambda text: enc.encode_to_numpy(text, disallowed_special=()),
+                "long_numpy": lambda text: enc.encode_to_numpy(text, disallowed_special=()),
                 "batch": lambda docs: enc.encode_ordinary_batch(docs, num_threads=threads)}
 
     def load_hf_bbpe():
@@ -100,7 +106,9 @@ def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
         from conversion.presets import PRESETS
 
         tok = conversion.from_tiktoken(RANKS_FILE, pattern=PRESETS["cl100k_base"].pattern)
+        to_numpy = lambda text: tok.encode_to_numpy(text, disallowed_special=())  # noqa: E731
         system = {"version": "this tree", "doc": tok.encode_ordinary, "long": tok.encode_ordinary,
+                  "doc_numpy": to_numpy, "long_numpy": to_numpy,
                   "long_threads": lambda text: tok.encode_ordinary(text, num_threads=threads),
                 "batch": lambda docs: tok.encode_batch(docs, num_threads=threads, disallowed_special=()),
                 "batch_numpy": lambda docs: tok.encode_batch_to_numpy(docs, num_threads=threads,
@@ -129,7 +137,9 @@ def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
 
         tok = gigatoken.Tokenizer.from_tiktoken(RANKS_FILE)
         compat = tok.as_tiktoken()
-        return {"version": _version("gigatoken"), "doc": tok.encode, "long": tok.encode,
+        as_list = lambda text: tok.encode_batch_list([text], parallel=False)[0]  # noqa: E731  (one core)
+        return {"version": _version("gigatoken"), "doc": as_list, "long": as_list,
+                "doc_numpy": tok.encode, "long_numpy": tok.encode,
                 "batch": lambda docs: compat.encode_ordinary_batch(docs, num_threads=threads)}
 
     def load_quicktok():
@@ -144,6 +154,7 @@ def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
 
         tok = toktok._encoding("cl100k_base")  # its full encode surface (the public API only counts)
         return {"version": _version("toktok-rs"), "doc": tok.encode_ordinary, "long": tok.encode_ordinary,
+                "doc_numpy": tok.encode_to_numpy, "long_numpy": tok.encode_to_numpy,
                 "batch": lambda docs: tok.encode_batch(docs, threads=threads), "flat": True}
 
     import datasets  # noqa: F401  (imported before any system loads: its RSS is no system's)
@@ -233,7 +244,8 @@ def main() -> None:
     doc_mb = sum(len(d.encode("utf-8")) for d in documents) / 1e6
 
     columns = {"doc_cold": ("one call per document, cold", doc_mb), "doc": ("one call per document", doc_mb),
-               "long": ("one long string", mb),
+               "long": ("one long string", mb), "doc_numpy": ("one call per document, to numpy", doc_mb),
+               "long_numpy": ("one long string, to numpy", mb),
                "batch": (f"batch, {args.threads} threads", doc_mb)}
     extra = {"long_threads": f"one long string, encode_ordinary(num_threads={args.threads})",
              "batch_numpy": f"batch to numpy, {args.threads} threads", "batch_1": "batch, 1 thread",
@@ -257,7 +269,7 @@ def main() -> None:
                 fn = systems[name].get(column)
                 if fn is None or column == "doc_cold":
                     continue
-                if column == "doc":
+                if column in ("doc", "doc_numpy"):
                     out, wall, cpu = timed(lambda: [fn(d) for d in documents])
                 else:
                     out, wall, cpu = timed(fn, text if column.startswith("long") else documents)

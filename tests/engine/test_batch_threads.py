@@ -29,6 +29,8 @@ from hf_bbpe.chunk_encoder import ChunkEncoder
 from hf_bbpe.patterns import NATIVE_PATTERNS, compile_pattern
 from hf_bbpe.special_tokens import DisallowedSpecialToken
 
+from tests.support.families import mix_documents
+
 from .test_encoder_modes import random_ranks
 
 # letters of several scripts and cases, digits, contractions, spaces and line breaks, an emoji
@@ -170,3 +172,22 @@ def test_big_batch_lists_filled_without_the_gil_hold_their_references(cl100k):
     del lists
     assert sys.getrefcount(first) == before
     assert cl100k.encode_batch(docs[:2] * 40_000, num_threads=2) == [cl100k.encode_ordinary(d) for d in docs[:2]] * 40_000
+
+
+def test_encode_to_numpy_equals_tiktoken(cl100k, cl100k_ranks):
+    """``encode_to_numpy`` (tiktoken's name) gives tiktoken's ids as uint32, on the C path, with
+    special tokens, with a lone surrogate (encode_ordinary's rule) and on threads."""
+    reference = tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks,
+                                  special_tokens={"<|endoftext|>": 100257})
+    docs = mix_documents() + ["a <|endoftext|> b", ""]
+    for doc in docs:
+        got = cl100k.encode_to_numpy(doc, allowed_special="all")
+        want = reference.encode_to_numpy(doc, allowed_special="all")
+        assert got.dtype == np.uint32 and got.tolist() == want.tolist()
+        assert cl100k.encode_to_numpy(doc, disallowed_special=()).tolist() == reference.encode_ordinary(doc)
+    assert cl100k.encode_to_numpy("ok \ud800 then").tolist() == cl100k.encode_ordinary("ok \ud800 then")
+    with pytest.raises(DisallowedSpecialToken):
+        cl100k.encode_to_numpy("a <|endoftext|>")
+    long_text = "\n\n".join(docs) * 4
+    assert cl100k.encode_to_numpy(long_text, num_threads=2, disallowed_special=()).tolist() == \
+        reference.encode_ordinary(long_text)
