@@ -463,20 +463,32 @@ static int idbuf_reserve(IdBuf *b, Py_ssize_t extra) {
     return 0;
 }
 
-/* The front-cache slot of the piece data[0:n] (n <= FRONT_MAX_PIECE), and its key words. */
-static inline FrontSlot *front_key(const PieceCache *cache, const uint8_t *data, Py_ssize_t n, uint64_t *w0,
-                                   uint64_t *w1) {
+/* The key words of the piece data[0:n] (n <= FRONT_MAX_PIECE): its bytes, little-endian, zero
+ * after the end. overread: the 16 bytes from data on may be read (one load per word). */
+static inline void front_words(const uint8_t *data, Py_ssize_t n, int overread, uint64_t *w0, uint64_t *w1) {
     uint64_t a = 0, b = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (overread) {
+        memcpy(&a, data, 8);
+        memcpy(&b, data + 8, 8);
+        if (n < 8) { a &= ((uint64_t)1 << (8 * n)) - 1; b = 0; }
+        else if (n < 16) b &= ((uint64_t)1 << (8 * (n - 8))) - 1;
+        *w0 = a;
+        *w1 = b;
+        return;
+    }
+#else
+    (void)overread;
+#endif
     for (Py_ssize_t i = 0; i < n && i < 8; i++) a |= (uint64_t)data[i] << (8 * i);
     for (Py_ssize_t i = 8; i < n; i++) b |= (uint64_t)data[i] << (8 * (i - 8));
     *w0 = a;
     *w1 = b;
-    return &cache->front[((a * HASH_BASE) ^ (b + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (64 - FRONT_BITS)];
 }
 
-static inline const FrontSlot *front_slot(const PieceCache *cache, const uint8_t *data, Py_ssize_t n) {
-    uint64_t w0, w1;
-    return front_key(cache, data, n, &w0, &w1);
+/* The front-cache slot of the piece of n bytes with key words w0, w1. */
+static inline FrontSlot *front_at(const PieceCache *cache, uint64_t w0, uint64_t w1, Py_ssize_t n) {
+    return &cache->front[((w0 * HASH_BASE) ^ (w1 + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (64 - FRONT_BITS)];
 }
 
 static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssize_t n, const int32_t *ids,
@@ -489,33 +501,14 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
     for (Py_ssize_t k = 0; k < m; k++) front->ids[k] = ids[k];
 }
 
-/* Append the ids of one chunk of n bytes to out; 0, or -1 when out of memory. Needs no GIL.
- * cache (may be NULL) is a piece cache this call holds. */
-static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache) {
-    if (idbuf_reserve(out, n + 1) < 0) return -1;
+/* Append the ids of the piece data[0:n] (n >= 2) that the front cache does not hold: the
+ * vocabulary, then the piece cache, then BPE; out has room for n + 1 more ids. front: the
+ * piece's front slot (keys w0, w1) to fill, or NULL; h and mixed: bytes_hash of the piece and
+ * mix64 of it (0 when neither the vocabulary table nor cache exists). cache (may be NULL) is a
+ * piece cache this call holds. 0, or -1 when out of memory. Needs no GIL. */
+static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache,
+                           FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed) {
     int32_t *ids = out->ids + out->len;
-    if (n == 1) {
-        ids[0] = self->byte_ids[data[0]];
-        out->len++;
-        return 0;
-    }
-    FrontSlot *front = NULL;
-    uint64_t w0 = 0, w1 = 0;
-    if (cache && n <= FRONT_MAX_PIECE) {
-        front = front_key(cache, data, n, &w0, &w1);
-        if (front->w0 == w0 && front->w1 == w1 && front->len == (uint16_t)n) {
-            for (int k = 0; k < FRONT_IDS; k++) ids[k] = front->ids[k]; /* ids has room for n + 1 >= 3 */
-            out->len += front->nids;
-            return 0;
-        }
-    }
-    uint64_t h = 0, mixed = 0;
-    if (self->slots || cache) {
-        h = bytes_hash(data, n);
-        mixed = mix64(h);
-        /* a piece that is no token looks in the piece cache next: start that load too */
-        if (cache && n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(mixed >> 20) & (PCACHE_SLOTS - 1)]);
-    }
     if (self->slots) {
         int64_t t = token_lookup_mixed(self, mixed, data, n);
         if (t >= 0) {
@@ -542,6 +535,17 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
     front_put(front, w0, w1, n, ids, m);
     out->len += m;
     return 0;
+}
+
+/* Append the ids of one chunk of n bytes to out, with no cache; 0, or -1 when out of memory. */
+static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out) {
+    if (idbuf_reserve(out, n + 1) < 0) return -1;
+    if (n == 1) {
+        out->ids[out->len++] = self->byte_ids[data[0]];
+        return 0;
+    }
+    uint64_t h = self->slots ? bytes_hash(data, n) : 0;
+    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0);
 }
 
 /* A list of the ids; the int object of each id is made once and kept (id_objects), so that a
@@ -571,7 +575,7 @@ static PyObject *ids_to_list(ChunkBPE *self, const int32_t *ids, Py_ssize_t n) {
 /* Encode raw bytes into a new list of ids. */
 static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_t n) {
     IdBuf buf = {NULL, 0, 0};
-    PyObject *out = encode_piece(self, data, n, &buf, NULL) < 0 ? PyErr_NoMemory() : ids_to_list(self, buf.ids, buf.len);
+    PyObject *out = encode_piece(self, data, n, &buf) < 0 ? PyErr_NoMemory() : ids_to_list(self, buf.ids, buf.len);
     free(buf.ids);
     return out;
 }
@@ -580,25 +584,44 @@ static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_
 #define LISTS_UNLOCKED_MIN_IDS (1 << 16) /* below this, ids_to_lists_unlocked's fixed costs do not pay */
 #define DOC_SURROGATE (-2) /* a lone surrogate: the caller encodes this text the slow way */
 
-/* The UTF-8 of the chunk t[i : i + len] into scratch (or in place for ASCII text): 0, or a DOC_
- * status. */
-static int chunk_bytes(const PretokText *t, int ascii, Py_ssize_t i, Py_ssize_t len, IdBuf *scratch,
-                       const uint8_t **piece, Py_ssize_t *size) {
-    if (ascii) {
-        *piece = (const uint8_t *)t->data + i;
-        *size = len;
-        return 0;
-    }
-    scratch->len = 0;
-    if (idbuf_reserve(scratch, len + 1) < 0) return DOC_NO_MEMORY; /* 4 bytes per code point */
-    uint8_t *p = (uint8_t *)scratch->ids;
+/* Chunks are encoded in blocks of up to BLOCK_CHUNKS, in passes, so that the memory loads of
+ * different chunks overlap instead of waiting one after another (a cached chunk costs a load
+ * from a table bigger than the core's own cache, not work): the first pass splits the block and
+ * starts the loads of the front-cache slots, the second takes the front hits and starts the
+ * vocabulary's and the piece cache's loads of the others, the third appends every chunk's ids.
+ * The UTF-8 of a block's chunks is in place for ASCII text, else in a buffer of BLOCK_BYTES. */
+#define BLOCK_CHUNKS 32
+#define BLOCK_BYTES 4096
+
+typedef struct {
+    const uint8_t *p;
+    Py_ssize_t n;   /* bytes; -1: the chunk has a lone surrogate */
+    Py_ssize_t end; /* position in the text after the chunk */
+    FrontSlot *front;
+    uint64_t w0, w1, h, mixed;
+    int32_t ids[FRONT_IDS];
+    int nids; /* > 0: the chunk's ids, found before the last pass */
+} BlockChunk;
+
+/* The UTF-8 of t[i:end] into p (room for 4 bytes per code point): its size, or -1 for a lone
+ * surrogate. */
+static Py_ssize_t utf8_of(const PretokText *t, Py_ssize_t i, Py_ssize_t end, uint8_t *p) {
     Py_ssize_t n = 0;
-    for (Py_ssize_t k = i; k < i + len; k++) {
-        Py_UCS4 c = PyUnicode_READ(t->kind, t->data, k);
+    if (t->kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *s = t->data;
+        for (Py_ssize_t k = i; k < end; k++) {
+            Py_UCS1 c = s[k];
+            if (c < 0x80) p[n++] = c;
+            else { p[n++] = (uint8_t)(0xC0 | (c >> 6)); p[n++] = (uint8_t)(0x80 | (c & 0x3F)); }
+        }
+        return n;
+    }
+    for (Py_ssize_t k = i; k < end; k++) {
+        Py_UCS4 c = t->kind == PyUnicode_2BYTE_KIND ? ((const Py_UCS2 *)t->data)[k] : ((const Py_UCS4 *)t->data)[k];
         if (c < 0x80) p[n++] = (uint8_t)c;
         else if (c < 0x800) { p[n++] = (uint8_t)(0xC0 | (c >> 6)); p[n++] = (uint8_t)(0x80 | (c & 0x3F)); }
         else if (c < 0x10000) {
-            if (c >= 0xD800 && c <= 0xDFFF) return DOC_SURROGATE;
+            if (c >= 0xD800 && c <= 0xDFFF) return -1;
             p[n++] = (uint8_t)(0xE0 | (c >> 12));
             p[n++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
             p[n++] = (uint8_t)(0x80 | (c & 0x3F));
@@ -609,9 +632,17 @@ static int chunk_bytes(const PretokText *t, int ascii, Py_ssize_t i, Py_ssize_t 
             p[n++] = (uint8_t)(0x80 | (c & 0x3F));
         }
     }
-    *piece = p;
-    *size = n;
-    return 0;
+    return n;
+}
+
+/* The ends of up to max chunks from i < t->n on (see PretokScanner.chunks): the scanner's batch
+ * function when it has one. */
+static inline Py_ssize_t chunk_ends(const PretokScanner *scanner, const PretokText *t, Py_ssize_t i, Py_ssize_t *ends,
+                                    Py_ssize_t max) {
+    if (scanner->chunks) return scanner->chunks(t, i, ends, max);
+    Py_ssize_t k = 0;
+    while (k < max && i < t->n) ends[k++] = i += scanner->chunk(t, i);
+    return k;
 }
 
 /* Where a part of a long text split for threads (see encode_text_parallel) meets the next one:
@@ -634,47 +665,107 @@ static int text_is_ascii(const PretokText *t) {
 }
 
 /* Split t[start:] with a scanner of _pretokenize.c and append the ids of every chunk to out,
- * with no Python object: it runs without the GIL. scratch[0] and scratch[1] hold the UTF-8 of
- * the chunk being encoded and of the next one, whose front-cache slot is fetched from memory
- * meanwhile (the slot's load, not the work, is what a cached chunk costs). With a sync, it
- * records the ids' length at its marks and ends at the first stop it reaches once past them. */
+ * with no Python object: it runs without the GIL. Chunks go in blocks (see BLOCK_CHUNKS);
+ * scratch holds the UTF-8 of a chunk too long for a block's buffer. With a sync, it records the
+ * ids' length at its marks and ends at the first stop it reaches once past them (maybe
+ * mid-block: the rest of the block is dropped). 0, or a DOC_ status. */
 static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, int ascii,
-                        Py_ssize_t start, IdBuf *out, IdBuf scratch[2], PieceCache *cache, PartSync *sync) {
+                        Py_ssize_t start, IdBuf *out, IdBuf *scratch, PieceCache *cache, PartSync *sync) {
     if (sync) sync->met = -1;
     if (start >= t->n) return 0;
-    int cur = 0, status, stop = 0, count = 0; /* count: chunks encoded */
-    Py_ssize_t i = start, len = scanner->chunk(t, start), size, next_size;
     if (sync) sync->mark_ids[0] = out->len;
-    const uint8_t *piece, *next_piece;
-    if ((status = chunk_bytes(t, ascii, start, len, &scratch[0], &piece, &size)) < 0) return status;
+    BlockChunk block[BLOCK_CHUNKS];
+    Py_ssize_t ends[BLOCK_CHUNKS], nends = 0, next_end = 0, i = start;
+    uint8_t buf[BLOCK_BYTES + 16]; /* + 16: a front key's loads may read past a chunk's end */
+    const uint8_t *text = t->data, *text_end = text + t->n;
+    int stop = 0, count = 0; /* count: chunks encoded */
     for (;;) {
-        Py_ssize_t j = i + len, next_len = 0;
-        if (j < t->n) {
-            next_len = scanner->chunk(t, j);
-            if ((status = chunk_bytes(t, ascii, j, next_len, &scratch[1 - cur], &next_piece, &next_size)) < 0)
-                return status;
-            if (cache && next_size >= 2 && next_size <= FRONT_MAX_PIECE) PREFETCH(front_slot(cache, next_piece, next_size));
-        }
-        if (encode_piece(self, piece, size, out, cache) < 0) return DOC_NO_MEMORY;
-        if (sync) {
-            if (++count < sync->nmarks) sync->mark_ids[count] = out->len; /* marks[count] == j */
-            if (sync->stops && count >= sync->nmarks - 1) {
-                while (stop < sync->nstops && sync->stops[stop] < j) stop++;
-                if (stop == sync->nstops) sync->stops = NULL; /* no stop left: run to the end */
-                else if (sync->stops[stop] == j) { sync->met = stop; return 0; }
+        int k = 0;
+        Py_ssize_t used = 0;
+        while (k < BLOCK_CHUNKS) { /* pass 1 */
+            if (next_end == nends) {
+                if (i >= t->n) break;
+                nends = chunk_ends(scanner, t, i, ends, BLOCK_CHUNKS);
+                next_end = 0;
+            }
+            Py_ssize_t end = ends[next_end], len = end - i;
+            BlockChunk *c = &block[k];
+            int overread = 1;
+            if (ascii) {
+                c->p = text + i;
+                c->n = len;
+                overread = c->p + 16 <= text_end;
+            } else if (used + 4 * len <= BLOCK_BYTES) {
+                c->p = buf + used;
+                c->n = utf8_of(t, i, end, buf + used);
+                if (c->n > 0) used += c->n;
+            } else if (k > 0) {
+                break; /* it starts the next block */
+            } else {
+                scratch->len = 0;
+                if (idbuf_reserve(scratch, len + 5) < 0) return DOC_NO_MEMORY;
+                c->p = (const uint8_t *)scratch->ids;
+                c->n = utf8_of(t, i, end, (uint8_t *)scratch->ids);
+            }
+            c->end = i = end;
+            next_end++;
+            k++;
+            c->nids = 0;
+            c->front = NULL;
+            if (cache && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
+                front_words(c->p, c->n, overread, &c->w0, &c->w1);
+                c->front = front_at(cache, c->w0, c->w1, c->n);
+                PREFETCH(c->front);
             }
         }
-        if (j >= t->n) return 0;
-        i = j;
-        len = next_len;
-        piece = next_piece;
-        size = next_size;
-        cur = 1 - cur;
+        for (int b = 0; b < k; b++) { /* pass 2 */
+            BlockChunk *c = &block[b];
+            if (c->n == 1) {
+                c->ids[0] = self->byte_ids[c->p[0]];
+                c->nids = 1;
+                continue;
+            }
+            const FrontSlot *f = c->front;
+            if (f && f->w0 == c->w0 && f->w1 == c->w1 && f->len == (uint16_t)c->n) {
+                for (int j = 0; j < FRONT_IDS; j++) c->ids[j] = f->ids[j];
+                c->nids = f->nids;
+                continue;
+            }
+            c->h = c->mixed = 0;
+            if (c->n >= 2 && (self->slots || cache)) {
+                c->h = bytes_hash(c->p, c->n);
+                c->mixed = mix64(c->h);
+                if (self->slots) PREFETCH(&self->slots[c->mixed & self->tok_mask]);
+                if (cache && c->n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(c->mixed >> 20) & (PCACHE_SLOTS - 1)]);
+            }
+        }
+        for (int b = 0; b < k; b++) { /* pass 3 */
+            BlockChunk *c = &block[b];
+            if (c->n < 0) return DOC_SURROGATE;
+            if (idbuf_reserve(out, c->n + 1) < 0) return DOC_NO_MEMORY;
+            if (c->nids > 0) {
+                int32_t *ids = out->ids + out->len;
+                for (int j = 0; j < FRONT_IDS; j++) ids[j] = c->ids[j]; /* room for n + 1 >= 2; 3 when nids is */
+                out->len += c->nids;
+            } else if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed) < 0) {
+                return DOC_NO_MEMORY;
+            }
+            if (sync) {
+                Py_ssize_t j = c->end;
+                if (++count < sync->nmarks) sync->mark_ids[count] = out->len; /* marks[count] == j */
+                if (sync->stops && count >= sync->nmarks - 1) {
+                    while (stop < sync->nstops && sync->stops[stop] < j) stop++;
+                    if (stop == sync->nstops) sync->stops = NULL; /* no stop left: run to the end */
+                    else if (sync->stops[stop] == j) { sync->met = stop; return 0; }
+                }
+            }
+        }
+        if (block[k - 1].end >= t->n) return 0;
     }
 }
 
 static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
-                      IdBuf scratch[2], PieceCache *cache) {
+                      IdBuf *scratch, PieceCache *cache) {
     return encode_range(self, scanner, t, text_is_ascii(t), 0, out, scratch, cache, NULL);
 }
 
@@ -695,7 +786,7 @@ typedef struct {
     const PretokText *t;
     int ascii, status, index;
     Py_ssize_t start;
-    IdBuf out, scratch[2];
+    IdBuf out, scratch;
     PartSync sync;
 } TextPart;
 
@@ -703,7 +794,7 @@ static void *encode_part(void *arg) {
     TextPart *p = arg;
     int slot = -1;
     PieceCache *cache = pcache_take_from((ChunkBPE *)p->self, p->index, &slot);
-    p->status = encode_range(p->self, p->scanner, p->t, p->ascii, p->start, &p->out, p->scratch, cache, &p->sync);
+    p->status = encode_range(p->self, p->scanner, p->t, p->ascii, p->start, &p->out, &p->scratch, cache, &p->sync);
     pcache_give((ChunkBPE *)p->self, slot);
     return NULL;
 }
@@ -727,13 +818,12 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
     Py_ssize_t count = t->n / PARALLEL_PART_MIN;
     if (count > num_threads) count = num_threads;
     if (!HAVE_THREADS || count < 2) {
-        IdBuf scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+        IdBuf scratch = {NULL, 0, 0};
         int slot = -1;
         PieceCache *cache = pcache_take((ChunkBPE *)self, &slot);
-        int status = encode_doc(self, scanner, t, out, scratch, cache);
+        int status = encode_doc(self, scanner, t, out, &scratch, cache);
         pcache_give((ChunkBPE *)self, slot);
-        free(scratch[0].ids);
-        free(scratch[1].ids);
+        free(scratch.ids);
         return status;
     }
     TextPart *parts = calloc((size_t)count, sizeof(TextPart));
@@ -780,8 +870,7 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
     }
     for (Py_ssize_t k = 0; k < count; k++) {
         free(parts[k].out.ids);
-        free(parts[k].scratch[0].ids);
-        free(parts[k].scratch[1].ids);
+        free(parts[k].scratch.ids);
     }
     free(parts);
     return status;
@@ -812,7 +901,7 @@ typedef struct {
 
 static void *encode_batch_ranges(void *arg) {
     BatchWork *w = ((BatchThread *)arg)->work;
-    IdBuf scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    IdBuf scratch = {NULL, 0, 0};
     int slot = -1;
     PieceCache *cache = pcache_take_from((ChunkBPE *)w->self, ((BatchThread *)arg)->index, &slot);
     for (;;) {
@@ -821,15 +910,14 @@ static void *encode_batch_ranges(void *arg) {
         IdBuf *out = &w->range_out[r];
         for (Py_ssize_t d = w->range_start[r]; d < w->range_start[r + 1]; d++) {
             Py_ssize_t before = out->len;
-            w->status[d] = (signed char)encode_doc(w->self, w->scanner, &w->docs[d], out, scratch, cache);
+            w->status[d] = (signed char)encode_doc(w->self, w->scanner, &w->docs[d], out, &scratch, cache);
             if (w->status[d] == DOC_NO_MEMORY) { ATOMIC_SET(&w->failed, 1); break; }
             if (w->status[d] == DOC_SURROGATE) out->len = before;
             w->ends[d] = out->len; /* within the range's buffer until joined */
         }
     }
     pcache_give((ChunkBPE *)w->self, slot);
-    free(scratch[0].ids);
-    free(scratch[1].ids);
+    free(scratch.ids);
     return NULL;
 }
 
