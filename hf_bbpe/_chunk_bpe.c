@@ -603,33 +603,65 @@ typedef struct {
     int nids; /* > 0: the chunk's ids, found before the last pass */
 } BlockChunk;
 
+/* The UTF-8 of the code point c (not a surrogate) at p; the number of bytes. */
+static inline Py_ssize_t utf8_put(Py_UCS4 c, uint8_t *p) {
+    if (c < 0x80) { p[0] = (uint8_t)c; return 1; }
+    if (c < 0x800) { p[0] = (uint8_t)(0xC0 | (c >> 6)); p[1] = (uint8_t)(0x80 | (c & 0x3F)); return 2; }
+    if (c < 0x10000) {
+        p[0] = (uint8_t)(0xE0 | (c >> 12));
+        p[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+        p[2] = (uint8_t)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    p[0] = (uint8_t)(0xF0 | (c >> 18));
+    p[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+    p[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+    p[3] = (uint8_t)(0x80 | (c & 0x3F));
+    return 4;
+}
+
 /* The UTF-8 of t[i:end] into p (room for 4 bytes per code point): its size, or -1 for a lone
- * surrogate. */
+ * surrogate. Runs of ASCII go a 64-bit word of code points at a time. */
 static Py_ssize_t utf8_of(const PretokText *t, Py_ssize_t i, Py_ssize_t end, uint8_t *p) {
-    Py_ssize_t n = 0;
+    Py_ssize_t n = 0, k = i;
     if (t->kind == PyUnicode_1BYTE_KIND) {
         const Py_UCS1 *s = t->data;
-        for (Py_ssize_t k = i; k < end; k++) {
-            Py_UCS1 c = s[k];
-            if (c < 0x80) p[n++] = c;
-            else { p[n++] = (uint8_t)(0xC0 | (c >> 6)); p[n++] = (uint8_t)(0x80 | (c & 0x3F)); }
+        while (k < end) {
+            uint64_t w;
+            if (k + 8 <= end && (memcpy(&w, s + k, 8), (w & 0x8080808080808080ULL) == 0)) {
+                memcpy(p + n, &w, 8);
+                n += 8;
+                k += 8;
+            } else {
+                n += utf8_put(s[k++], p + n);
+            }
         }
-        return n;
-    }
-    for (Py_ssize_t k = i; k < end; k++) {
-        Py_UCS4 c = t->kind == PyUnicode_2BYTE_KIND ? ((const Py_UCS2 *)t->data)[k] : ((const Py_UCS4 *)t->data)[k];
-        if (c < 0x80) p[n++] = (uint8_t)c;
-        else if (c < 0x800) { p[n++] = (uint8_t)(0xC0 | (c >> 6)); p[n++] = (uint8_t)(0x80 | (c & 0x3F)); }
-        else if (c < 0x10000) {
-            if (c >= 0xD800 && c <= 0xDFFF) return -1;
-            p[n++] = (uint8_t)(0xE0 | (c >> 12));
-            p[n++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            p[n++] = (uint8_t)(0x80 | (c & 0x3F));
-        } else {
-            p[n++] = (uint8_t)(0xF0 | (c >> 18));
-            p[n++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-            p[n++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            p[n++] = (uint8_t)(0x80 | (c & 0x3F));
+    } else if (t->kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *s = t->data;
+        while (k < end) {
+            uint64_t w;
+            if (k + 4 <= end && (memcpy(&w, s + k, 8), (w & 0xFF80FF80FF80FF80ULL) == 0)) {
+                p[n] = (uint8_t)s[k]; p[n + 1] = (uint8_t)s[k + 1]; p[n + 2] = (uint8_t)s[k + 2]; p[n + 3] = (uint8_t)s[k + 3];
+                n += 4;
+                k += 4;
+            } else {
+                Py_UCS2 c = s[k++];
+                if (c >= 0xD800 && c <= 0xDFFF) return -1;
+                n += utf8_put(c, p + n);
+            }
+        }
+    } else {
+        const Py_UCS4 *s = t->data;
+        while (k < end) {
+            if (k + 4 <= end && ((s[k] | s[k + 1] | s[k + 2] | s[k + 3]) < 0x80)) {
+                p[n] = (uint8_t)s[k]; p[n + 1] = (uint8_t)s[k + 1]; p[n + 2] = (uint8_t)s[k + 2]; p[n + 3] = (uint8_t)s[k + 3];
+                n += 4;
+                k += 4;
+            } else {
+                Py_UCS4 c = s[k++];
+                if (c >= 0xD800 && c <= 0xDFFF) return -1;
+                n += utf8_put(c, p + n);
+            }
         }
     }
     return n;
