@@ -667,6 +667,29 @@ static Py_ssize_t utf8_of(const PretokText *t, Py_ssize_t i, Py_ssize_t end, uin
     return n;
 }
 
+/* Whether t[i:end] is all ASCII; if so, and t is not 1 byte per code point, its bytes into dst.
+ * (Loops a compiler turns into vector code: most blocks of most texts are ASCII.) */
+static int ascii_span(const PretokText *t, Py_ssize_t i, Py_ssize_t end, uint8_t *dst) {
+    unsigned acc = 0;
+    if (t->kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *s = t->data;
+        for (Py_ssize_t k = i; k < end; k++) acc |= s[k];
+        return acc < 0x80;
+    }
+    if (t->kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *s = t->data;
+        for (Py_ssize_t k = i; k < end; k++) acc |= s[k];
+        if (acc >= 0x80) return 0;
+        for (Py_ssize_t k = i; k < end; k++) dst[k - i] = (uint8_t)s[k];
+        return 1;
+    }
+    const Py_UCS4 *s = t->data;
+    for (Py_ssize_t k = i; k < end; k++) acc |= s[k];
+    if (acc >= 0x80) return 0;
+    for (Py_ssize_t k = i; k < end; k++) dst[k - i] = (uint8_t)s[k];
+    return 1;
+}
+
 /* The ends of up to max chunks from i < t->n on (see PretokScanner.chunks): the scanner's batch
  * function when it has one. */
 static inline Py_ssize_t chunk_ends(const PretokScanner *scanner, const PretokText *t, Py_ssize_t i, Py_ssize_t *ends,
@@ -713,20 +736,31 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
     int stop = 0, count = 0; /* count: chunks encoded */
     for (;;) {
         int k = 0;
-        Py_ssize_t used = 0;
+        Py_ssize_t used = 0, span_start = 0;
+        const uint8_t *span = NULL; /* the ASCII bytes of the block's chunks from span_start on */
+        if (next_end == nends) {
+            nends = chunk_ends(scanner, t, i, ends, BLOCK_CHUNKS);
+            next_end = 0;
+        }
+        if (ascii) {
+            span = text;
+        } else if (ends[nends - 1] - i <= BLOCK_BYTES && ascii_span(t, i, ends[nends - 1], buf)) {
+            span = t->kind == PyUnicode_1BYTE_KIND ? text + i : buf; /* (buf: the block's own chunks only) */
+            span_start = i;
+        }
         while (k < BLOCK_CHUNKS) { /* pass 1 */
             if (next_end == nends) {
-                if (i >= t->n) break;
+                if (i >= t->n || (span && !ascii)) break;
                 nends = chunk_ends(scanner, t, i, ends, BLOCK_CHUNKS);
                 next_end = 0;
             }
             Py_ssize_t end = ends[next_end], len = end - i;
             BlockChunk *c = &block[k];
             int overread = 1;
-            if (ascii) {
-                c->p = text + i;
+            if (span) {
+                c->p = span + (i - span_start);
                 c->n = len;
-                overread = c->p + 16 <= text_end;
+                overread = span == buf || c->p + 16 <= text_end;
             } else if (used + 4 * len <= BLOCK_BYTES) {
                 c->p = buf + used;
                 c->n = utf8_of(t, i, end, buf + used);
