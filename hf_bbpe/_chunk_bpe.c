@@ -1050,20 +1050,40 @@ static const PretokScanner *get_scanner(PyObject *capsule) {
     return scanner;
 }
 
+#define GIL_HOLD_CHARS 2048 /* a text shorter than this is encoded holding the GIL: releasing it costs more */
+
 /* encode_text(text, scanner, num_threads=1): the ids of a whole text as a list, or None for a lone
- * surrogate; a text of 2 * PARALLEL_PART_MIN characters or more is cut into up to num_threads parts. */
-static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *args) {
-    PyObject *text, *capsule;
+ * surrogate; a text of 2 * PARALLEL_PART_MIN characters or more is cut into up to num_threads parts.
+ * (Called once per document: its arguments are read without building a tuple.) */
+static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 2 || nargs > 3) {
+        PyErr_Format(PyExc_TypeError, "encode_text(text, scanner, num_threads=1) takes 2 or 3 arguments, not %zd", nargs);
+        return NULL;
+    }
+    PyObject *text = args[0];
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "encode_text: text must be str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
     int num_threads = 1;
-    if (!PyArg_ParseTuple(args, "UO|i", &text, &capsule, &num_threads)) return NULL;
-    const PretokScanner *scanner = get_scanner(capsule);
+    if (nargs == 3) {
+        long v = PyLong_AsLong(args[2]);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        num_threads = v < 1 ? 1 : v > INT_MAX ? INT_MAX : (int)v;
+    }
+    const PretokScanner *scanner = get_scanner(args[1]);
     if (!scanner) return NULL;
     PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
     IdBuf out = {NULL, 0, 0};
+    if (idbuf_reserve(&out, t.n / 2 + 64) < 0) return PyErr_NoMemory(); /* ids are fewer than bytes */
     int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = encode_text_parallel(self, scanner, &t, num_threads, &out);
-    Py_END_ALLOW_THREADS
+    if (t.n < GIL_HOLD_CHARS) {
+        status = encode_text_parallel(self, scanner, &t, num_threads, &out);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        status = encode_text_parallel(self, scanner, &t, num_threads, &out);
+        Py_END_ALLOW_THREADS
+    }
     PyObject *result;
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
     else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
@@ -1496,7 +1516,7 @@ static PyMethodDef ChunkBPE_methods[] = {
     {"encode_chunks", (PyCFunction)ChunkBPE_encode_chunks, METH_O,
      "Encode each str of an iterable and return all ids in one list (cached)."},
     {"encode_bytes", (PyCFunction)ChunkBPE_encode_bytes, METH_O, "Encode one chunk given as bytes (no cache)."},
-    {"encode_text", (PyCFunction)ChunkBPE_encode_text, METH_VARARGS,
+    {"encode_text", (PyCFunction)(void (*)(void))ChunkBPE_encode_text, METH_FASTCALL,
      "encode_text(text, scanner, num_threads=1): split text with a _pretokenize scanner and encode every chunk, "
      "without the GIL (a long text on up to num_threads threads); a list of ids, or None if text has a lone "
      "surrogate."},
