@@ -470,13 +470,17 @@ static int idbuf_reserve(IdBuf *b, Py_ssize_t extra) {
 static inline void front_words(const uint8_t *data, Py_ssize_t n, int overread, uint64_t *w0, uint64_t *w1) {
     uint64_t a = 0, b = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the bytes of a piece of n bytes in each word, without a branch on n */
+    static const uint64_t MASKS[FRONT_MAX_PIECE + 1][2] = {
+        {0, 0}, {0xFFULL, 0}, {0xFFFFULL, 0}, {0xFFFFFFULL, 0}, {0xFFFFFFFFULL, 0}, {0xFFFFFFFFFFULL, 0},
+        {0xFFFFFFFFFFFFULL, 0}, {0xFFFFFFFFFFFFFFULL, 0}, {~0ULL, 0}, {~0ULL, 0xFFULL}, {~0ULL, 0xFFFFULL},
+        {~0ULL, 0xFFFFFFULL}, {~0ULL, 0xFFFFFFFFULL}, {~0ULL, 0xFFFFFFFFFFULL}, {~0ULL, 0xFFFFFFFFFFFFULL},
+        {~0ULL, 0xFFFFFFFFFFFFFFULL}, {~0ULL, ~0ULL}};
     if (overread) {
         memcpy(&a, data, 8);
         memcpy(&b, data + 8, 8);
-        if (n < 8) { a &= ((uint64_t)1 << (8 * n)) - 1; b = 0; }
-        else if (n < 16) b &= ((uint64_t)1 << (8 * (n - 8))) - 1;
-        *w0 = a;
-        *w1 = b;
+        *w0 = a & MASKS[n][0];
+        *w1 = b & MASKS[n][1];
         return;
     }
 #else
