@@ -16,10 +16,12 @@
  * In "ignore_merges" and "ranks" modes a chunk whose bytes are a token is that token.
  *
  * Whole texts (encode_text, encode_texts) are split by a _pretokenize scanner and encoded without
- * the GIL and without a Python object per chunk. Their chunks go through caches that live as long
- * as the kernel: a front cache of short chunks keyed by their bytes, the vocabulary, then a piece
- * cache of the chunks that needed BPE (see PieceCache). Ids become a list through one int object
- * per id, made once.
+ * the GIL (a short text keeps it: GIL_HOLD_CHARS) and without a Python object per chunk. Their
+ * chunks go through caches that live as long as the kernel: a front cache of short chunks keyed by
+ * their bytes, the vocabulary, then a piece cache of the chunks that needed BPE (see PieceCache).
+ * They are taken in blocks (see BLOCK_CHUNKS), a pass over the block per step, so that the memory
+ * loads of a block's chunks overlap instead of waiting one for another. Ids become a list through
+ * one int object per id, made once.
  *
  * Threads (pthreads, inside one call): a batch runs over ranges of documents (encode_docs), one
  * long text over parts that hand over where their chunkings meet (encode_text_parallel); each
