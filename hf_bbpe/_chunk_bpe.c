@@ -75,9 +75,7 @@ typedef struct {
 /* In front of both, a direct-mapped cache of short pieces of few ids, keyed by the piece's bytes
  * themselves (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one
  * memory access, where the vocabulary costs three (4 MB: the frequent pieces of a corpus fit). */
-#ifndef FRONT_BITS
 #define FRONT_BITS 17
-#endif
 #define FRONT_MAX_PIECE 16
 #define FRONT_IDS 3
 
@@ -598,9 +596,7 @@ static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_
  * starts the loads of the front-cache slots, the second takes the front hits and starts the
  * vocabulary's and the piece cache's loads of the others, the third appends every chunk's ids.
  * The UTF-8 of a block's chunks is in place for ASCII text, else in a buffer of BLOCK_BYTES. */
-#ifndef BLOCK_CHUNKS
 #define BLOCK_CHUNKS 32
-#endif
 #define BLOCK_BYTES 4096
 
 typedef struct {
