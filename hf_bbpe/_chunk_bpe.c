@@ -721,7 +721,12 @@ typedef struct {
 static int text_is_ascii(const PretokText *t) {
     if (t->kind != PyUnicode_1BYTE_KIND) return 0;
     const Py_UCS1 *latin1 = t->data;
-    for (Py_ssize_t i = 0; i < t->n; i++) if (latin1[i] >= 0x80) return 0;
+    for (Py_ssize_t i = 0; i < t->n; i += 256) { /* the inner loop is vector code */
+        unsigned acc = 0;
+        Py_ssize_t end = t->n - i < 256 ? t->n : i + 256;
+        for (Py_ssize_t k = i; k < end; k++) acc |= latin1[k];
+        if (acc >= 0x80) return 0;
+    }
     return 1;
 }
 
