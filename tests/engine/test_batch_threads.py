@@ -10,9 +10,6 @@ text without the GIL (``_chunk_bpe.encode_text``/``encode_texts`` over ``_pretok
 * A long text cut into parts on threads (``encode_ordinary(num_threads=N)``) gives the ids of one
   thread, and tiktoken's, wherever the cuts fall (inside whitespace runs, words, chunks longer
   than a part); a big batch's lists, filled without the GIL, hold correct reference counts.
-* The kernel encodes chunks in blocks: ASCII stretches of 2- and 4-byte strs, Latin-1 and CJK
-  text, chunks longer than a block's buffer, and lone surrogates anywhere in a block give
-  tiktoken's ids (or None, for the surrogate), in one text and per document.
 """
 
 from __future__ import annotations
@@ -173,31 +170,3 @@ def test_big_batch_lists_filled_without_the_gil_hold_their_references(cl100k):
     del lists
     assert sys.getrefcount(first) == before
     assert cl100k.encode_batch(docs[:2] * 40_000, num_threads=2) == [cl100k.encode_ordinary(d) for d in docs[:2]] * 40_000
-
-
-@pytest.fixture(scope="module")
-def cl100k_tiktoken(cl100k_ranks) -> tiktoken.Encoding:
-    return tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks, special_tokens={})
-
-
-# side by side: ASCII words (a block of them is copied at once, even out of a 2- or 4-byte str),
-# Latin-1, CJK and emoji text, and single chunks longer than a block's buffer (4096 bytes)
-SEGMENTS = st.sampled_from(["the quick brown fox ", "naïve café, ", "日本語の文章。", "😀 ok ", "  \n", "123456 ",
-                            "x" * 3000, "語" * 1500, "é" * 2100, " " * 5000, "don't stop "])
-
-
-@settings(max_examples=30, deadline=None)
-@given(parts=st.lists(SEGMENTS, min_size=1, max_size=80))
-def test_blocks_of_chunks_equal_tiktoken(cl100k, cl100k_tiktoken, parts):
-    text = "".join(parts)
-    assert cl100k.encode_ordinary(text) == cl100k_tiktoken.encode_ordinary(text)
-    expected = [cl100k_tiktoken.encode_ordinary(p) for p in parts]
-    assert cl100k._encoder.encode_texts(parts, cl100k._scanner, True) == expected
-    assert [cl100k._encoder.encode_text(p, cl100k._scanner) for p in parts] == expected
-
-
-@pytest.mark.parametrize("before", [0, 1, 31, 32, 33, 64, 1000])
-def test_lone_surrogate_anywhere_in_a_block_makes_the_kernel_give_up(cl100k, before):
-    text = "word " * before + "\ud800" + " tail and more words" * 40
-    assert cl100k._encoder.encode_text(text, cl100k._scanner) is None
-    assert cl100k.encode_ordinary(text) == cl100k.encode_batch([text], num_threads=2)[0]
