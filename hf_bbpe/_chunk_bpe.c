@@ -1029,9 +1029,11 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
     if (num_threads > 64) num_threads = 64;
     if (num_threads < 1) num_threads = 1;
     int nranges = num_threads == 1 ? 1 : num_threads * BATCH_RANGES_PER_THREAD;
-    Py_ssize_t *range_start = malloc(((size_t)nranges + 1) * sizeof(Py_ssize_t));
-    IdBuf *range_out = calloc((size_t)nranges, sizeof(IdBuf));
-    int failed = !range_start || !range_out;
+    Py_ssize_t one_start[2]; /* one range (one thread): no allocation */
+    IdBuf one_out = {NULL, 0, 0};
+    Py_ssize_t *range_start = nranges == 1 ? one_start : malloc(((size_t)nranges + 1) * sizeof(Py_ssize_t));
+    IdBuf *range_out = nranges == 1 ? &one_out : calloc((size_t)nranges, sizeof(IdBuf));
+    int failed = !range_start || !range_out || (nranges == 1 && idbuf_reserve(&one_out, total / 2 + 64) < 0);
     if (!failed) {
         int r = 0;
         Py_ssize_t size = 0, per_range = total / nranges + 1;
@@ -1066,8 +1068,10 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
         }
     }
     for (int r = 0; range_out && r < nranges; r++) free(range_out[r].ids);
-    free(range_out);
-    free(range_start);
+    if (nranges > 1) {
+        free(range_out);
+        free(range_start);
+    }
     return failed ? -1 : 0;
 }
 
@@ -1189,6 +1193,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     PyObject *result = NULL, *held = PyList_GetSlice(texts, 0, count); /* keeps every str alive */
     IdBuf out = {NULL, 0, 0};
     if (!docs || !ends || !status || !held) { if (held) PyErr_NoMemory(); goto done; }
+    Py_ssize_t chars = 0;
     for (Py_ssize_t d = 0; d < count; d++) {
         PyObject *text = PyList_GET_ITEM(held, d);
         if (!PyUnicode_Check(text)) {
@@ -1198,11 +1203,16 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
         docs[d].kind = PyUnicode_KIND(text);
         docs[d].data = PyUnicode_DATA(text);
         docs[d].n = PyUnicode_GET_LENGTH(text);
+        chars += docs[d].n;
     }
     int failed;
-    Py_BEGIN_ALLOW_THREADS
-    failed = encode_docs(self, scanner, docs, count, num_threads, &out, ends, status) < 0;
-    Py_END_ALLOW_THREADS
+    if (chars < GIL_HOLD_CHARS) {
+        failed = encode_docs(self, scanner, docs, count, num_threads, &out, ends, status) < 0;
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        failed = encode_docs(self, scanner, docs, count, num_threads, &out, ends, status) < 0;
+        Py_END_ALLOW_THREADS
+    }
     if (failed) { PyErr_NoMemory(); goto done; }
     if (as_lists && out.len >= LISTS_UNLOCKED_MIN_IDS &&
         ((result = ids_to_lists_unlocked(self, out.ids, ends, status, count)) || PyErr_Occurred()))
