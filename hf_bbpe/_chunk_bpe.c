@@ -72,10 +72,12 @@ typedef struct {
     uint16_t nids;
 } PieceSlot;
 
-/* In front of both, a direct-mapped cache of short pieces of few ids, keyed by the piece's bytes
- * themselves (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one
- * memory access, where the vocabulary costs three (4 MB: the frequent pieces of a corpus fit). */
-#define FRONT_BITS 17
+/* In front of both, a cache of short pieces of few ids, keyed by the piece's bytes themselves
+ * (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one memory access,
+ * where the vocabulary costs three (4 MB: the frequent pieces of a corpus fit). Two-way: a set of
+ * two slots fills a cache line, the most recently used first, so that a rare piece that lands on
+ * a frequent one's set pushes out the older of the two, not the frequent one. */
+#define FRONT_BITS 17 /* slots, two per set */
 #define FRONT_MAX_PIECE 16
 #define FRONT_IDS 3
 
@@ -87,7 +89,8 @@ typedef struct {
 } FrontSlot;
 
 typedef struct {
-    FrontSlot *front;
+    FrontSlot *front; /* in front_mem, aligned to a cache line: a set of two slots per line */
+    void *front_mem;
     PieceSlot *slots;
     uint8_t *arena;
     size_t arena_len, arena_cap;
@@ -98,16 +101,17 @@ static PieceCache *pcache_new(Py_ssize_t max_entries) {
     PieceCache *c = calloc(1, sizeof(PieceCache));
     if (c) c->max_entries = (uint32_t)(max_entries < 1 ? 1 : max_entries < PCACHE_MAX_ENTRIES ? max_entries : PCACHE_MAX_ENTRIES);
     if (c && (!(c->slots = calloc(PCACHE_SLOTS, sizeof(PieceSlot))) ||
-              !(c->front = calloc((size_t)1 << FRONT_BITS, sizeof(FrontSlot))))) {
+              !(c->front_mem = calloc(((size_t)1 << FRONT_BITS) + 2, sizeof(FrontSlot))))) {
         free(c->slots);
         free(c);
-        c = NULL;
+        return NULL;
     }
+    if (c) c->front = (FrontSlot *)(((uintptr_t)c->front_mem + 63) & ~(uintptr_t)63);
     return c;
 }
 
 static void pcache_free(PieceCache *c) {
-    if (c) { free(c->front); free(c->slots); free(c->arena); free(c); }
+    if (c) { free(c->front_mem); free(c->slots); free(c->arena); free(c); }
 }
 
 /* Whether a[0:n] == b[0:n]: short strings by a few overlapping loads, inline, without reading
@@ -511,14 +515,15 @@ static inline void front_words(const uint8_t *data, Py_ssize_t n, int overread, 
     *w1 = b;
 }
 
-/* The front-cache slot of the piece of n bytes with key words w0, w1. */
+/* The front-cache set (two slots) of the piece of n bytes with key words w0, w1. */
 static inline FrontSlot *front_at(const PieceCache *cache, uint64_t w0, uint64_t w1, Py_ssize_t n) {
-    return &cache->front[((w0 * HASH_BASE) ^ (w1 + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (64 - FRONT_BITS)];
+    return &cache->front[2 * (((w0 * HASH_BASE) ^ (w1 + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (65 - FRONT_BITS))];
 }
 
 static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssize_t n, const int32_t *ids,
                              Py_ssize_t m) {
     if (!front || m > FRONT_IDS) return;
+    if (front->w0 != w0 || front->w1 != w1 || front->len != (uint16_t)n) front[1] = front[0]; /* the older goes */
     front->w0 = w0;
     front->w1 = w1;
     front->len = (uint16_t)n;
@@ -528,7 +533,7 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
 
 /* Append the ids of the piece data[0:n] (n >= 2) that the front cache does not hold: the
  * vocabulary, then the piece cache, then BPE; out has room for n + 1 more ids. front: the
- * piece's front slot (keys w0, w1) to fill, or NULL; h and mixed: bytes_hash of the piece and
+ * piece's front-cache set (keys w0, w1) to fill, or NULL; h and mixed: bytes_hash of the piece and
  * mix64 of it (0 when neither the vocabulary table nor cache exists). cache (may be NULL) is a
  * piece cache this call holds. 0, or -1 when out of memory. Needs no GIL. */
 static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache,
@@ -612,7 +617,7 @@ static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_
 /* Chunks are encoded in blocks of up to BLOCK_CHUNKS, in passes, so that the memory loads of
  * different chunks overlap instead of waiting one after another (a cached chunk costs a load
  * from a table bigger than the core's own cache, not work): the first pass splits the block and
- * starts the loads of the front-cache slots, the second takes the front hits and starts the
+ * starts the loads of the front-cache sets, the second takes the front hits and starts the
  * vocabulary's and the piece cache's loads of the others, the third appends every chunk's ids.
  * The UTF-8 of a block's chunks is in place for ASCII text, else in a buffer of BLOCK_BYTES. */
 #define BLOCK_CHUNKS 32
@@ -821,10 +826,18 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
                 c->nids = 1;
                 continue;
             }
-            const FrontSlot *f = c->front;
+            FrontSlot *f = c->front;
             if (f && f->w0 == c->w0 && f->w1 == c->w1 && f->len == (uint16_t)c->n) {
                 for (int j = 0; j < FRONT_IDS; j++) c->ids[j] = f->ids[j];
                 c->nids = f->nids;
+                continue;
+            }
+            if (f && f[1].w0 == c->w0 && f[1].w1 == c->w1 && f[1].len == (uint16_t)c->n) {
+                FrontSlot hit = f[1];
+                f[1] = f[0]; /* the most recent first */
+                f[0] = hit;
+                for (int j = 0; j < FRONT_IDS; j++) c->ids[j] = hit.ids[j];
+                c->nids = hit.nids;
                 continue;
             }
             c->h = c->mixed = 0;
