@@ -16,10 +16,12 @@
  * In "ignore_merges" and "ranks" modes a chunk whose bytes are a token is that token.
  *
  * Whole texts (encode_text, encode_texts) are split by a _pretokenize scanner and encoded without
- * the GIL and without a Python object per chunk. Their chunks go through caches that live as long
- * as the kernel: a front cache of short chunks keyed by their bytes, the vocabulary, then a piece
- * cache of the chunks that needed BPE (see PieceCache). Ids become a list through one int object
- * per id, made once.
+ * the GIL (a short text keeps it: GIL_HOLD_CHARS) and without a Python object per chunk. Their
+ * chunks go through caches that live as long as the kernel: a front cache of short chunks keyed by
+ * their bytes, the vocabulary, then a piece cache of the chunks that needed BPE (see PieceCache).
+ * They are taken in blocks (see BLOCK_CHUNKS), a pass over the block per step, so that the memory
+ * loads of a block's chunks overlap instead of waiting one for another. Ids become a list through
+ * one int object per id, made once.
  *
  * Threads (pthreads, inside one call): a batch runs over ranges of documents (encode_docs), one
  * long text over parts that hand over where their chunkings meet (encode_text_parallel); each
@@ -70,10 +72,12 @@ typedef struct {
     uint16_t nids;
 } PieceSlot;
 
-/* In front of both, a direct-mapped cache of short pieces of few ids, keyed by the piece's bytes
- * themselves (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one
- * memory access, where the vocabulary costs three (4 MB: the frequent pieces of a corpus fit). */
-#define FRONT_BITS 17
+/* In front of both, a cache of short pieces of few ids, keyed by the piece's bytes themselves
+ * (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one memory access,
+ * where the vocabulary costs three (4 MB: the frequent pieces of a corpus fit). Two-way: a set of
+ * two slots fills a cache line, the most recently used first, so that a rare piece that lands on
+ * a frequent one's set pushes out the older of the two, not the frequent one. */
+#define FRONT_BITS 17 /* slots, two per set */
 #define FRONT_MAX_PIECE 16
 #define FRONT_IDS 3
 
@@ -85,7 +89,8 @@ typedef struct {
 } FrontSlot;
 
 typedef struct {
-    FrontSlot *front;
+    FrontSlot *front; /* in front_mem, aligned to a cache line: a set of two slots per line */
+    void *front_mem;
     PieceSlot *slots;
     uint8_t *arena;
     size_t arena_len, arena_cap;
@@ -96,16 +101,36 @@ static PieceCache *pcache_new(Py_ssize_t max_entries) {
     PieceCache *c = calloc(1, sizeof(PieceCache));
     if (c) c->max_entries = (uint32_t)(max_entries < 1 ? 1 : max_entries < PCACHE_MAX_ENTRIES ? max_entries : PCACHE_MAX_ENTRIES);
     if (c && (!(c->slots = calloc(PCACHE_SLOTS, sizeof(PieceSlot))) ||
-              !(c->front = calloc((size_t)1 << FRONT_BITS, sizeof(FrontSlot))))) {
+              !(c->front_mem = calloc(((size_t)1 << FRONT_BITS) + 2, sizeof(FrontSlot))))) {
         free(c->slots);
         free(c);
-        c = NULL;
+        return NULL;
     }
+    if (c) c->front = (FrontSlot *)(((uintptr_t)c->front_mem + 63) & ~(uintptr_t)63);
     return c;
 }
 
 static void pcache_free(PieceCache *c) {
-    if (c) { free(c->front); free(c->slots); free(c->arena); free(c); }
+    if (c) { free(c->front_mem); free(c->slots); free(c->arena); free(c); }
+}
+
+/* Whether a[0:n] == b[0:n]: short strings by a few overlapping loads, inline, without reading
+ * past either end (the pieces a cache miss compares are mostly short). */
+static inline int bytes_equal(const uint8_t *a, const uint8_t *b, Py_ssize_t n) {
+    if (n >= 8 && n <= 16) {
+        uint64_t x0, y0, x1, y1;
+        memcpy(&x0, a, 8); memcpy(&y0, b, 8);
+        memcpy(&x1, a + n - 8, 8); memcpy(&y1, b + n - 8, 8);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t x0, y0, x1, y1;
+        memcpy(&x0, a, 4); memcpy(&y0, b, 4);
+        memcpy(&x1, a + n - 4, 4); memcpy(&y1, b + n - 4, 4);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    if (n < 4) return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
+    return memcmp(a, b, (size_t)n) == 0;
 }
 
 /* The slot of the piece data[0:n] (hash h, mixed m): its entry, or the empty slot to fill. */
@@ -114,7 +139,7 @@ static inline PieceSlot *pcache_find(const PieceCache *c, uint64_t h, uint64_t m
         PieceSlot *s = &c->slots[j];
         if (s->len == 0) return s;
         if (s->hash == h && s->len == n &&
-            memcmp(c->arena + s->off + (size_t)s->nids * sizeof(int32_t), data, (size_t)n) == 0)
+            bytes_equal(c->arena + s->off + (size_t)s->nids * sizeof(int32_t), data, n))
             return s;
     }
 }
@@ -272,7 +297,7 @@ static inline int64_t token_lookup_mixed(const ChunkBPE *self, uint64_t m, const
         Slot s = self->slots[j];
         if (s.tok < 0) return -1;
         if (s.tag == tag && self->toks[s.tok].len == n &&
-            memcmp(self->tok_buf + self->toks[s.tok].start, p, (size_t)n) == 0)
+            bytes_equal(self->tok_buf + self->toks[s.tok].start, p, n))
             return s.tok;
         j = (j + 1) & self->tok_mask;
     }
@@ -463,25 +488,42 @@ static int idbuf_reserve(IdBuf *b, Py_ssize_t extra) {
     return 0;
 }
 
-/* The front-cache slot of the piece data[0:n] (n <= FRONT_MAX_PIECE), and its key words. */
-static inline FrontSlot *front_key(const PieceCache *cache, const uint8_t *data, Py_ssize_t n, uint64_t *w0,
-                                   uint64_t *w1) {
+/* The key words of the piece data[0:n] (n <= FRONT_MAX_PIECE): its bytes, little-endian, zero
+ * after the end. overread: the 16 bytes from data on may be read (one load per word). */
+static inline void front_words(const uint8_t *data, Py_ssize_t n, int overread, uint64_t *w0, uint64_t *w1) {
     uint64_t a = 0, b = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the bytes of a piece of n bytes in each word, without a branch on n */
+    static const uint64_t MASKS[FRONT_MAX_PIECE + 1][2] = {
+        {0, 0}, {0xFFULL, 0}, {0xFFFFULL, 0}, {0xFFFFFFULL, 0}, {0xFFFFFFFFULL, 0}, {0xFFFFFFFFFFULL, 0},
+        {0xFFFFFFFFFFFFULL, 0}, {0xFFFFFFFFFFFFFFULL, 0}, {~0ULL, 0}, {~0ULL, 0xFFULL}, {~0ULL, 0xFFFFULL},
+        {~0ULL, 0xFFFFFFULL}, {~0ULL, 0xFFFFFFFFULL}, {~0ULL, 0xFFFFFFFFFFULL}, {~0ULL, 0xFFFFFFFFFFFFULL},
+        {~0ULL, 0xFFFFFFFFFFFFFFULL}, {~0ULL, ~0ULL}};
+    if (overread) {
+        memcpy(&a, data, 8);
+        memcpy(&b, data + 8, 8);
+        *w0 = a & MASKS[n][0];
+        *w1 = b & MASKS[n][1];
+        return;
+    }
+#else
+    (void)overread;
+#endif
     for (Py_ssize_t i = 0; i < n && i < 8; i++) a |= (uint64_t)data[i] << (8 * i);
     for (Py_ssize_t i = 8; i < n; i++) b |= (uint64_t)data[i] << (8 * (i - 8));
     *w0 = a;
     *w1 = b;
-    return &cache->front[((a * HASH_BASE) ^ (b + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (64 - FRONT_BITS)];
 }
 
-static inline const FrontSlot *front_slot(const PieceCache *cache, const uint8_t *data, Py_ssize_t n) {
-    uint64_t w0, w1;
-    return front_key(cache, data, n, &w0, &w1);
+/* The front-cache set (two slots) of the piece of n bytes with key words w0, w1. */
+static inline FrontSlot *front_at(const PieceCache *cache, uint64_t w0, uint64_t w1, Py_ssize_t n) {
+    return &cache->front[2 * (((w0 * HASH_BASE) ^ (w1 + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (65 - FRONT_BITS))];
 }
 
 static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssize_t n, const int32_t *ids,
                              Py_ssize_t m) {
     if (!front || m > FRONT_IDS) return;
+    if (front->w0 != w0 || front->w1 != w1 || front->len != (uint16_t)n) front[1] = front[0]; /* the older goes */
     front->w0 = w0;
     front->w1 = w1;
     front->len = (uint16_t)n;
@@ -489,33 +531,14 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
     for (Py_ssize_t k = 0; k < m; k++) front->ids[k] = ids[k];
 }
 
-/* Append the ids of one chunk of n bytes to out; 0, or -1 when out of memory. Needs no GIL.
- * cache (may be NULL) is a piece cache this call holds. */
-static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache) {
-    if (idbuf_reserve(out, n + 1) < 0) return -1;
+/* Append the ids of the piece data[0:n] (n >= 2) that the front cache does not hold: the
+ * vocabulary, then the piece cache, then BPE; out has room for n + 1 more ids. front: the
+ * piece's front-cache set (keys w0, w1) to fill, or NULL; h and mixed: bytes_hash of the piece and
+ * mix64 of it (0 when neither the vocabulary table nor cache exists). cache (may be NULL) is a
+ * piece cache this call holds. 0, or -1 when out of memory. Needs no GIL. */
+static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache,
+                           FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed) {
     int32_t *ids = out->ids + out->len;
-    if (n == 1) {
-        ids[0] = self->byte_ids[data[0]];
-        out->len++;
-        return 0;
-    }
-    FrontSlot *front = NULL;
-    uint64_t w0 = 0, w1 = 0;
-    if (cache && n <= FRONT_MAX_PIECE) {
-        front = front_key(cache, data, n, &w0, &w1);
-        if (front->w0 == w0 && front->w1 == w1 && front->len == (uint16_t)n) {
-            for (int k = 0; k < FRONT_IDS; k++) ids[k] = front->ids[k]; /* ids has room for n + 1 >= 3 */
-            out->len += front->nids;
-            return 0;
-        }
-    }
-    uint64_t h = 0, mixed = 0;
-    if (self->slots || cache) {
-        h = bytes_hash(data, n);
-        mixed = mix64(h);
-        /* a piece that is no token looks in the piece cache next: start that load too */
-        if (cache && n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(mixed >> 20) & (PCACHE_SLOTS - 1)]);
-    }
     if (self->slots) {
         int64_t t = token_lookup_mixed(self, mixed, data, n);
         if (t >= 0) {
@@ -542,6 +565,17 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
     front_put(front, w0, w1, n, ids, m);
     out->len += m;
     return 0;
+}
+
+/* Append the ids of one chunk of n bytes to out, with no cache; 0, or -1 when out of memory. */
+static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out) {
+    if (idbuf_reserve(out, n + 1) < 0) return -1;
+    if (n == 1) {
+        out->ids[out->len++] = self->byte_ids[data[0]];
+        return 0;
+    }
+    uint64_t h = self->slots ? bytes_hash(data, n) : 0;
+    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0);
 }
 
 /* A list of the ids; the int object of each id is made once and kept (id_objects), so that a
@@ -571,7 +605,7 @@ static PyObject *ids_to_list(ChunkBPE *self, const int32_t *ids, Py_ssize_t n) {
 /* Encode raw bytes into a new list of ids. */
 static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_t n) {
     IdBuf buf = {NULL, 0, 0};
-    PyObject *out = encode_piece(self, data, n, &buf, NULL) < 0 ? PyErr_NoMemory() : ids_to_list(self, buf.ids, buf.len);
+    PyObject *out = encode_piece(self, data, n, &buf) < 0 ? PyErr_NoMemory() : ids_to_list(self, buf.ids, buf.len);
     free(buf.ids);
     return out;
 }
@@ -580,38 +614,120 @@ static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_
 #define LISTS_UNLOCKED_MIN_IDS (1 << 16) /* below this, ids_to_lists_unlocked's fixed costs do not pay */
 #define DOC_SURROGATE (-2) /* a lone surrogate: the caller encodes this text the slow way */
 
-/* The UTF-8 of the chunk t[i : i + len] into scratch (or in place for ASCII text): 0, or a DOC_
- * status. */
-static int chunk_bytes(const PretokText *t, int ascii, Py_ssize_t i, Py_ssize_t len, IdBuf *scratch,
-                       const uint8_t **piece, Py_ssize_t *size) {
-    if (ascii) {
-        *piece = (const uint8_t *)t->data + i;
-        *size = len;
-        return 0;
+/* Chunks are encoded in blocks of up to BLOCK_CHUNKS, in passes, so that the memory loads of
+ * different chunks overlap instead of waiting one after another (a cached chunk costs a load
+ * from a table bigger than the core's own cache, not work): the first pass splits the block and
+ * starts the loads of the front-cache sets, the second takes the front hits and starts the
+ * vocabulary's and the piece cache's loads of the others, the third appends every chunk's ids.
+ * The UTF-8 of a block's chunks is in place for ASCII text, else in a buffer of BLOCK_BYTES. */
+#define BLOCK_CHUNKS 32
+#define BLOCK_BYTES 4096
+
+typedef struct {
+    const uint8_t *p;
+    Py_ssize_t n;   /* bytes; -1: the chunk has a lone surrogate */
+    Py_ssize_t end; /* position in the text after the chunk */
+    FrontSlot *front;
+    uint64_t w0, w1, h, mixed;
+    int32_t ids[FRONT_IDS];
+    int nids; /* > 0: the chunk's ids, found before the last pass */
+} BlockChunk;
+
+/* The UTF-8 of the code point c (not a surrogate) at p; the number of bytes. */
+static inline Py_ssize_t utf8_put(Py_UCS4 c, uint8_t *p) {
+    if (c < 0x80) { p[0] = (uint8_t)c; return 1; }
+    if (c < 0x800) { p[0] = (uint8_t)(0xC0 | (c >> 6)); p[1] = (uint8_t)(0x80 | (c & 0x3F)); return 2; }
+    if (c < 0x10000) {
+        p[0] = (uint8_t)(0xE0 | (c >> 12));
+        p[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+        p[2] = (uint8_t)(0x80 | (c & 0x3F));
+        return 3;
     }
-    scratch->len = 0;
-    if (idbuf_reserve(scratch, len + 1) < 0) return DOC_NO_MEMORY; /* 4 bytes per code point */
-    uint8_t *p = (uint8_t *)scratch->ids;
-    Py_ssize_t n = 0;
-    for (Py_ssize_t k = i; k < i + len; k++) {
-        Py_UCS4 c = PyUnicode_READ(t->kind, t->data, k);
-        if (c < 0x80) p[n++] = (uint8_t)c;
-        else if (c < 0x800) { p[n++] = (uint8_t)(0xC0 | (c >> 6)); p[n++] = (uint8_t)(0x80 | (c & 0x3F)); }
-        else if (c < 0x10000) {
-            if (c >= 0xD800 && c <= 0xDFFF) return DOC_SURROGATE;
-            p[n++] = (uint8_t)(0xE0 | (c >> 12));
-            p[n++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            p[n++] = (uint8_t)(0x80 | (c & 0x3F));
-        } else {
-            p[n++] = (uint8_t)(0xF0 | (c >> 18));
-            p[n++] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-            p[n++] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            p[n++] = (uint8_t)(0x80 | (c & 0x3F));
+    p[0] = (uint8_t)(0xF0 | (c >> 18));
+    p[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+    p[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+    p[3] = (uint8_t)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* The UTF-8 of t[i:end] into p (room for 4 bytes per code point): its size, or -1 for a lone
+ * surrogate. Runs of ASCII go a 64-bit word of code points at a time. */
+static Py_ssize_t utf8_of(const PretokText *t, Py_ssize_t i, Py_ssize_t end, uint8_t *p) {
+    Py_ssize_t n = 0, k = i;
+    if (t->kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *s = t->data;
+        while (k < end) {
+            uint64_t w;
+            if (k + 8 <= end && (memcpy(&w, s + k, 8), (w & 0x8080808080808080ULL) == 0)) {
+                memcpy(p + n, &w, 8);
+                n += 8;
+                k += 8;
+            } else {
+                n += utf8_put(s[k++], p + n);
+            }
+        }
+    } else if (t->kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *s = t->data;
+        while (k < end) {
+            uint64_t w;
+            if (k + 4 <= end && (memcpy(&w, s + k, 8), (w & 0xFF80FF80FF80FF80ULL) == 0)) {
+                p[n] = (uint8_t)s[k]; p[n + 1] = (uint8_t)s[k + 1]; p[n + 2] = (uint8_t)s[k + 2]; p[n + 3] = (uint8_t)s[k + 3];
+                n += 4;
+                k += 4;
+            } else {
+                Py_UCS2 c = s[k++];
+                if (c >= 0xD800 && c <= 0xDFFF) return -1;
+                n += utf8_put(c, p + n);
+            }
+        }
+    } else {
+        const Py_UCS4 *s = t->data;
+        while (k < end) {
+            if (k + 4 <= end && ((s[k] | s[k + 1] | s[k + 2] | s[k + 3]) < 0x80)) {
+                p[n] = (uint8_t)s[k]; p[n + 1] = (uint8_t)s[k + 1]; p[n + 2] = (uint8_t)s[k + 2]; p[n + 3] = (uint8_t)s[k + 3];
+                n += 4;
+                k += 4;
+            } else {
+                Py_UCS4 c = s[k++];
+                if (c >= 0xD800 && c <= 0xDFFF) return -1;
+                n += utf8_put(c, p + n);
+            }
         }
     }
-    *piece = p;
-    *size = n;
-    return 0;
+    return n;
+}
+
+/* Whether t[i:end] is all ASCII; if so, and t is not 1 byte per code point, its bytes into dst.
+ * (Loops a compiler turns into vector code: most blocks of most texts are ASCII.) */
+static int ascii_span(const PretokText *t, Py_ssize_t i, Py_ssize_t end, uint8_t *dst) {
+    unsigned acc = 0;
+    if (t->kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *s = t->data;
+        for (Py_ssize_t k = i; k < end; k++) acc |= s[k];
+        return acc < 0x80;
+    }
+    if (t->kind == PyUnicode_2BYTE_KIND) {
+        const Py_UCS2 *s = t->data;
+        for (Py_ssize_t k = i; k < end; k++) acc |= s[k];
+        if (acc >= 0x80) return 0;
+        for (Py_ssize_t k = i; k < end; k++) dst[k - i] = (uint8_t)s[k];
+        return 1;
+    }
+    const Py_UCS4 *s = t->data;
+    for (Py_ssize_t k = i; k < end; k++) acc |= s[k];
+    if (acc >= 0x80) return 0;
+    for (Py_ssize_t k = i; k < end; k++) dst[k - i] = (uint8_t)s[k];
+    return 1;
+}
+
+/* The ends of up to max chunks from i < t->n on (see PretokScanner.chunks): the scanner's batch
+ * function when it has one. */
+static inline Py_ssize_t chunk_ends(const PretokScanner *scanner, const PretokText *t, Py_ssize_t i, Py_ssize_t *ends,
+                                    Py_ssize_t max) {
+    if (scanner->chunks) return scanner->chunks(t, i, ends, max);
+    Py_ssize_t k = 0;
+    while (k < max && i < t->n) ends[k++] = i += scanner->chunk(t, i);
+    return k;
 }
 
 /* Where a part of a long text split for threads (see encode_text_parallel) meets the next one:
@@ -629,52 +745,136 @@ typedef struct {
 static int text_is_ascii(const PretokText *t) {
     if (t->kind != PyUnicode_1BYTE_KIND) return 0;
     const Py_UCS1 *latin1 = t->data;
-    for (Py_ssize_t i = 0; i < t->n; i++) if (latin1[i] >= 0x80) return 0;
+    for (Py_ssize_t i = 0; i < t->n; i += 256) { /* the inner loop is vector code */
+        unsigned acc = 0;
+        Py_ssize_t end = t->n - i < 256 ? t->n : i + 256;
+        for (Py_ssize_t k = i; k < end; k++) acc |= latin1[k];
+        if (acc >= 0x80) return 0;
+    }
     return 1;
 }
 
 /* Split t[start:] with a scanner of _pretokenize.c and append the ids of every chunk to out,
- * with no Python object: it runs without the GIL. scratch[0] and scratch[1] hold the UTF-8 of
- * the chunk being encoded and of the next one, whose front-cache slot is fetched from memory
- * meanwhile (the slot's load, not the work, is what a cached chunk costs). With a sync, it
- * records the ids' length at its marks and ends at the first stop it reaches once past them. */
+ * with no Python object: it runs without the GIL. Chunks go in blocks (see BLOCK_CHUNKS);
+ * scratch holds the UTF-8 of a chunk too long for a block's buffer. With a sync, it records the
+ * ids' length at its marks and ends at the first stop it reaches once past them (maybe
+ * mid-block: the rest of the block is dropped). 0, or a DOC_ status. */
 static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, int ascii,
-                        Py_ssize_t start, IdBuf *out, IdBuf scratch[2], PieceCache *cache, PartSync *sync) {
+                        Py_ssize_t start, IdBuf *out, IdBuf *scratch, PieceCache *cache, PartSync *sync) {
     if (sync) sync->met = -1;
     if (start >= t->n) return 0;
-    int cur = 0, status, stop = 0, count = 0; /* count: chunks encoded */
-    Py_ssize_t i = start, len = scanner->chunk(t, start), size, next_size;
     if (sync) sync->mark_ids[0] = out->len;
-    const uint8_t *piece, *next_piece;
-    if ((status = chunk_bytes(t, ascii, start, len, &scratch[0], &piece, &size)) < 0) return status;
+    BlockChunk block[BLOCK_CHUNKS];
+    Py_ssize_t ends[BLOCK_CHUNKS], nends = 0, next_end = 0, i = start;
+    uint8_t buf[BLOCK_BYTES + 16]; /* + 16: a front key's loads may read past a chunk's end */
+    const uint8_t *text = t->data, *text_end = text + t->n;
+    int stop = 0, count = 0; /* count: chunks encoded */
     for (;;) {
-        Py_ssize_t j = i + len, next_len = 0;
-        if (j < t->n) {
-            next_len = scanner->chunk(t, j);
-            if ((status = chunk_bytes(t, ascii, j, next_len, &scratch[1 - cur], &next_piece, &next_size)) < 0)
-                return status;
-            if (cache && next_size >= 2 && next_size <= FRONT_MAX_PIECE) PREFETCH(front_slot(cache, next_piece, next_size));
+        int k = 0;
+        Py_ssize_t used = 0, span_start = 0;
+        const uint8_t *span = NULL; /* the ASCII bytes of the block's chunks from span_start on */
+        if (next_end == nends) {
+            nends = chunk_ends(scanner, t, i, ends, BLOCK_CHUNKS);
+            next_end = 0;
         }
-        if (encode_piece(self, piece, size, out, cache) < 0) return DOC_NO_MEMORY;
-        if (sync) {
-            if (++count < sync->nmarks) sync->mark_ids[count] = out->len; /* marks[count] == j */
-            if (sync->stops && count >= sync->nmarks - 1) {
-                while (stop < sync->nstops && sync->stops[stop] < j) stop++;
-                if (stop == sync->nstops) sync->stops = NULL; /* no stop left: run to the end */
-                else if (sync->stops[stop] == j) { sync->met = stop; return 0; }
+        if (ascii) {
+            span = text;
+        } else if (ends[nends - 1] - i <= BLOCK_BYTES && ascii_span(t, i, ends[nends - 1], buf)) {
+            span = t->kind == PyUnicode_1BYTE_KIND ? text + i : buf; /* (buf: the block's own chunks only) */
+            span_start = i;
+        }
+        while (k < BLOCK_CHUNKS) { /* pass 1 */
+            if (next_end == nends) {
+                if (i >= t->n || (span && !ascii)) break;
+                nends = chunk_ends(scanner, t, i, ends, BLOCK_CHUNKS);
+                next_end = 0;
+            }
+            Py_ssize_t end = ends[next_end], len = end - i;
+            BlockChunk *c = &block[k];
+            int overread = 1;
+            if (span) {
+                c->p = span + (i - span_start);
+                c->n = len;
+                overread = span == buf || c->p + 16 <= text_end;
+            } else if (used + 4 * len <= BLOCK_BYTES) {
+                c->p = buf + used;
+                c->n = utf8_of(t, i, end, buf + used);
+                if (c->n > 0) used += c->n;
+            } else if (k > 0) {
+                break; /* it starts the next block */
+            } else {
+                scratch->len = 0;
+                if (idbuf_reserve(scratch, len + 5) < 0) return DOC_NO_MEMORY;
+                c->p = (const uint8_t *)scratch->ids;
+                c->n = utf8_of(t, i, end, (uint8_t *)scratch->ids);
+            }
+            c->end = i = end;
+            next_end++;
+            k++;
+            c->nids = 0;
+            c->front = NULL;
+            if (cache && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
+                front_words(c->p, c->n, overread, &c->w0, &c->w1);
+                c->front = front_at(cache, c->w0, c->w1, c->n);
+                PREFETCH(c->front);
             }
         }
-        if (j >= t->n) return 0;
-        i = j;
-        len = next_len;
-        piece = next_piece;
-        size = next_size;
-        cur = 1 - cur;
+        for (int b = 0; b < k; b++) { /* pass 2 */
+            BlockChunk *c = &block[b];
+            if (c->n == 1) {
+                c->ids[0] = self->byte_ids[c->p[0]];
+                c->nids = 1;
+                continue;
+            }
+            FrontSlot *f = c->front;
+            if (f && f->w0 == c->w0 && f->w1 == c->w1 && f->len == (uint16_t)c->n) {
+                for (int j = 0; j < FRONT_IDS; j++) c->ids[j] = f->ids[j];
+                c->nids = f->nids;
+                continue;
+            }
+            if (f && f[1].w0 == c->w0 && f[1].w1 == c->w1 && f[1].len == (uint16_t)c->n) {
+                FrontSlot hit = f[1];
+                f[1] = f[0]; /* the most recent first */
+                f[0] = hit;
+                for (int j = 0; j < FRONT_IDS; j++) c->ids[j] = hit.ids[j];
+                c->nids = hit.nids;
+                continue;
+            }
+            c->h = c->mixed = 0;
+            if (c->n >= 2 && (self->slots || cache)) {
+                c->h = bytes_hash(c->p, c->n);
+                c->mixed = mix64(c->h);
+                if (self->slots) PREFETCH(&self->slots[c->mixed & self->tok_mask]);
+                if (cache && c->n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(c->mixed >> 20) & (PCACHE_SLOTS - 1)]);
+            }
+        }
+        for (int b = 0; b < k; b++) { /* pass 3 */
+            BlockChunk *c = &block[b];
+            if (c->n < 0) return DOC_SURROGATE;
+            if (idbuf_reserve(out, c->n + 1) < 0) return DOC_NO_MEMORY;
+            if (c->nids > 0) {
+                int32_t *ids = out->ids + out->len;
+                for (int j = 0; j < FRONT_IDS; j++) ids[j] = c->ids[j]; /* room for n + 1 >= 2; 3 when nids is */
+                out->len += c->nids;
+            } else if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed) < 0) {
+                return DOC_NO_MEMORY;
+            }
+            if (sync) {
+                Py_ssize_t j = c->end;
+                if (++count < sync->nmarks) sync->mark_ids[count] = out->len; /* marks[count] == j */
+                if (sync->stops && count >= sync->nmarks - 1) {
+                    while (stop < sync->nstops && sync->stops[stop] < j) stop++;
+                    if (stop == sync->nstops) sync->stops = NULL; /* no stop left: run to the end */
+                    else if (sync->stops[stop] == j) { sync->met = stop; return 0; }
+                }
+            }
+        }
+        if (block[k - 1].end >= t->n) return 0;
     }
 }
 
 static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
-                      IdBuf scratch[2], PieceCache *cache) {
+                      IdBuf *scratch, PieceCache *cache) {
     return encode_range(self, scanner, t, text_is_ascii(t), 0, out, scratch, cache, NULL);
 }
 
@@ -695,7 +895,7 @@ typedef struct {
     const PretokText *t;
     int ascii, status, index;
     Py_ssize_t start;
-    IdBuf out, scratch[2];
+    IdBuf out, scratch;
     PartSync sync;
 } TextPart;
 
@@ -703,7 +903,7 @@ static void *encode_part(void *arg) {
     TextPart *p = arg;
     int slot = -1;
     PieceCache *cache = pcache_take_from((ChunkBPE *)p->self, p->index, &slot);
-    p->status = encode_range(p->self, p->scanner, p->t, p->ascii, p->start, &p->out, p->scratch, cache, &p->sync);
+    p->status = encode_range(p->self, p->scanner, p->t, p->ascii, p->start, &p->out, &p->scratch, cache, &p->sync);
     pcache_give((ChunkBPE *)p->self, slot);
     return NULL;
 }
@@ -727,13 +927,12 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
     Py_ssize_t count = t->n / PARALLEL_PART_MIN;
     if (count > num_threads) count = num_threads;
     if (!HAVE_THREADS || count < 2) {
-        IdBuf scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+        IdBuf scratch = {NULL, 0, 0};
         int slot = -1;
         PieceCache *cache = pcache_take((ChunkBPE *)self, &slot);
-        int status = encode_doc(self, scanner, t, out, scratch, cache);
+        int status = encode_doc(self, scanner, t, out, &scratch, cache);
         pcache_give((ChunkBPE *)self, slot);
-        free(scratch[0].ids);
-        free(scratch[1].ids);
+        free(scratch.ids);
         return status;
     }
     TextPart *parts = calloc((size_t)count, sizeof(TextPart));
@@ -780,8 +979,7 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
     }
     for (Py_ssize_t k = 0; k < count; k++) {
         free(parts[k].out.ids);
-        free(parts[k].scratch[0].ids);
-        free(parts[k].scratch[1].ids);
+        free(parts[k].scratch.ids);
     }
     free(parts);
     return status;
@@ -812,7 +1010,7 @@ typedef struct {
 
 static void *encode_batch_ranges(void *arg) {
     BatchWork *w = ((BatchThread *)arg)->work;
-    IdBuf scratch[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    IdBuf scratch = {NULL, 0, 0};
     int slot = -1;
     PieceCache *cache = pcache_take_from((ChunkBPE *)w->self, ((BatchThread *)arg)->index, &slot);
     for (;;) {
@@ -821,15 +1019,14 @@ static void *encode_batch_ranges(void *arg) {
         IdBuf *out = &w->range_out[r];
         for (Py_ssize_t d = w->range_start[r]; d < w->range_start[r + 1]; d++) {
             Py_ssize_t before = out->len;
-            w->status[d] = (signed char)encode_doc(w->self, w->scanner, &w->docs[d], out, scratch, cache);
+            w->status[d] = (signed char)encode_doc(w->self, w->scanner, &w->docs[d], out, &scratch, cache);
             if (w->status[d] == DOC_NO_MEMORY) { ATOMIC_SET(&w->failed, 1); break; }
             if (w->status[d] == DOC_SURROGATE) out->len = before;
             w->ends[d] = out->len; /* within the range's buffer until joined */
         }
     }
     pcache_give((ChunkBPE *)w->self, slot);
-    free(scratch[0].ids);
-    free(scratch[1].ids);
+    free(scratch.ids);
     return NULL;
 }
 
@@ -845,9 +1042,11 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
     if (num_threads > 64) num_threads = 64;
     if (num_threads < 1) num_threads = 1;
     int nranges = num_threads == 1 ? 1 : num_threads * BATCH_RANGES_PER_THREAD;
-    Py_ssize_t *range_start = malloc(((size_t)nranges + 1) * sizeof(Py_ssize_t));
-    IdBuf *range_out = calloc((size_t)nranges, sizeof(IdBuf));
-    int failed = !range_start || !range_out;
+    Py_ssize_t one_start[2]; /* one range (one thread): no allocation */
+    IdBuf one_out = {NULL, 0, 0};
+    Py_ssize_t *range_start = nranges == 1 ? one_start : malloc(((size_t)nranges + 1) * sizeof(Py_ssize_t));
+    IdBuf *range_out = nranges == 1 ? &one_out : calloc((size_t)nranges, sizeof(IdBuf));
+    int failed = !range_start || !range_out || (nranges == 1 && idbuf_reserve(&one_out, total / 2 + 64) < 0);
     if (!failed) {
         int r = 0;
         Py_ssize_t size = 0, per_range = total / nranges + 1;
@@ -882,8 +1081,10 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
         }
     }
     for (int r = 0; range_out && r < nranges; r++) free(range_out[r].ids);
-    free(range_out);
-    free(range_start);
+    if (nranges > 1) {
+        free(range_out);
+        free(range_start);
+    }
     return failed ? -1 : 0;
 }
 
@@ -896,20 +1097,40 @@ static const PretokScanner *get_scanner(PyObject *capsule) {
     return scanner;
 }
 
+#define GIL_HOLD_CHARS 2048 /* a text shorter than this is encoded holding the GIL: releasing it costs more */
+
 /* encode_text(text, scanner, num_threads=1): the ids of a whole text as a list, or None for a lone
- * surrogate; a text of 2 * PARALLEL_PART_MIN characters or more is cut into up to num_threads parts. */
-static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *args) {
-    PyObject *text, *capsule;
+ * surrogate; a text of 2 * PARALLEL_PART_MIN characters or more is cut into up to num_threads parts.
+ * (Called once per document: its arguments are read without building a tuple.) */
+static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 2 || nargs > 3) {
+        PyErr_Format(PyExc_TypeError, "encode_text(text, scanner, num_threads=1) takes 2 or 3 arguments, not %zd", nargs);
+        return NULL;
+    }
+    PyObject *text = args[0];
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "encode_text: text must be str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
     int num_threads = 1;
-    if (!PyArg_ParseTuple(args, "UO|i", &text, &capsule, &num_threads)) return NULL;
-    const PretokScanner *scanner = get_scanner(capsule);
+    if (nargs == 3) {
+        long v = PyLong_AsLong(args[2]);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        num_threads = v < 1 ? 1 : v > INT_MAX ? INT_MAX : (int)v;
+    }
+    const PretokScanner *scanner = get_scanner(args[1]);
     if (!scanner) return NULL;
     PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
     IdBuf out = {NULL, 0, 0};
+    if (idbuf_reserve(&out, t.n / 2 + 64) < 0) return PyErr_NoMemory(); /* ids are fewer than bytes */
     int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = encode_text_parallel(self, scanner, &t, num_threads, &out);
-    Py_END_ALLOW_THREADS
+    if (t.n < GIL_HOLD_CHARS) {
+        status = encode_text_parallel(self, scanner, &t, num_threads, &out);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        status = encode_text_parallel(self, scanner, &t, num_threads, &out);
+        Py_END_ALLOW_THREADS
+    }
     PyObject *result;
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
     else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
@@ -943,9 +1164,9 @@ static PyObject *ids_to_lists_unlocked(ChunkBPE *self, const int32_t *ids, const
         if (PyList_Check(list)) PyObject_GC_UnTrack(list);
         PyList_SET_ITEM(result, d, list);
     }
-    int bad = 0;
+    unsigned bad = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < total && !bad; i++) bad = ids[i] < 0 || ids[i] >= n_objects;
+    for (Py_ssize_t i = 0; i < total; i++) bad |= (uint32_t)ids[i] >= (uint64_t)n_objects; /* (vector code) */
     for (Py_ssize_t d = 0; d < count && !bad; d++) {
         PyObject *list = PyList_GET_ITEM(result, d);
         if (list == Py_None) continue;
@@ -985,6 +1206,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     PyObject *result = NULL, *held = PyList_GetSlice(texts, 0, count); /* keeps every str alive */
     IdBuf out = {NULL, 0, 0};
     if (!docs || !ends || !status || !held) { if (held) PyErr_NoMemory(); goto done; }
+    Py_ssize_t chars = 0;
     for (Py_ssize_t d = 0; d < count; d++) {
         PyObject *text = PyList_GET_ITEM(held, d);
         if (!PyUnicode_Check(text)) {
@@ -994,11 +1216,16 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
         docs[d].kind = PyUnicode_KIND(text);
         docs[d].data = PyUnicode_DATA(text);
         docs[d].n = PyUnicode_GET_LENGTH(text);
+        chars += docs[d].n;
     }
     int failed;
-    Py_BEGIN_ALLOW_THREADS
-    failed = encode_docs(self, scanner, docs, count, num_threads, &out, ends, status) < 0;
-    Py_END_ALLOW_THREADS
+    if (chars < GIL_HOLD_CHARS) {
+        failed = encode_docs(self, scanner, docs, count, num_threads, &out, ends, status) < 0;
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        failed = encode_docs(self, scanner, docs, count, num_threads, &out, ends, status) < 0;
+        Py_END_ALLOW_THREADS
+    }
     if (failed) { PyErr_NoMemory(); goto done; }
     if (as_lists && out.len >= LISTS_UNLOCKED_MIN_IDS &&
         ((result = ids_to_lists_unlocked(self, out.ids, ends, status, count)) || PyErr_Occurred()))
@@ -1342,7 +1569,7 @@ static PyMethodDef ChunkBPE_methods[] = {
     {"encode_chunks", (PyCFunction)ChunkBPE_encode_chunks, METH_O,
      "Encode each str of an iterable and return all ids in one list (cached)."},
     {"encode_bytes", (PyCFunction)ChunkBPE_encode_bytes, METH_O, "Encode one chunk given as bytes (no cache)."},
-    {"encode_text", (PyCFunction)ChunkBPE_encode_text, METH_VARARGS,
+    {"encode_text", (PyCFunction)(void (*)(void))ChunkBPE_encode_text, METH_FASTCALL,
      "encode_text(text, scanner, num_threads=1): split text with a _pretokenize scanner and encode every chunk, "
      "without the GIL (a long text on up to num_threads threads); a list of ids, or None if text has a lone "
      "surrogate."},

@@ -21,6 +21,9 @@ typedef struct {
     Py_ssize_t (*chunk)(const PretokText *t, Py_ssize_t i);
     /* the class table chunk() reads: NULL until _pretokenize.set_classes() was called */
     uint8_t *const *classes;
+    /* NULL, or: fill ends[0:k] with the end positions of up to max consecutive chunks starting at
+     * i < t->n and return k >= 1 (k < max only when the text ends); the chunks chunk() gives */
+    Py_ssize_t (*chunks)(const PretokText *t, Py_ssize_t i, Py_ssize_t *ends, Py_ssize_t max);
 } PretokScanner;
 
 #define PRETOK_CAPSULE_NAME "hf_bbpe._pretokenize.scanner"

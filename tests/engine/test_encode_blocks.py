@@ -1,0 +1,47 @@
+"""The whole-text kernel (``_chunk_bpe.encode_text``/``encode_texts``) takes chunks in blocks: the
+first pass splits a block and turns it into UTF-8, the next ones look its chunks up in the caches.
+
+* ASCII stretches of 2- and 4-byte strs (a block of them is copied at once), Latin-1, CJK and emoji
+  text, and single chunks longer than a block's buffer give tiktoken's ids, in one text and per
+  document, whatever falls together in a block.
+* A lone surrogate anywhere in a block (first chunk, last, just past it, far on) makes the kernel
+  give up on the text (None), and ``encode_ordinary`` then follows its own rule as in a batch.
+"""
+
+from __future__ import annotations
+
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hf_bbpe.patterns import NATIVE_PATTERNS
+
+from .test_batch_threads import cl100k, cl100k_ranks  # noqa: F401 (fixtures)
+
+
+@pytest.fixture(scope="module")
+def cl100k_tiktoken(cl100k_ranks) -> tiktoken.Encoding:  # noqa: F811
+    return tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks, special_tokens={})
+
+
+# side by side: ASCII words, Latin-1, CJK and emoji text, and chunks longer than a block's buffer (4096 bytes)
+SEGMENTS = st.sampled_from(["the quick brown fox ", "naïve café, ", "日本語の文章。", "😀 ok ", "  \n", "123456 ",
+                            "x" * 3000, "語" * 1500, "é" * 2100, " " * 5000, "don't stop "])
+
+
+@settings(max_examples=30, deadline=None)
+@given(parts=st.lists(SEGMENTS, min_size=1, max_size=80))
+def test_blocks_of_chunks_equal_tiktoken(cl100k, cl100k_tiktoken, parts):  # noqa: F811
+    text = "".join(parts)
+    assert cl100k.encode_ordinary(text) == cl100k_tiktoken.encode_ordinary(text)
+    expected = [cl100k_tiktoken.encode_ordinary(p) for p in parts]
+    assert cl100k._encoder.encode_texts(parts, cl100k._scanner, True) == expected
+    assert [cl100k._encoder.encode_text(p, cl100k._scanner) for p in parts] == expected
+
+
+@pytest.mark.parametrize("before", [0, 1, 31, 32, 33, 64, 1000])
+def test_lone_surrogate_anywhere_in_a_block_makes_the_kernel_give_up(cl100k, before):  # noqa: F811
+    text = "word " * before + "\ud800" + " tail and more words" * 40
+    assert cl100k._encoder.encode_text(text, cl100k._scanner) is None
+    assert cl100k.encode_ordinary(text) == cl100k.encode_batch([text], num_threads=2)[0]
