@@ -21,6 +21,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "_pretokenize.h"
 
@@ -63,6 +64,46 @@ INLINE int is_space(const Scan *t, Py_ssize_t i) { return has(t, i, SPACE); }
 INLINE int is_newline(const Scan *t, Py_ssize_t i) { return has(t, i, NEWLINE); }
 /* [^\s\p{L}\p{N}] */
 INLINE int is_other(const Scan *t, Py_ssize_t i) { return i < t->n && !(cls(t, i) & (LETTER | NUMBER | SPACE)); }
+
+/* The first byte of a 64-bit word (in memory order) whose top bit is set in mask != 0, where
+ * that is cheap to find: ascii_run_end reads 8 characters of 1-byte text at a time there. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WORD_AT_A_TIME 1
+#define FIRST_MARKED_BYTE(mask) (__builtin_ctzll(mask) >> 3)
+#else
+#define WORD_AT_A_TIME 0
+#define FIRST_MARKED_BYTE(mask) 0
+#endif
+#define BYTES(b) (0x0101010101010101ULL * (uint8_t)(b))
+
+/* In 1-byte text, the end of the run from j of ASCII characters whose code OR fold is in
+ * lo..hi (fold 0x20 and 'a'..'z': ASCII letters of either case), found 8 characters at a time
+ * with no branch per character, so that the end of a word costs no mispredicted branch (the last
+ * few, fewer than 8, one at a time). Other kinds of text: j, for the caller to read the run one
+ * character at a time, as it reads non-ASCII characters that may continue a run. */
+INLINE Py_ssize_t ascii_run_end(const Scan *t, Py_ssize_t j, uint8_t fold, uint8_t lo, uint8_t hi) {
+    if (!WORD_AT_A_TIME || t->kind != PyUnicode_1BYTE_KIND) return j;
+    const uint8_t *text = t->data;
+    for (; j + 8 <= t->n; j += 8) {
+        uint64_t word;
+        memcpy(&word, text + j, 8);
+        /* per byte, 7 bits each: v + (0x80 - lo) sets the top bit iff v >= lo, v + (0x7F - hi)
+         * iff v > hi, and neither sum carries into the next byte */
+        uint64_t v = (word | BYTES(fold)) & BYTES(0x7F);
+        uint64_t inside = (v + BYTES(0x80 - lo)) & ~(v + BYTES(0x7F - hi)) & ~word & BYTES(0x80);
+        uint64_t outside = ~inside & BYTES(0x80);
+        if (outside) return j + FIRST_MARKED_BYTE(outside);
+    }
+    while (j < t->n && (uint8_t)(((text[j] | fold) & 0xFF) - lo) <= hi - lo) j++;
+    return j;
+}
+
+/* The end of the run of letters from j */
+INLINE Py_ssize_t letters_end(const Scan *t, Py_ssize_t j) {
+    j = ascii_run_end(t, j, 0x20, 'a', 'z');
+    while (is_letter(t, j)) j++;
+    return j;
+}
 
 /* Length of the contraction at i ("'s", "'ll"...), or 0: '[sdmt]|'ll|'ve|'re, which is also
  * o200k's 's|'t|'re|'ve|'m|'ll|'d (no contraction is a prefix of another, so order does not
@@ -116,10 +157,7 @@ INLINE Py_ssize_t gpt4_or_llama3(const Scan *t, Py_ssize_t i, int llama3) {
         if (len) return len;
         j++;
     }
-    if (is_letter(t, j)) {
-        do j++; while (is_letter(t, j));
-        return j - i;
-    }
+    if (is_letter(t, j)) return letters_end(t, j + 1) - i;
     /* \p{N}{1,3}+ */
     if (c & NUMBER) {
         j = i + 1;
@@ -148,6 +186,7 @@ INLINE Py_ssize_t gpt2(const Scan *t, Py_ssize_t i) {
     if (!(c & SPACE)) {
         int kind = c & (LETTER | NUMBER); /* 0: the "other" class */
         Py_ssize_t j = start + 1;
+        if (kind == LETTER) return letters_end(t, j) - i;
         while (j < t->n && (cls(t, j) & (LETTER | NUMBER | SPACE)) == kind) j++;
         return j - i;
     }
@@ -160,7 +199,7 @@ INLINE Py_ssize_t upper_then_lower(const Scan *t, Py_ssize_t p) {
     while (has(t, q, UPPERISH)) q++;
     for (Py_ssize_t r = q; r >= p; r--) {
         if (has(t, r, LOWERISH)) {
-            Py_ssize_t s = r;
+            Py_ssize_t s = ascii_run_end(t, r, 0, 'a', 'z');
             while (has(t, s, LOWERISH)) s++;
             return s;
         }
@@ -168,9 +207,9 @@ INLINE Py_ssize_t upper_then_lower(const Scan *t, Py_ssize_t p) {
     return -1;
 }
 
-INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
-    /* X is [^\r\n\p{L}\p{N}]: marks belong to it and to U and W alike */
-    int x_here = !has(t, i, LETTER | NUMBER | NEWLINE);
+/* The letter alternatives of o200k, X?U*W+C? | X?U+W*C?, at i (x_here: whether X can match
+ * there), or -1 */
+INLINE Py_ssize_t o200k_letters(const Scan *t, Py_ssize_t i, int x_here) {
     /* X?U*W+C?, trying X first */
     for (int take_x = x_here; take_x >= 0; take_x--) {
         Py_ssize_t end = upper_then_lower(t, i + take_x);
@@ -183,6 +222,18 @@ INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
         while (has(t, q, UPPERISH)) q++;
         while (has(t, q, LOWERISH)) q++;
         return q + contraction(t, q, 1) - i;
+    }
+    return -1;
+}
+
+INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
+    int c = cls(t, i);
+    /* X is [^\r\n\p{L}\p{N}]: marks belong to it and to U and W alike */
+    int x_here = !(c & (LETTER | NUMBER | NEWLINE));
+    /* the letter alternatives need a U or W character at i, or at i + 1 after an X */
+    if ((c & (UPPERISH | LOWERISH)) || (x_here && has(t, i + 1, UPPERISH | LOWERISH))) {
+        Py_ssize_t len = o200k_letters(t, i, x_here);
+        if (len > 0) return len;
     }
     /* \p{N}{1,3} */
     if (is_number(t, i)) {

@@ -104,6 +104,19 @@ def test_tricky_text_of_each_kind_splits_alike(pattern, kind, data):
     assert chunk_splitter(pattern)(text) == findall(pattern, text)
 
 
+# Mostly ASCII letters of both cases, with Latin-1 letters (lower, upper, and ª which is Lo)
+# among them: long runs, which the scanner reads 8 characters at a time in 1-byte text; and the
+# characters next to the letters' ranges, in ASCII and (× and ÷) in their low 7 bits.
+WORDY = list("abcdefghijklmnopqrstuvwxyzAZ") * 3 + list("\u00e9\u00c0\u00aa\u00d7\u00f7@[`{'sS .\n1")
+
+
+@pytest.mark.parametrize("pattern", NATIVE, ids=IDS)
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(WORDY), max_size=80))
+def test_long_words_split_alike(pattern, text):
+    assert chunk_splitter(pattern)(text) == findall(pattern, text)
+
+
 @pytest.mark.parametrize("name", NATIVE_PATTERNS)
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=300, deadline=None)
