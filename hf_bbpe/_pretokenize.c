@@ -31,6 +31,8 @@
 #define UPPERISH 8  /* [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] of the o200k pattern */
 #define LOWERISH 16 /* [\p{Ll}\p{Lm}\p{Lo}\p{M}] */
 #define NEWLINE 32  /* \r and \n: added by set_classes, not part of the table it is given */
+
+
 #define NCODEPOINTS 0x110000
 
 static uint8_t *classes = NULL;     /* per code point: the bits above */
@@ -65,45 +67,69 @@ INLINE int is_newline(const Scan *t, Py_ssize_t i) { return has(t, i, NEWLINE); 
 /* [^\s\p{L}\p{N}] */
 INLINE int is_other(const Scan *t, Py_ssize_t i) { return i < t->n && !(cls(t, i) & (LETTER | NUMBER | SPACE)); }
 
-/* The first byte of a 64-bit word (in memory order) whose top bit is set in mask != 0, where
- * that is cheap to find: ascii_run_end reads 8 characters of 1-byte text at a time there. */
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define WORD_AT_A_TIME 1
-#define FIRST_MARKED_BYTE(mask) (__builtin_ctzll(mask) >> 3)
+/* Runs of letters end a chunk at an unpredictable place: the loops below find a run's end
+ * without a branch per character, so that it costs no mispredicted branch. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FIRST_SET_BIT(mask) __builtin_ctzll(mask)
 #else
-#define WORD_AT_A_TIME 0
-#define FIRST_MARKED_BYTE(mask) 0
+INLINE int FIRST_SET_BIT(uint64_t mask) {
+    int k = 0;
+    while (!(mask & 1)) mask >>= 1, k++;
+    return k;
+}
+#endif
+/* 1-byte text is read 8 bytes at a time where the first byte is the lowest of a uint64_t */
+#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_M_X64) || defined(_M_ARM64)
+#define LITTLE_ENDIAN_WORDS 1
+#else
+#define LITTLE_ENDIAN_WORDS 0
 #endif
 #define BYTES(b) (0x0101010101010101ULL * (uint8_t)(b))
 
-/* In 1-byte text, the end of the run from j of ASCII characters whose code OR fold is in
- * lo..hi (fold 0x20 and 'a'..'z': ASCII letters of either case), found 8 characters at a time
- * with no branch per character, so that the end of a word costs no mispredicted branch (the last
- * few, fewer than 8, one at a time). Other kinds of text: j, for the caller to read the run one
- * character at a time, as it reads non-ASCII characters that may continue a run. */
-INLINE Py_ssize_t ascii_run_end(const Scan *t, Py_ssize_t j, uint8_t fold, uint8_t lo, uint8_t hi) {
-    if (!WORD_AT_A_TIME || t->kind != PyUnicode_1BYTE_KIND) return j;
+/* In 1-byte text, the end of the run from j of ASCII characters in 'a'..'z' once OR-ed with fold
+ * (0x20: letters of either case), 8 at a time, then the last few (fewer than 8) one at a time. */
+INLINE Py_ssize_t ascii_letters_end(const Scan *t, Py_ssize_t j, uint8_t fold) {
     const uint8_t *text = t->data;
     for (; j + 8 <= t->n; j += 8) {
         uint64_t word;
         memcpy(&word, text + j, 8);
-        /* per byte, 7 bits each: v + (0x80 - lo) sets the top bit iff v >= lo, v + (0x7F - hi)
-         * iff v > hi, and neither sum carries into the next byte */
+        /* per byte, on its 7 low bits v: v + (0x80 - 'a') has its top bit set iff v >= 'a',
+         * v + (0x7F - 'z') iff v > 'z', and neither sum carries into the next byte */
         uint64_t v = (word | BYTES(fold)) & BYTES(0x7F);
-        uint64_t inside = (v + BYTES(0x80 - lo)) & ~(v + BYTES(0x7F - hi)) & ~word & BYTES(0x80);
+        uint64_t inside = (v + BYTES(0x80 - 'a')) & ~(v + BYTES(0x7F - 'z')) & ~word & BYTES(0x80);
         uint64_t outside = ~inside & BYTES(0x80);
-        if (outside) return j + FIRST_MARKED_BYTE(outside);
+        if (outside) return j + (FIRST_SET_BIT(outside) >> 3);
     }
-    while (j < t->n && (uint8_t)(((text[j] | fold) & 0xFF) - lo) <= hi - lo) j++;
+    while (j < t->n && (uint8_t)((text[j] | fold) - 'a') <= 'z' - 'a') j++;
     return j;
 }
 
-/* The end of the run of letters from j */
-INLINE Py_ssize_t letters_end(const Scan *t, Py_ssize_t j) {
-    j = ascii_run_end(t, j, 0x20, 'a', 'z');
-    while (is_letter(t, j)) j++;
+/* The end of the run from j of characters whose class has one of bits, the classes of 8
+ * characters at a time gathered into a mask, then the last few one at a time. */
+INLINE Py_ssize_t class_run_end(const Scan *t, Py_ssize_t j, int bits) {
+    for (; j + 8 <= t->n; j += 8) {
+        uint64_t outside = 0;
+        for (int k = 0; k < 8; k++) outside |= (uint64_t)!(cls(t, j + k) & bits) << k;
+        if (outside) return j + FIRST_SET_BIT(outside);
+    }
+    while (has(t, j, bits)) j++;
     return j;
 }
+
+/* The end of the run from j of characters whose class has one of bits, where every ASCII
+ * letter in 'a'..'z' once OR-ed with fold has them (the caller's promise, which the tests hold
+ * it to): 1-byte text is faster to test byte by byte than class by class. */
+INLINE Py_ssize_t run_end(const Scan *t, Py_ssize_t j, int bits, uint8_t fold) {
+    if (LITTLE_ENDIAN_WORDS && t->kind == PyUnicode_1BYTE_KIND) {
+        j = ascii_letters_end(t, j, fold);
+        while (has(t, j, bits)) j++; /* Latin-1 letters, after which the run may go on */
+        return j;
+    }
+    return class_run_end(t, j, bits);
+}
+
+/* \p{L}+ from j */
+INLINE Py_ssize_t letters_end(const Scan *t, Py_ssize_t j) { return run_end(t, j, LETTER, 0x20); }
 
 /* Length of the contraction at i ("'s", "'ll"...), or 0: '[sdmt]|'ll|'ve|'re, which is also
  * o200k's 's|'t|'re|'ve|'m|'ll|'d (no contraction is a prefix of another, so order does not
@@ -197,13 +223,8 @@ INLINE Py_ssize_t gpt2(const Scan *t, Py_ssize_t i) {
 INLINE Py_ssize_t upper_then_lower(const Scan *t, Py_ssize_t p) {
     Py_ssize_t q = p;
     while (has(t, q, UPPERISH)) q++;
-    for (Py_ssize_t r = q; r >= p; r--) {
-        if (has(t, r, LOWERISH)) {
-            Py_ssize_t s = ascii_run_end(t, r, 0, 'a', 'z');
-            while (has(t, s, LOWERISH)) s++;
-            return s;
-        }
-    }
+    for (Py_ssize_t r = q; r >= p; r--)
+        if (has(t, r, LOWERISH)) return run_end(t, r, LOWERISH, 0);
     return -1;
 }
 

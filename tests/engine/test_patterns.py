@@ -48,13 +48,13 @@ def str_kind(text: str) -> int:
     return next(kind for kind in KINDS if largest < KIND_LIMITS[kind])
 
 
-def tricky_text_of_kind(kind: int) -> st.SearchStrategy[str]:
-    """TRICKY text stored with kind bytes per code point: one character that needs the kind,
-    among any that fit it."""
-    fits = st.text(alphabet=st.sampled_from([c for c in TRICKY if ord(c) < KIND_LIMITS[kind]]), max_size=30)
+def text_of_kind(kind: int, alphabet: list[str] = TRICKY, max_size: int = 30) -> st.SearchStrategy[str]:
+    """Text of alphabet stored with kind bytes per code point: one character that needs the
+    kind, among any that fit it."""
+    fits = st.text(alphabet=st.sampled_from([c for c in alphabet if ord(c) < KIND_LIMITS[kind]]), max_size=max_size)
     if kind == 1:
         return fits
-    needs = st.sampled_from([c for c in TRICKY if str_kind(c) == kind])
+    needs = st.sampled_from([c for c in alphabet if str_kind(c) == kind])
     return st.builds(lambda before, char, after: before + char + after, fits, needs, fits)
 
 
@@ -99,21 +99,26 @@ def test_tricky_text_splits_alike(pattern, text):
 @given(data=st.data())
 def test_tricky_text_of_each_kind_splits_alike(pattern, kind, data):
     """Each str kind's instance of the scanner splits like the regex module."""
-    text = data.draw(tricky_text_of_kind(kind))
+    text = data.draw(text_of_kind(kind))
     assert str_kind(text) == kind
     assert chunk_splitter(pattern)(text) == findall(pattern, text)
 
 
-# Mostly ASCII letters of both cases, with Latin-1 letters (lower, upper, and ª which is Lo)
-# among them: long runs, which the scanner reads 8 characters at a time in 1-byte text; and the
-# characters next to the letters' ranges, in ASCII and (× and ÷) in their low 7 bits.
-WORDY = list("abcdefghijklmnopqrstuvwxyzAZ") * 3 + list("\u00e9\u00c0\u00aa\u00d7\u00f7@[`{'sS .\n1")
+# Mostly letters: ASCII of both cases, Latin-1 (lower, upper, and ª which is Lo), Cyrillic,
+# CJK, Lt, Lm, a mark, and above the BMP Lu and Lo; long runs, whose ends the scanner finds 8
+# characters at a time. With the characters next to the ASCII letters' ranges, in ASCII and in
+# the low 7 bits of × and ÷, and a few others.
+WORDY = (list("abcdefghijklmnopqrstuvwxyzAZ") * 3
+         + list("\u00e9\u00c0\u00aa\u00d7\u00f7@[`{'sS .\n1\u0436\u0416\u4f60\u01c5\u02b0\u0301\U0001d400\U00020000"))
 
 
 @pytest.mark.parametrize("pattern", NATIVE, ids=IDS)
-@settings(max_examples=500, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(WORDY), max_size=80))
-def test_long_words_split_alike(pattern, text):
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_long_words_split_alike(pattern, kind, data):
+    text = data.draw(text_of_kind(kind, WORDY, max_size=60))
+    assert str_kind(text) == kind
     assert chunk_splitter(pattern)(text) == findall(pattern, text)
 
 
@@ -124,7 +129,7 @@ def test_long_words_split_alike(pattern, text):
 def test_batch_of_chunks_is_repeated_chunk(name, kind, data, batch):
     """A scanner's chunks() (the chunk ends that _chunk_bpe asks for a batch at a time) gives
     the chunks of repeated chunk() calls, which are the regex module's, for each str kind."""
-    text = data.draw(tricky_text_of_kind(kind))
+    text = data.draw(text_of_kind(kind))
     scanner = native_scanner(NATIVE_PATTERNS[name])
     expected = ends_of(findall(NATIVE_PATTERNS[name], text))
     assert patterns._native.chunk_ends(scanner, text, 0) == expected
