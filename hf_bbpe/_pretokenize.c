@@ -17,6 +17,12 @@
  *        quantifiers change nothing there), then o200k's whitespace alternatives.
  * At each position the first alternative that matches wins (the regex module's alternation);
  * every character matches some alternative, so the chunks cover the text.
+ *
+ * Each pattern's scanner is compiled once per str kind (1, 2 or 4 bytes per code point), which
+ * it reads directly; 1-byte text reads a 256-entry copy of the class table, and finds the end of
+ * a run of ASCII letters 8 bytes at a time. A PretokScanner (see _pretokenize.h) gives _chunk_bpe
+ * one chunk (chunk) or the ends of a batch of chunks (chunks); split_* and chunk_ends (for
+ * tests) are the Python side.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,8 +37,6 @@
 #define UPPERISH 8  /* [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] of the o200k pattern */
 #define LOWERISH 16 /* [\p{Ll}\p{Lm}\p{Lo}\p{M}] */
 #define NEWLINE 32  /* \r and \n: added by set_classes, not part of the table it is given */
-
-
 #define NCODEPOINTS 0x110000
 
 static uint8_t *classes = NULL;     /* per code point: the bits above */

@@ -2,8 +2,8 @@
  * What _pretokenize.c shares with _chunk_bpe.c: a scanner that gives the length of the chunk
  * starting at a position of a str's data, or the ends of a batch of consecutive chunks, so that
  * the chunk encoder can split and encode a whole document without the GIL and without a Python
- * object per chunk. _pretokenize exposes one
- * capsule per pattern (scanner_gpt2, scanner_gpt4, scanner_o200k, scanner_llama3) holding a PretokScanner.
+ * object per chunk. _pretokenize exposes one capsule per pattern (scanner_gpt2, scanner_gpt4,
+ * scanner_o200k, scanner_llama3) holding a PretokScanner.
  */
 #ifndef HF_BBPE_PRETOKENIZE_H
 #define HF_BBPE_PRETOKENIZE_H
@@ -22,8 +22,8 @@ typedef struct {
     Py_ssize_t (*chunk)(const PretokText *t, Py_ssize_t i);
     /* the class table chunk() reads: NULL until _pretokenize.set_classes() was called */
     uint8_t *const *classes;
-    /* the END positions of up to max (>= 1) consecutive chunks from i < t->n into ends[0..k), the
-     * same chunks as calls of chunk(); returns k >= 1, below max only when the text ends there */
+    /* NULL, or: fill ends[0:k] with the end positions of up to max consecutive chunks starting at
+     * i < t->n and return k >= 1 (k < max only when the text ends); the chunks chunk() gives */
     Py_ssize_t (*chunks)(const PretokText *t, Py_ssize_t i, Py_ssize_t *ends, Py_ssize_t max);
 } PretokScanner;
 
