@@ -17,10 +17,17 @@
  *        quantifiers change nothing there), then o200k's whitespace alternatives.
  * At each position the first alternative that matches wins (the regex module's alternation);
  * every character matches some alternative, so the chunks cover the text.
+ *
+ * Each pattern's scanner is compiled once per str kind (1, 2 or 4 bytes per code point), which
+ * it reads directly; 1-byte text reads a 256-entry copy of the class table, and finds the end of
+ * a run of ASCII letters 8 bytes at a time. A PretokScanner (see _pretokenize.h) gives _chunk_bpe
+ * one chunk (chunk) or the ends of a batch of chunks (chunks); split_* and chunk_ends (for
+ * tests) are the Python side.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "_pretokenize.h"
 
@@ -29,30 +36,110 @@
 #define SPACE 4
 #define UPPERISH 8  /* [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] of the o200k pattern */
 #define LOWERISH 16 /* [\p{Ll}\p{Lm}\p{Lo}\p{M}] */
+#define NEWLINE 32  /* \r and \n: added by set_classes, not part of the table it is given */
 #define NCODEPOINTS 0x110000
 
-static uint8_t *classes = NULL; /* per code point: the bits above */
+static uint8_t *classes = NULL;     /* per code point: the bits above */
+static uint8_t latin1_classes[256]; /* its first 256 entries: all that 1-byte-kind text reads (fits L1) */
 
-typedef PretokText Text;
+/* The scanners below are written once, over a Scan whose kind is a constant in each of their
+ * three instances (one per str kind, made by SCANNER at the end of the file): with everything
+ * inlined, at() becomes one typed array read, and 1-byte text reads the 256-entry table. */
+#if defined(__GNUC__) || defined(__clang__)
+#define INLINE static inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define INLINE static __forceinline
+#else
+#define INLINE static inline
+#endif
 
-static inline Py_UCS4 at(const Text *t, Py_ssize_t i) { return PyUnicode_READ(t->kind, t->data, i); }
-static inline int cls(const Text *t, Py_ssize_t i) { return classes[at(t, i)]; }
-static inline int is_letter(const Text *t, Py_ssize_t i) { return i < t->n && (cls(t, i) & LETTER); }
-static inline int is_number(const Text *t, Py_ssize_t i) { return i < t->n && (cls(t, i) & NUMBER); }
-static inline int is_space(const Text *t, Py_ssize_t i) { return i < t->n && (cls(t, i) & SPACE); }
+typedef struct {
+    int kind;             /* PyUnicode_1BYTE_KIND, 2BYTE or 4BYTE */
+    const void *data;
+    Py_ssize_t n;
+    const uint8_t *table; /* latin1_classes or classes */
+} Scan;
+
+INLINE Py_UCS4 at(const Scan *t, Py_ssize_t i) { return PyUnicode_READ(t->kind, t->data, i); }
+INLINE int cls(const Scan *t, Py_ssize_t i) { return t->table[at(t, i)]; }
+/* whether i is in the text and its class has one of bits */
+INLINE int has(const Scan *t, Py_ssize_t i, int bits) { return i < t->n && (cls(t, i) & bits); }
+INLINE int is_letter(const Scan *t, Py_ssize_t i) { return has(t, i, LETTER); }
+INLINE int is_number(const Scan *t, Py_ssize_t i) { return has(t, i, NUMBER); }
+INLINE int is_space(const Scan *t, Py_ssize_t i) { return has(t, i, SPACE); }
+INLINE int is_newline(const Scan *t, Py_ssize_t i) { return has(t, i, NEWLINE); }
 /* [^\s\p{L}\p{N}] */
-static inline int is_other(const Text *t, Py_ssize_t i) { return i < t->n && !(cls(t, i) & (LETTER | NUMBER | SPACE)); }
-static inline int is_newline(const Text *t, Py_ssize_t i) {
-    if (i >= t->n) return 0;
-    Py_UCS4 c = at(t, i);
-    return c == '\r' || c == '\n';
+INLINE int is_other(const Scan *t, Py_ssize_t i) { return i < t->n && !(cls(t, i) & (LETTER | NUMBER | SPACE)); }
+
+/* Runs of letters end a chunk at an unpredictable place: the loops below find a run's end
+ * without a branch per character, so that it costs no mispredicted branch. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FIRST_SET_BIT(mask) __builtin_ctzll(mask)
+#else
+INLINE int FIRST_SET_BIT(uint64_t mask) {
+    int k = 0;
+    while (!(mask & 1)) mask >>= 1, k++;
+    return k;
 }
+#endif
+/* 1-byte text is read 8 bytes at a time where the first byte is the lowest of a uint64_t */
+#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_M_X64) || defined(_M_ARM64)
+#define LITTLE_ENDIAN_WORDS 1
+#else
+#define LITTLE_ENDIAN_WORDS 0
+#endif
+#define BYTES(b) (0x0101010101010101ULL * (uint8_t)(b))
+
+/* In 1-byte text, the end of the run from j of ASCII characters in 'a'..'z' once OR-ed with fold
+ * (0x20: letters of either case), 8 at a time, then the last few (fewer than 8) one at a time. */
+INLINE Py_ssize_t ascii_letters_end(const Scan *t, Py_ssize_t j, uint8_t fold) {
+    const uint8_t *text = t->data;
+    for (; j + 8 <= t->n; j += 8) {
+        uint64_t word;
+        memcpy(&word, text + j, 8);
+        /* per byte, on its 7 low bits v: v + (0x80 - 'a') has its top bit set iff v >= 'a',
+         * v + (0x7F - 'z') iff v > 'z', and neither sum carries into the next byte */
+        uint64_t v = (word | BYTES(fold)) & BYTES(0x7F);
+        uint64_t inside = (v + BYTES(0x80 - 'a')) & ~(v + BYTES(0x7F - 'z')) & ~word & BYTES(0x80);
+        uint64_t outside = ~inside & BYTES(0x80);
+        if (outside) return j + (FIRST_SET_BIT(outside) >> 3);
+    }
+    while (j < t->n && (uint8_t)((text[j] | fold) - 'a') <= 'z' - 'a') j++;
+    return j;
+}
+
+/* The end of the run from j of characters whose class has one of bits, the classes of 8
+ * characters at a time gathered into a mask, then the last few one at a time. */
+INLINE Py_ssize_t class_run_end(const Scan *t, Py_ssize_t j, int bits) {
+    for (; j + 8 <= t->n; j += 8) {
+        uint64_t outside = 0;
+        for (int k = 0; k < 8; k++) outside |= (uint64_t)!(cls(t, j + k) & bits) << k;
+        if (outside) return j + FIRST_SET_BIT(outside);
+    }
+    while (has(t, j, bits)) j++;
+    return j;
+}
+
+/* The end of the run from j of characters whose class has one of bits, where every ASCII
+ * letter in 'a'..'z' once OR-ed with fold has them (the caller's promise, which the tests hold
+ * it to): 1-byte text is faster to test byte by byte than class by class. */
+INLINE Py_ssize_t run_end(const Scan *t, Py_ssize_t j, int bits, uint8_t fold) {
+    if (LITTLE_ENDIAN_WORDS && t->kind == PyUnicode_1BYTE_KIND) {
+        j = ascii_letters_end(t, j, fold);
+        while (has(t, j, bits)) j++; /* Latin-1 letters, after which the run may go on */
+        return j;
+    }
+    return class_run_end(t, j, bits);
+}
+
+/* \p{L}+ from j */
+INLINE Py_ssize_t letters_end(const Scan *t, Py_ssize_t j) { return run_end(t, j, LETTER, 0x20); }
 
 /* Length of the contraction at i ("'s", "'ll"...), or 0: '[sdmt]|'ll|'ve|'re, which is also
  * o200k's 's|'t|'re|'ve|'m|'ll|'d (no contraction is a prefix of another, so order does not
  * matter). With ignore_case, (?i) as the regex module applies it to these letters: ASCII case,
  * and U+017F (long s) for s. */
-static Py_ssize_t contraction(const Text *t, Py_ssize_t i, int ignore_case) {
+INLINE Py_ssize_t contraction(const Scan *t, Py_ssize_t i, int ignore_case) {
     if (i + 1 >= t->n || at(t, i) != '\'') return 0;
     Py_UCS4 c = at(t, i + 1);
     if (ignore_case && c < 128) c = (Py_UCS4)Py_TOLOWER(c);
@@ -67,7 +154,7 @@ static Py_ssize_t contraction(const Text *t, Py_ssize_t i, int ignore_case) {
 
 /* The whitespace alternatives of the GPT-2 and GPT-4 patterns (o200k and Llama 3 have
  * their own, spaces_to_last_newline), at a space i: \s++$ | (GPT-4 only: \s*[\r\n]) | \s+(?!\S) | \s */
-static Py_ssize_t spaces(const Text *t, Py_ssize_t i, int newline_alternative) {
+INLINE Py_ssize_t spaces(const Scan *t, Py_ssize_t i, int newline_alternative) {
     Py_ssize_t j = i;
     while (is_space(t, j)) j++;
     if (j == t->n) return j - i;                 /* \s++$ */
@@ -80,7 +167,7 @@ static Py_ssize_t spaces(const Text *t, Py_ssize_t i, int newline_alternative) {
 }
 
 /* \s*[\r\n]+ | \s+(?!\S) | \s+ at a space i: the whitespace alternatives of o200k and Llama 3 */
-static Py_ssize_t spaces_to_last_newline(const Text *t, Py_ssize_t i) {
+INLINE Py_ssize_t spaces_to_last_newline(const Scan *t, Py_ssize_t i) {
     Py_ssize_t j = i;
     while (is_space(t, j)) j++;
     for (Py_ssize_t k = j - 1; k >= i; k--)
@@ -90,18 +177,19 @@ static Py_ssize_t spaces_to_last_newline(const Text *t, Py_ssize_t i) {
 }
 
 /* GPT-4's pattern, or with llama3 Llama 3's (which differs only in its whitespace alternatives). */
-static inline Py_ssize_t chunk_gpt4_or_llama3(const Text *t, Py_ssize_t i, int llama3) {
-    Py_ssize_t len = contraction(t, i, 1);
-    if (len) return len;
-    /* [^\r\n\p{L}\p{N}]?+\p{L}++ */
+INLINE Py_ssize_t gpt4_or_llama3(const Scan *t, Py_ssize_t i, int llama3) {
+    int c = cls(t, i);
+    /* [^\r\n\p{L}\p{N}]?+\p{L}++, tried first for the common " word" (a contraction starts
+     * with "'", which is neither letter nor space, so the order of the two changes nothing) */
     Py_ssize_t j = i;
-    if (!is_letter(t, j) && !is_number(t, j) && !is_newline(t, j)) j++;
-    if (is_letter(t, j)) {
-        while (is_letter(t, j)) j++;
-        return j - i;
+    if (!(c & (LETTER | NUMBER | NEWLINE))) {
+        Py_ssize_t len = contraction(t, i, 1);
+        if (len) return len;
+        j++;
     }
+    if (is_letter(t, j)) return letters_end(t, j + 1) - i;
     /* \p{N}{1,3}+ */
-    if (is_number(t, i)) {
+    if (c & NUMBER) {
         j = i + 1;
         while (j < i + 3 && is_number(t, j)) j++;
         return j - i;
@@ -116,10 +204,10 @@ static inline Py_ssize_t chunk_gpt4_or_llama3(const Text *t, Py_ssize_t i, int l
     return llama3 ? spaces_to_last_newline(t, i) : spaces(t, i, 1);
 }
 
-static Py_ssize_t chunk_gpt4(const Text *t, Py_ssize_t i) { return chunk_gpt4_or_llama3(t, i, 0); }
-static Py_ssize_t chunk_llama3(const Text *t, Py_ssize_t i) { return chunk_gpt4_or_llama3(t, i, 1); }
+INLINE Py_ssize_t gpt4(const Scan *t, Py_ssize_t i) { return gpt4_or_llama3(t, i, 0); }
+INLINE Py_ssize_t llama3(const Scan *t, Py_ssize_t i) { return gpt4_or_llama3(t, i, 1); }
 
-static Py_ssize_t chunk_gpt2(const Text *t, Py_ssize_t i) {
+INLINE Py_ssize_t gpt2(const Scan *t, Py_ssize_t i) {
     Py_ssize_t len = contraction(t, i, 0);
     if (len) return len;
     /* ' ?\p{L}++' | ' ?\p{N}++' | ' ?[^\s\p{L}\p{N}]++': a space joins the run after it */
@@ -128,31 +216,25 @@ static Py_ssize_t chunk_gpt2(const Text *t, Py_ssize_t i) {
     if (!(c & SPACE)) {
         int kind = c & (LETTER | NUMBER); /* 0: the "other" class */
         Py_ssize_t j = start + 1;
+        if (kind == LETTER) return letters_end(t, j) - i;
         while (j < t->n && (cls(t, j) & (LETTER | NUMBER | SPACE)) == kind) j++;
         return j - i;
     }
     return spaces(t, i, 0);
 }
 
-static inline int has(const Text *t, Py_ssize_t i, int bits) { return i < t->n && (cls(t, i) & bits); }
-
 /* The end of U*W+ from p (greedy U*, giving back characters until W+ can start), or -1. */
-static Py_ssize_t upper_then_lower(const Text *t, Py_ssize_t p) {
+INLINE Py_ssize_t upper_then_lower(const Scan *t, Py_ssize_t p) {
     Py_ssize_t q = p;
     while (has(t, q, UPPERISH)) q++;
-    for (Py_ssize_t r = q; r >= p; r--) {
-        if (has(t, r, LOWERISH)) {
-            Py_ssize_t s = r;
-            while (has(t, s, LOWERISH)) s++;
-            return s;
-        }
-    }
+    for (Py_ssize_t r = q; r >= p; r--)
+        if (has(t, r, LOWERISH)) return run_end(t, r, LOWERISH, 0);
     return -1;
 }
 
-static Py_ssize_t chunk_o200k(const Text *t, Py_ssize_t i) {
-    /* X is [^\r\n\p{L}\p{N}]: marks belong to it and to U and W alike */
-    int x_here = !has(t, i, LETTER | NUMBER) && !is_newline(t, i);
+/* The letter alternatives of o200k, X?U*W+C? | X?U+W*C?, at i (x_here: whether X can match
+ * there), or -1 */
+INLINE Py_ssize_t o200k_letters(const Scan *t, Py_ssize_t i, int x_here) {
     /* X?U*W+C?, trying X first */
     for (int take_x = x_here; take_x >= 0; take_x--) {
         Py_ssize_t end = upper_then_lower(t, i + take_x);
@@ -165,6 +247,18 @@ static Py_ssize_t chunk_o200k(const Text *t, Py_ssize_t i) {
         while (has(t, q, UPPERISH)) q++;
         while (has(t, q, LOWERISH)) q++;
         return q + contraction(t, q, 1) - i;
+    }
+    return -1;
+}
+
+INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
+    int c = cls(t, i);
+    /* X is [^\r\n\p{L}\p{N}]: marks belong to it and to U and W alike */
+    int x_here = !(c & (LETTER | NUMBER | NEWLINE));
+    /* the letter alternatives need a U or W character at i, or at i + 1 after an X */
+    if ((c & (UPPERISH | LOWERISH)) || (x_here && has(t, i + 1, UPPERISH | LOWERISH))) {
+        Py_ssize_t len = o200k_letters(t, i, x_here);
+        if (len > 0) return len;
     }
     /* \p{N}{1,3} */
     if (is_number(t, i)) {
@@ -182,34 +276,126 @@ static Py_ssize_t chunk_o200k(const Text *t, Py_ssize_t i) {
     return spaces_to_last_newline(t, i);
 }
 
-static PyObject *split(PyObject *args, Py_ssize_t (*chunk)(const Text *, Py_ssize_t)) {
-    PyObject *text;
-    if (!PyArg_ParseTuple(args, "U", &text)) return NULL;
-    if (classes == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "set_classes() must be called first");
-        return NULL;
+/* Each pattern's two entry points of PretokScanner, NAME_chunk(t, i) and NAME_chunks(t, i, ends, max):
+ * they switch on the kind once per call and run the instance of the pattern's scanner where the
+ * kind is a constant (chunks keeps its loop inside that instance). */
+#define SCAN_OF_KIND(KIND, t) {KIND, (t)->data, (t)->n, KIND == PyUnicode_1BYTE_KIND ? latin1_classes : classes}
+#define CHUNK_OF_KIND(NAME, KIND)                                                                   \
+    {                                                                                               \
+        const Scan s = SCAN_OF_KIND(KIND, t);                                                       \
+        return NAME(&s, i);                                                                         \
     }
-    Text t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
+#define CHUNKS_OF_KIND(NAME, KIND)                                                                  \
+    {                                                                                               \
+        const Scan s = SCAN_OF_KIND(KIND, t);                                                       \
+        Py_ssize_t k = 0;                                                                           \
+        do {                                                                                        \
+            i += NAME(&s, i);                                                                       \
+            ends[k++] = i;                                                                          \
+        } while (k < max && i < s.n);                                                               \
+        return k;                                                                                   \
+    }
+#define SCANNER(NAME)                                                                               \
+    static Py_ssize_t NAME##_chunk(const PretokText *t, Py_ssize_t i) {                             \
+        switch (t->kind) {                                                                          \
+        case PyUnicode_1BYTE_KIND: CHUNK_OF_KIND(NAME, PyUnicode_1BYTE_KIND)                        \
+        case PyUnicode_2BYTE_KIND: CHUNK_OF_KIND(NAME, PyUnicode_2BYTE_KIND)                        \
+        default: CHUNK_OF_KIND(NAME, PyUnicode_4BYTE_KIND)                                          \
+        }                                                                                           \
+    }                                                                                               \
+    static Py_ssize_t NAME##_chunks(const PretokText *t, Py_ssize_t i, Py_ssize_t *ends, Py_ssize_t max) { \
+        switch (t->kind) {                                                                          \
+        case PyUnicode_1BYTE_KIND: CHUNKS_OF_KIND(NAME, PyUnicode_1BYTE_KIND)                       \
+        case PyUnicode_2BYTE_KIND: CHUNKS_OF_KIND(NAME, PyUnicode_2BYTE_KIND)                       \
+        default: CHUNKS_OF_KIND(NAME, PyUnicode_4BYTE_KIND)                                         \
+        }                                                                                           \
+    }
+
+SCANNER(gpt2)
+SCANNER(gpt4)
+SCANNER(o200k)
+SCANNER(llama3)
+
+static int check_classes(void) {
+    if (classes != NULL) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "set_classes() must be called first");
+    return -1;
+}
+
+#define BATCH 64 /* chunk ends asked of a scanner at a time */
+
+static PyObject *split(PyObject *args, const PretokScanner *scanner) {
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "U", &text) || check_classes() < 0) return NULL;
+    PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
     PyObject *out = PyList_New(0);
     if (out == NULL) return NULL;
+    Py_ssize_t ends[BATCH];
     for (Py_ssize_t i = 0; i < t.n;) {
-        Py_ssize_t len = chunk(&t, i);
-        PyObject *piece = PyUnicode_Substring(text, i, i + len);
-        if (piece == NULL || PyList_Append(out, piece) < 0) {
-            Py_XDECREF(piece);
-            Py_DECREF(out);
-            return NULL;
+        Py_ssize_t count = scanner->chunks(&t, i, ends, BATCH);
+        for (Py_ssize_t k = 0; k < count; i = ends[k++]) {
+            PyObject *piece = PyUnicode_Substring(text, i, ends[k]);
+            if (piece == NULL || PyList_Append(out, piece) < 0) {
+                Py_XDECREF(piece);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(piece);
         }
-        Py_DECREF(piece);
-        i += len;
     }
     return out;
 }
 
-static PyObject *split_gpt4(PyObject *self, PyObject *args) { return split(args, chunk_gpt4); }
-static PyObject *split_gpt2(PyObject *self, PyObject *args) { return split(args, chunk_gpt2); }
-static PyObject *split_o200k(PyObject *self, PyObject *args) { return split(args, chunk_o200k); }
-static PyObject *split_llama3(PyObject *self, PyObject *args) { return split(args, chunk_llama3); }
+#define NSCANNERS 4
+static const PretokScanner scanners[NSCANNERS] = {{gpt2_chunk, &classes, gpt2_chunks},
+                                                  {gpt4_chunk, &classes, gpt4_chunks},
+                                                  {o200k_chunk, &classes, o200k_chunks},
+                                                  {llama3_chunk, &classes, llama3_chunks}};
+static const char *scanner_names[NSCANNERS] = {"scanner_gpt2", "scanner_gpt4", "scanner_o200k", "scanner_llama3"};
+
+static PyObject *split_gpt2(PyObject *self, PyObject *args) { return split(args, &scanners[0]); }
+static PyObject *split_gpt4(PyObject *self, PyObject *args) { return split(args, &scanners[1]); }
+static PyObject *split_o200k(PyObject *self, PyObject *args) { return split(args, &scanners[2]); }
+static PyObject *split_llama3(PyObject *self, PyObject *args) { return split(args, &scanners[3]); }
+
+/* chunk_ends(scanner, text, max): the end of every chunk of text, from the scanner's chunks()
+ * asked for max ends at a time, or from its chunk() with max 0. For tests: both give the same. */
+static PyObject *chunk_ends(PyObject *self, PyObject *args) {
+    PyObject *capsule, *text;
+    Py_ssize_t max;
+    if (!PyArg_ParseTuple(args, "OUn", &capsule, &text, &max) || check_classes() < 0) return NULL;
+    const PretokScanner *scanner = PyCapsule_GetPointer(capsule, PRETOK_CAPSULE_NAME);
+    if (scanner == NULL) return NULL;
+    if (max < 0) return PyErr_Format(PyExc_ValueError, "max must be >= 0, not %zd", max);
+    PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
+    Py_ssize_t *ends = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(max ? max : 1));
+    PyObject *out = PyList_New(0);
+    if (ends == NULL || out == NULL) {
+        PyMem_Free(ends);
+        Py_XDECREF(out);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < t.n;) {
+        Py_ssize_t count = max ? scanner->chunks(&t, i, ends, max) : (ends[0] = i + scanner->chunk(&t, i), 1);
+        if (count < 1 || count > (max ? max : 1) || (count < max && ends[count - 1] != t.n)) {
+            PyErr_Format(PyExc_AssertionError, "chunks() returned %zd ends at %zd", count, i);
+            Py_CLEAR(out);
+            break;
+        }
+        for (Py_ssize_t k = 0; k < count; i = ends[k++]) {
+            PyObject *end = PyLong_FromSsize_t(ends[k]);
+            if (end == NULL || PyList_Append(out, end) < 0) {
+                Py_XDECREF(end);
+                Py_CLEAR(out);
+                break;
+            }
+            Py_DECREF(end);
+        }
+        if (out == NULL) break;
+    }
+    PyMem_Free(ends);
+    return out;
+}
 
 static PyObject *set_classes(PyObject *self, PyObject *args) {
     Py_buffer table;
@@ -226,15 +412,13 @@ static PyObject *set_classes(PyObject *self, PyObject *args) {
     }
     memcpy(copy, table.buf, NCODEPOINTS);
     PyBuffer_Release(&table);
+    copy['\r'] |= NEWLINE;
+    copy['\n'] |= NEWLINE;
+    memcpy(latin1_classes, copy, sizeof latin1_classes);
     PyMem_RawFree(classes);
     classes = copy;
     Py_RETURN_NONE;
 }
-
-#define NSCANNERS 4
-static const PretokScanner scanners[NSCANNERS] = {
-    {chunk_gpt2, &classes}, {chunk_gpt4, &classes}, {chunk_o200k, &classes}, {chunk_llama3, &classes}};
-static const char *scanner_names[NSCANNERS] = {"scanner_gpt2", "scanner_gpt4", "scanner_o200k", "scanner_llama3"};
 
 static PyMethodDef methods[] = {
     {"set_classes", set_classes, METH_VARARGS, "Set the class bits of every code point (see the top of _pretokenize.c)."},
@@ -242,6 +426,8 @@ static PyMethodDef methods[] = {
     {"split_gpt2", split_gpt2, METH_VARARGS, "regex.findall(GPT2_SPLIT_PATTERN, text), in C."},
     {"split_o200k", split_o200k, METH_VARARGS, "regex.findall(O200K_SPLIT_PATTERN, text), in C."},
     {"split_llama3", split_llama3, METH_VARARGS, "regex.findall(LLAMA3_SPLIT_PATTERN, text), in C."},
+    {"chunk_ends", chunk_ends, METH_VARARGS,
+     "chunk_ends(scanner, text, max): chunk end positions from chunks() (max at a time) or chunk() (max 0); for tests."},
     {NULL, NULL, 0, NULL},
 };
 

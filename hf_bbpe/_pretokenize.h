@@ -1,8 +1,9 @@
 /*
  * What _pretokenize.c shares with _chunk_bpe.c: a scanner that gives the length of the chunk
- * starting at a position of a str's data, so that the chunk encoder can split and encode a whole
- * document without the GIL and without a Python object per chunk. _pretokenize exposes one
- * capsule per pattern (scanner_gpt2, scanner_gpt4, scanner_o200k, scanner_llama3) holding a PretokScanner.
+ * starting at a position of a str's data, or the ends of a batch of consecutive chunks, so that
+ * the chunk encoder can split and encode a whole document without the GIL and without a Python
+ * object per chunk. _pretokenize exposes one capsule per pattern (scanner_gpt2, scanner_gpt4,
+ * scanner_o200k, scanner_llama3) holding a PretokScanner.
  */
 #ifndef HF_BBPE_PRETOKENIZE_H
 #define HF_BBPE_PRETOKENIZE_H

@@ -36,8 +36,39 @@ TRICKY = list("aZ'sSdDmMtTlLvVeErRkK\u017f\u212a \t\n\r\x0b\x0c\x1c\x85\u00a0\u2
               "\U0001f642\U0001d400") + ["\ud800"]
 
 
+# CPython stores a str with 1, 2 or 4 bytes per code point, after its largest one, and the C
+# scanner has an instance of each pattern for each of these kinds: TRICKY text of each kind.
+KINDS = [1, 2, 4]
+KIND_LIMITS = {1: 0x100, 2: 0x10000, 4: 0x110000}
+
+
+def str_kind(text: str) -> int:
+    """The bytes per code point CPython stores text with (1 for empty text)."""
+    largest = max(map(ord, text), default=0)
+    return next(kind for kind in KINDS if largest < KIND_LIMITS[kind])
+
+
+def text_of_kind(kind: int, alphabet: list[str] = TRICKY, max_size: int = 30) -> st.SearchStrategy[str]:
+    """Text of alphabet stored with kind bytes per code point: one character that needs the
+    kind, among any that fit it."""
+    fits = st.text(alphabet=st.sampled_from([c for c in alphabet if ord(c) < KIND_LIMITS[kind]]), max_size=max_size)
+    if kind == 1:
+        return fits
+    needs = st.sampled_from([c for c in alphabet if str_kind(c) == kind])
+    return st.builds(lambda before, char, after: before + char + after, fits, needs, fits)
+
+
 def findall(pattern: str, text: str) -> list[str]:
     return regex.findall(pattern, text)
+
+
+def ends_of(chunks: list[str]) -> list[int]:
+    """The end position of each chunk of a text cut into chunks."""
+    ends, end = [], 0
+    for chunk in chunks:
+        end += len(chunk)
+        ends.append(end)
+    return ends
 
 
 def test_native_pretokenizer_is_built():
@@ -60,6 +91,71 @@ def test_real_text_splits_alike(pattern, name):
 @given(text=st.text(alphabet=st.sampled_from(TRICKY), max_size=40))
 def test_tricky_text_splits_alike(pattern, text):
     assert chunk_splitter(pattern)(text) == findall(pattern, text)
+
+
+@pytest.mark.parametrize("pattern", NATIVE, ids=IDS)
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_tricky_text_of_each_kind_splits_alike(pattern, kind, data):
+    """Each str kind's instance of the scanner splits like the regex module."""
+    text = data.draw(text_of_kind(kind))
+    assert str_kind(text) == kind
+    assert chunk_splitter(pattern)(text) == findall(pattern, text)
+
+
+# Mostly letters: ASCII of both cases, Latin-1 (lower, upper, and ª which is Lo), Cyrillic,
+# CJK, Lt, Lm, a mark, and above the BMP Lu and Lo; long runs, whose ends the scanner finds 8
+# characters at a time. With the characters next to the ASCII letters' ranges, in ASCII and in
+# the low 7 bits of × and ÷, and a few others.
+WORDY = (list("abcdefghijklmnopqrstuvwxyzAZ") * 3
+         + list("\u00e9\u00c0\u00aa\u00d7\u00f7@[`{'sS .\n1\u0436\u0416\u4f60\u01c5\u02b0\u0301\U0001d400\U00020000"))
+
+
+@pytest.mark.parametrize("pattern", NATIVE, ids=IDS)
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_long_words_split_alike(pattern, kind, data):
+    text = data.draw(text_of_kind(kind, WORDY, max_size=60))
+    assert str_kind(text) == kind
+    assert chunk_splitter(pattern)(text) == findall(pattern, text)
+
+
+@pytest.mark.parametrize("name", NATIVE_PATTERNS)
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), batch=st.sampled_from([1, 2, 3, 5, 64]))
+def test_batch_of_chunks_is_repeated_chunk(name, kind, data, batch):
+    """A scanner's chunks() (the chunk ends that _chunk_bpe asks for a batch at a time) gives
+    the chunks of repeated chunk() calls, which are the regex module's, for each str kind."""
+    text = data.draw(text_of_kind(kind))
+    scanner = native_scanner(NATIVE_PATTERNS[name])
+    expected = ends_of(findall(NATIVE_PATTERNS[name], text))
+    assert patterns._native.chunk_ends(scanner, text, 0) == expected
+    assert patterns._native.chunk_ends(scanner, text, batch) == expected
+
+
+@pytest.mark.parametrize("name", NATIVE_PATTERNS)
+def test_batch_of_chunks_on_real_paragraphs(name):
+    """chunks() and chunk() on each paragraph of real multilingual text and code, whose
+    paragraphs are of all three str kinds."""
+    pattern = NATIVE_PATTERNS[name]
+    scanner = native_scanner(pattern)
+    paragraphs = (DATA / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n")
+    assert {str_kind(paragraph) for paragraph in paragraphs} == set(KINDS)
+    for paragraph in paragraphs:
+        expected = ends_of(findall(pattern, paragraph))
+        assert patterns._native.chunk_ends(scanner, paragraph, 0) == expected
+        assert patterns._native.chunk_ends(scanner, paragraph, 7) == expected
+
+
+def test_chunk_ends_checks_its_arguments():
+    scanner = native_scanner(GPT4_SPLIT_PATTERN)
+    with pytest.raises(ValueError, match="max must be >= 0"):
+        patterns._native.chunk_ends(scanner, "a b", -1)
+    with pytest.raises(ValueError):
+        patterns._native.chunk_ends(object(), "a b", 1)
 
 
 @pytest.mark.parametrize("pattern", NATIVE, ids=IDS)
