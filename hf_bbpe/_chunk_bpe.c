@@ -168,7 +168,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    int64_t *byte_pairs; /* rank_of(byte_ids[x], byte_ids[y]) at x * 256 + y: the first pairs of every chunk */
+    uint32_t *byte_pairs; /* rank_of(byte_ids[x], byte_ids[y]) (NO_RANK: none) at x * 256 + y: the first pairs of every chunk */
     PairSlot *pairs; /* (left id, right id) -> merged id; NULL in "ranks" mode with duplicate tokens */
     uint64_t pair_mask;
     int32_t byte_ids[256];
@@ -344,34 +344,40 @@ static inline int64_t rank_below(const ChunkBPE *self, int32_t a, int32_t b, int
     return r < limit ? r : NO_MERGE;
 }
 
+/* A merge's rank (merged id) in 32 bits: ids are at most INT32_MAX, and NO_MERGE becomes NO_RANK. */
+#define NO_RANK UINT32_MAX
+
 /* Merge the lowest pair below limit, leftmost on ties, one at a time; each pair's rank is looked
  * up once and again only when a merge next to it changes it. bytes (or NULL): the chunk the ids
- * are the single bytes of, whose pairs' ranks the dense byte-pair table gives (limit NO_MERGE). */
+ * are the single bytes of, whose pairs' ranks the dense byte-pair table gives (limit NO_MERGE).
+ * The pieces are short: a branch-free scan finds the lowest rank, a loop closes the gap. */
 static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, int64_t limit, const uint8_t *bytes) {
-    int64_t ranks[SHORT_CHUNK];
+    uint32_t ranks[SHORT_CHUNK + 1];
+    if (n < 2) return n;
+    ranks[n - 1] = NO_RANK; /* read (never used) by the loop that closes the gap */
     if (bytes && self->byte_pairs) {
         for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = self->byte_pairs[(bytes[i] << 8) | bytes[i + 1]];
     } else {
-        for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = rank_below(self, ids[i], ids[i + 1], limit);
+        for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = (uint32_t)rank_below(self, ids[i], ids[i + 1], limit);
     }
     while (n >= 2) {
-        int64_t best = NO_MERGE;
-        Py_ssize_t at = -1;
-        for (Py_ssize_t i = 0; i + 1 < n; i++) {
-            if (ranks[i] < best) { best = ranks[i]; at = i; }
+        uint32_t best = ranks[0];
+        Py_ssize_t at = 0;
+        for (Py_ssize_t i = 1; i + 1 < n; i++) {
+            uint32_t r = ranks[i];
+            at = r < best ? i : at;
+            best = r < best ? r : best;
         }
-        if (at < 0) break;
+        if (best == NO_RANK) break;
         ids[at] = (int32_t)best;
-        size_t tail = (size_t)(n - at - 2);
-        memmove(ids + at + 1, ids + at + 2, tail * sizeof(int32_t));
-        if (tail > 1) memmove(ranks + at + 1, ranks + at + 2, (tail - 1) * sizeof(int64_t));
         n--;
+        for (Py_ssize_t i = at + 1; i < n; i++) { ids[i] = ids[i + 1]; ranks[i] = ranks[i + 1]; }
         if (self->pairs) { /* the two lookups are independent: start both memory loads at once */
             if (at + 1 < n) PREFETCH(&self->pairs[pair_slot(self, (uint32_t)ids[at], (uint32_t)ids[at + 1])]);
             if (at > 0) PREFETCH(&self->pairs[pair_slot(self, (uint32_t)ids[at - 1], (uint32_t)ids[at])]);
         }
-        if (at + 1 < n) ranks[at] = rank_below(self, ids[at], ids[at + 1], limit);
-        if (at > 0) ranks[at - 1] = rank_below(self, ids[at - 1], ids[at], limit);
+        if (at + 1 < n) ranks[at] = (uint32_t)rank_below(self, ids[at], ids[at + 1], limit);
+        if (at > 0) ranks[at - 1] = (uint32_t)rank_below(self, ids[at - 1], ids[at], limit);
     }
     return n;
 }
@@ -1210,10 +1216,10 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
     for (int b = 0; b < 256; b++)
         if (self->byte_ids[b] >= self->id_objects_len) self->id_objects_len = self->byte_ids[b] + 1;
     if (self->id_objects_len > ((Py_ssize_t)1 << 22)) self->id_objects_len = (Py_ssize_t)1 << 22;
-    self->byte_pairs = malloc(65536 * sizeof(int64_t));
+    self->byte_pairs = malloc(65536 * sizeof(uint32_t));
     if (!self->byte_pairs) { free_tables(self); PyErr_NoMemory(); return -1; }
     for (int x = 0; x < 256; x++)
-        for (int y = 0; y < 256; y++) self->byte_pairs[(x << 8) | y] = rank_of(self, self->byte_ids[x], self->byte_ids[y]);
+        for (int y = 0; y < 256; y++) self->byte_pairs[(x << 8) | y] = (uint32_t)rank_of(self, self->byte_ids[x], self->byte_ids[y]);
     Py_XSETREF(self->cache, PyDict_New());
     self->cache_max = cache_max;
 #if defined(__GLIBC__)
