@@ -45,7 +45,7 @@
 #define PREFETCH(p) ((void)(p))
 #endif
 
-#define SHORT_CHUNK 32
+#define SHORT_CHUNK 128
 #define CACHE_MAX_CHARS 128
 #define NO_MERGE INT64_MAX
 #define HASH_BASE 0x9E3779B97F4A7C15ULL
@@ -149,11 +149,16 @@ static void pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash,
     c->entries++;
 }
 
-/* One entry of the pair table; left == UINT32_MAX marks an empty slot. */
-typedef struct {
-    uint32_t left, right;
-    int32_t merged;
-} PairSlot;
+/* The pair table, open addressing with linear probing over any number of slots (fastrange of
+ * the hash, not a mask, so that its load is what was chosen). A slot is one 64-bit word holding
+ * left, right and merged ids in PAIR_BITS bits each: eight slots to a cache line, and the table
+ * small enough to stay in the L2/L3 caches (most lookups miss L1). When an id needs more bits, a
+ * slot is two words: (left << 32 | right), merged. An empty slot's first word is all ones. */
+#define PAIR_BITS 21
+#define PAIR_FIELD ((UINT64_C(1) << PAIR_BITS) - 1)
+#define PAIR_EMPTY UINT64_MAX
+#define PAIR_LOAD_NUM 2 /* slots per pair: PAIR_LOAD_NUM / PAIR_LOAD_DEN */
+#define PAIR_LOAD_DEN 1
 
 /* Token i of the vocabulary: tok_buf[start : start + len], with its id. */
 typedef struct {
@@ -169,8 +174,9 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     uint32_t *byte_pairs; /* rank_of(byte_ids[x], byte_ids[y]) (NO_RANK: none) at x * 256 + y: the first pairs of every chunk */
-    PairSlot *pairs; /* (left id, right id) -> merged id; NULL in "ranks" mode with duplicate tokens */
-    uint64_t pair_mask;
+    uint64_t *pairs; /* (left id, right id) -> merged id; NULL in "ranks" mode with duplicate tokens */
+    uint64_t pair_cap; /* slots */
+    int pair_words; /* per slot: 1 (packed) or 2 (an id above PAIR_FIELD - 1) */
     int32_t byte_ids[256];
     PyObject *cache;
     Py_ssize_t cache_max;
@@ -305,38 +311,66 @@ static inline int64_t rank_of_bytes(const ChunkBPE *self, int32_t a, int32_t b) 
     }
 }
 
-static inline uint64_t pair_slot(const ChunkBPE *self, uint32_t a, uint32_t b) {
-    return mix64(((uint64_t)a << 32) | b) & self->pair_mask;
+/* The first word of the slot where the pair's probe starts. */
+static inline const uint64_t *pair_slot(const ChunkBPE *self, uint32_t a, uint32_t b) {
+    uint64_t j = ((mix64(((uint64_t)a << 32) | b) >> 32) * self->pair_cap) >> 32;
+    return self->pairs + j * (uint64_t)self->pair_words;
+}
+
+static inline uint64_t pair_key(const ChunkBPE *self, uint32_t a, uint32_t b) {
+    return self->pair_words == 1 ? ((uint64_t)a << (2 * PAIR_BITS)) | ((uint64_t)b << PAIR_BITS) : ((uint64_t)a << 32) | b;
 }
 
 /* The merged id of a pair, exactly keyed: in "ranks" mode the table holds every split of every
  * token into two tokens, so it answers what rank_of_bytes would, in one probe. */
 static inline int64_t rank_of(const ChunkBPE *self, int32_t a, int32_t b) {
     if (!self->pairs) return rank_of_bytes(self, a, b);
-    for (uint64_t j = pair_slot(self, (uint32_t)a, (uint32_t)b);; j = (j + 1) & self->pair_mask) {
-        PairSlot s = self->pairs[j];
-        if (s.left == UINT32_MAX) return NO_MERGE;
-        if (s.left == (uint32_t)a && s.right == (uint32_t)b) return s.merged;
+    const uint64_t *s = pair_slot(self, (uint32_t)a, (uint32_t)b), *end = self->pairs + self->pair_cap * self->pair_words;
+    uint64_t key = pair_key(self, (uint32_t)a, (uint32_t)b);
+    if (self->pair_words == 1) {
+        for (;;) {
+            uint64_t w = *s;
+            if (w == PAIR_EMPTY) return NO_MERGE;
+            if ((w & ~PAIR_FIELD) == key) return (int64_t)(w & PAIR_FIELD);
+            if (++s == end) s = self->pairs;
+        }
+    }
+    for (;;) {
+        if (s[0] == PAIR_EMPTY) return NO_MERGE;
+        if (s[0] == key) return (int64_t)s[1];
+        if ((s += 2) == end) s = self->pairs;
     }
 }
 
-/* An empty pair table for count pairs (load at most 1/2); 0, or -1 when out of memory. */
-static int pairs_alloc(ChunkBPE *self, uint64_t count) {
-    uint64_t cap = 16;
-    while (cap < count * 2 + 2) cap <<= 1;
-    self->pairs = malloc(cap * sizeof(PairSlot));
+/* An empty pair table for count pairs; 0, or -1 when out of memory. max_id: the largest id of a
+ * pair or a merge (-1: unknown); with the byte ids, it decides whether slots can be packed. */
+static int pairs_alloc(ChunkBPE *self, uint64_t count, int64_t max_id) {
+    uint64_t cap = count * PAIR_LOAD_NUM / PAIR_LOAD_DEN + 16;
+    if (cap >= UINT32_MAX) return -1;
+    int packed = max_id >= 0 && max_id < (int64_t)PAIR_FIELD; /* all ones in a field is no id */
+    for (int b = 0; b < 256; b++)
+        if (self->byte_ids[b] < 0 || self->byte_ids[b] >= (int64_t)PAIR_FIELD) packed = 0;
+    self->pair_words = packed ? 1 : 2;
+    self->pairs = malloc(cap * self->pair_words * sizeof(uint64_t));
     if (!self->pairs) return -1;
-    memset(self->pairs, 0xff, cap * sizeof(PairSlot));
-    self->pair_mask = cap - 1;
+    memset(self->pairs, 0xff, cap * self->pair_words * sizeof(uint64_t));
+    self->pair_cap = cap;
     return 0;
 }
 
 static void pairs_put(ChunkBPE *self, uint32_t a, uint32_t b, int32_t merged) {
-    uint64_t j = pair_slot(self, a, b);
-    while (self->pairs[j].left != UINT32_MAX && !(self->pairs[j].left == a && self->pairs[j].right == b))
-        j = (j + 1) & self->pair_mask;
-    PairSlot s = {a, b, merged};
-    self->pairs[j] = s;
+    uint64_t *s = (uint64_t *)pair_slot(self, a, b), *end = self->pairs + self->pair_cap * self->pair_words;
+    uint64_t key = pair_key(self, a, b);
+    if (self->pair_words == 1) {
+        while (*s != PAIR_EMPTY && (*s & ~PAIR_FIELD) != key)
+            if (++s == end) s = self->pairs;
+        *s = key | (uint64_t)merged;
+        return;
+    }
+    while (s[0] != PAIR_EMPTY && s[0] != key)
+        if ((s += 2) == end) s = self->pairs;
+    s[0] = key;
+    s[1] = (uint64_t)merged;
 }
 
 static inline int64_t rank_below(const ChunkBPE *self, int32_t a, int32_t b, int64_t limit) {
@@ -373,8 +407,8 @@ static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, 
         n--;
         for (Py_ssize_t i = at + 1; i < n; i++) { ids[i] = ids[i + 1]; ranks[i] = ranks[i + 1]; }
         if (self->pairs) { /* the two lookups are independent: start both memory loads at once */
-            if (at + 1 < n) PREFETCH(&self->pairs[pair_slot(self, (uint32_t)ids[at], (uint32_t)ids[at + 1])]);
-            if (at > 0) PREFETCH(&self->pairs[pair_slot(self, (uint32_t)ids[at - 1], (uint32_t)ids[at])]);
+            if (at + 1 < n) PREFETCH(pair_slot(self, (uint32_t)ids[at], (uint32_t)ids[at + 1]));
+            if (at > 0) PREFETCH(pair_slot(self, (uint32_t)ids[at - 1], (uint32_t)ids[at]));
         }
         if (at + 1 < n) ranks[at] = (uint32_t)rank_below(self, ids[at], ids[at + 1], limit);
         if (at > 0) ranks[at - 1] = (uint32_t)rank_below(self, ids[at - 1], ids[at], limit);
@@ -1130,7 +1164,7 @@ done:
 static int build_rank_pairs(ChunkBPE *self) {
     uint64_t count = 0;
     for (int fill = 0; fill < 2; fill++) {
-        if (fill && pairs_alloc(self, count) < 0) return -1;
+        if (fill && pairs_alloc(self, count, self->max_id) < 0) return -1;
         for (Py_ssize_t t = 0; t < self->tok_count; t++) {
             if (self->toks[t].id == self->unmergeable) continue;
             const uint8_t *p = self->tok_buf + self->toks[t].start;
@@ -1151,6 +1185,25 @@ static int build_rank_pairs(ChunkBPE *self) {
     free(self->tok_hash); free(self->powers);
     self->tok_hash = NULL; self->powers = NULL;
     return 0;
+}
+
+/* The largest id in the merges dict ({(a, b): merged}), or -1 if some entry is not three ints
+ * (the loop that fills the pair table reports it). */
+static int64_t merges_max_id(PyObject *merges) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    long long top = -1;
+    while (PyDict_Next(merges, &pos, &key, &value)) {
+        if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2) return -1;
+        long long v[3] = {PyLong_AsLongLong(PyTuple_GET_ITEM(key, 0)), PyLong_AsLongLong(PyTuple_GET_ITEM(key, 1)),
+                          PyLong_AsLongLong(value)};
+        if (PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        for (int k = 0; k < 3; k++) {
+            if (v[k] < 0) return -1;
+            if (v[k] > top) top = v[k];
+        }
+    }
+    return top;
 }
 
 static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
@@ -1186,7 +1239,7 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
     self->rank_mode = rank_mode;
     if (rank_mode) {
         if (self->dup_first < 0 && build_rank_pairs(self) < 0) { free_tables(self); PyErr_NoMemory(); return -1; }
-    } else if (pairs_alloc(self, (uint64_t)PyDict_Size(merges)) < 0) {
+    } else if (pairs_alloc(self, (uint64_t)PyDict_Size(merges), merges_max_id(merges)) < 0) {
         free_tables(self);
         PyErr_NoMemory();
         return -1;
