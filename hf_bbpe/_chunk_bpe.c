@@ -1188,32 +1188,47 @@ done:
 }
 
 /* "ranks" mode without duplicate tokens: the pair table of every split of every token into two
- * tokens (two passes: count, then fill). tok_hash and powers, which only rank_of_bytes needs,
- * are freed. Returns 0, or -1 when out of memory. */
+ * tokens (found in one pass, kept in a list, then put in a table of the right size; a split's
+ * two parts are looked up by their hashes, the prefix's and suffix's each made in one pass over
+ * the token). tok_hash and powers, which only rank_of_bytes needs, are freed. Returns 0, or -1
+ * when out of memory. */
 static int build_rank_pairs(ChunkBPE *self) {
-    uint64_t count = 0;
-    for (int fill = 0; fill < 2; fill++) {
-        if (fill && pairs_alloc(self, count, self->max_id) < 0) return -1;
-        for (Py_ssize_t t = 0; t < self->tok_count; t++) {
-            if (self->toks[t].id == self->unmergeable) continue;
-            const uint8_t *p = self->tok_buf + self->toks[t].start;
-            int32_t n = self->toks[t].len;
-            uint64_t h = 0, power = 1;
-            for (int32_t k = 1; k < n; k++) {
-                h += (uint64_t)(p[k - 1] + 1) * power;
-                power *= HASH_BASE;
-                int64_t left = token_lookup(self, h, p, k);
-                if (left < 0) continue;
-                int64_t right = token_lookup(self, bytes_hash(p + k, n - k), p + k, n - k);
-                if (right < 0) continue;
-                if (fill) pairs_put(self, (uint32_t)self->toks[left].id, (uint32_t)self->toks[right].id, self->toks[t].id);
-                else count++;
+    size_t count = 0, cap = 1 << 16;
+    uint32_t *found = malloc(cap * 3 * sizeof(uint32_t)); /* (left id, right id, merged id) */
+    uint64_t *suffix = malloc(((size_t)self->max_len + 1) * sizeof(uint64_t));
+    int ok = found && suffix ? 0 : -1;
+    for (Py_ssize_t t = 0; ok == 0 && t < self->tok_count; t++) {
+        if (self->toks[t].id == self->unmergeable) continue;
+        const uint8_t *p = self->tok_buf + self->toks[t].start;
+        int32_t n = self->toks[t].len;
+        suffix[n] = 0; /* suffix[k]: bytes_hash(p + k, n - k) */
+        for (int32_t k = n - 1; k >= 1; k--) suffix[k] = (uint64_t)(p[k] + 1) + HASH_BASE * suffix[k + 1];
+        uint64_t h = 0, power = 1;
+        for (int32_t k = 1; k < n; k++) {
+            h += (uint64_t)(p[k - 1] + 1) * power;
+            power *= HASH_BASE;
+            int64_t left = token_lookup(self, h, p, k);
+            if (left < 0) continue;
+            int64_t right = token_lookup(self, suffix[k], p + k, n - k);
+            if (right < 0) continue;
+            if (count == cap) {
+                uint32_t *more = realloc(found, cap * 2 * 3 * sizeof(uint32_t));
+                if (!more) { ok = -1; break; }
+                found = more;
+                cap *= 2;
             }
+            uint32_t *f = found + 3 * count++;
+            f[0] = (uint32_t)self->toks[left].id;
+            f[1] = (uint32_t)self->toks[right].id;
+            f[2] = (uint32_t)self->toks[t].id;
         }
     }
+    if (ok == 0) ok = pairs_alloc(self, count, self->max_id);
+    for (size_t i = 0; ok == 0 && i < count; i++) pairs_put(self, found[3 * i], found[3 * i + 1], (int32_t)found[3 * i + 2]);
+    free(found); free(suffix);
     free(self->tok_hash); free(self->powers);
     self->tok_hash = NULL; self->powers = NULL;
-    return 0;
+    return ok;
 }
 
 /* The largest id in the merges dict ({(a, b): merged}), or -1 if some entry is not three ints
