@@ -412,14 +412,17 @@ static inline int64_t rank_below(const ChunkBPE *self, int32_t a, int32_t b, int
 
 /* Merge the lowest pair below limit, leftmost on ties, one at a time; each pair's rank is looked
  * up once and again only when a merge next to it changes it. bytes (or NULL): the chunk the ids
- * are the single bytes of, whose pairs' ranks the dense byte-pair table gives (limit NO_MERGE).
+ * are the single bytes of, whose pairs' ranks the dense byte-pair table gives.
  * The pieces are short: a branch-free scan finds the lowest rank, a loop closes the gap. */
 static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, int64_t limit, const uint8_t *bytes) {
     uint32_t ranks[SHORT_CHUNK + 1];
     if (n < 2) return n;
     ranks[n - 1] = NO_RANK; /* read (never used) by the loop that closes the gap */
     if (bytes && self->byte_pairs) {
-        for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = self->byte_pairs[(bytes[i] << 8) | bytes[i + 1]];
+        for (Py_ssize_t i = 0; i + 1 < n; i++) {
+            uint32_t r = self->byte_pairs[(bytes[i] << 8) | bytes[i + 1]];
+            ranks[i] = (int64_t)r < limit ? r : NO_RANK;
+        }
     } else {
         for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = (uint32_t)rank_below(self, ids[i], ids[i + 1], limit);
     }
@@ -1410,7 +1413,7 @@ static PyObject *ChunkBPE_recover_merges(ChunkBPE *self, PyObject *Py_UNUSED(ign
         Py_ssize_t m = -2;
         if (n >= 2 && token_lookup(self, bytes_hash(p, n), p, n) == t) {
             for (int32_t i = 0; i < n; i++) ids[i] = self->byte_ids[p[i]];
-            m = n <= SHORT_CHUNK ? merge_short(self, ids, n, id, NULL) : merge_long(self, ids, n, id);
+            m = n <= SHORT_CHUNK ? merge_short(self, ids, n, id, p) : merge_long(self, ids, n, id);
             if (m < 0) { PyErr_NoMemory(); break; }
         }
         int failed;
