@@ -8,7 +8,8 @@
  * list, O(n log n).
  *
  * Which pairs merge depends on the mode (see chunk_encoder.py). An exactly keyed hash table of
- * (left id, right id) -> merged id answers it: in "merges" and "ignore_merges" modes it holds the
+ * (left id, right id) -> merged id answers it, behind a Bloom filter that turns away most pairs
+ * it does not hold without touching it: in "merges" and "ignore_merges" modes it holds the
  * merges; in "ranks" mode (tiktoken's rule: two adjacent parts merge when their bytes together
  * are a token, by that token's id) it holds every split of every token into two tokens. (A
  * vocabulary with a byte string under two ids instead looks pairs up in the vocabulary's
@@ -47,7 +48,7 @@
 #define PREFETCH(p) ((void)(p))
 #endif
 
-#define SHORT_CHUNK 32
+#define SHORT_CHUNK 128
 #define CACHE_MAX_CHARS 128
 #define NO_MERGE INT64_MAX
 #define HASH_BASE 0x9E3779B97F4A7C15ULL
@@ -174,11 +175,16 @@ static void pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash,
     c->entries++;
 }
 
-/* One entry of the pair table; left == UINT32_MAX marks an empty slot. */
-typedef struct {
-    uint32_t left, right;
-    int32_t merged;
-} PairSlot;
+/* The pair table, open addressing with linear probing over any number of slots (fastrange of
+ * the hash, not a mask, so that its load is what was chosen). A slot is one 64-bit word holding
+ * left, right and merged ids in PAIR_BITS bits each: eight slots to a cache line, and the table
+ * small enough to stay in the L2/L3 caches (most lookups miss L1). When an id needs more bits, a
+ * slot is two words: (left << 32 | right), merged. An empty slot's first word is all ones. */
+#define PAIR_BITS 21
+#define PAIR_FIELD ((UINT64_C(1) << PAIR_BITS) - 1)
+#define PAIR_EMPTY UINT64_MAX
+#define PAIR_LOAD_NUM 2 /* slots per pair: PAIR_LOAD_NUM / PAIR_LOAD_DEN */
+#define PAIR_LOAD_DEN 1
 
 /* Token i of the vocabulary: tok_buf[start : start + len], with its id. */
 typedef struct {
@@ -193,9 +199,12 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    int64_t *byte_pairs; /* rank_of(byte_ids[x], byte_ids[y]) at x * 256 + y: the first pairs of every chunk */
-    PairSlot *pairs; /* (left id, right id) -> merged id; NULL in "ranks" mode with duplicate tokens */
-    uint64_t pair_mask;
+    uint32_t *byte_pairs; /* rank_of(byte_ids[x], byte_ids[y]) (NO_RANK: none) at x * 256 + y: the first pairs of every chunk */
+    uint64_t *pairs; /* (left id, right id) -> merged id; NULL in "ranks" mode with duplicate tokens */
+    uint64_t pair_cap; /* slots */
+    int pair_words; /* per slot: 1 (packed) or 2 (an id above PAIR_FIELD - 1) */
+    uint64_t *pair_filter; /* a Bloom filter of the pairs in the table */
+    int pair_filter_shift; /* 64 - log2(its words) */
     int32_t byte_ids[256];
     PyObject *cache;
     Py_ssize_t cache_max;
@@ -330,38 +339,92 @@ static inline int64_t rank_of_bytes(const ChunkBPE *self, int32_t a, int32_t b) 
     }
 }
 
-static inline uint64_t pair_slot(const ChunkBPE *self, uint32_t a, uint32_t b) {
-    return mix64(((uint64_t)a << 32) | b) & self->pair_mask;
+/* The first word of the slot where the pair's probe starts. */
+static inline const uint64_t *pair_slot(const ChunkBPE *self, uint32_t a, uint32_t b) {
+    uint64_t j = ((mix64(((uint64_t)a << 32) | b) >> 32) * self->pair_cap) >> 32;
+    return self->pairs + j * (uint64_t)self->pair_words;
+}
+
+static inline uint64_t pair_key(const ChunkBPE *self, uint32_t a, uint32_t b) {
+    return self->pair_words == 1 ? ((uint64_t)a << (2 * PAIR_BITS)) | ((uint64_t)b << PAIR_BITS) : ((uint64_t)a << 32) | b;
+}
+
+/* In front of the pair table, a Bloom filter of its pairs: one 64-bit word of it a pair, two bits
+ * set in that word, about FILTER_BITS_PER_PAIR bits a pair (256 KB for cl100k). Most pairs the
+ * merge loop asks about are no pair (the neighbours in a piece's final tokens), and the filter,
+ * small enough for the L2 cache, turns away about 96% of them without the table's cache miss. */
+#define FILTER_HASH 0xC2B2AE3D27D4EB4FULL
+#define FILTER_BITS_PER_PAIR 8
+
+static inline uint64_t filter_hash(uint32_t a, uint32_t b) { return (((uint64_t)a << 32) | b) * FILTER_HASH; }
+
+/* The pair's two bits in its word (the middle bits of the product depend on both ids). */
+static inline uint64_t filter_bits(uint64_t h) {
+    return (UINT64_C(1) << ((h >> 32) & 63)) | (UINT64_C(1) << ((h >> 38) & 63));
+}
+
+static inline int pair_may_exist(const ChunkBPE *self, uint32_t a, uint32_t b) {
+    uint64_t h = filter_hash(a, b), bits = filter_bits(h);
+    return (self->pair_filter[h >> self->pair_filter_shift] & bits) == bits;
 }
 
 /* The merged id of a pair, exactly keyed: in "ranks" mode the table holds every split of every
  * token into two tokens, so it answers what rank_of_bytes would, in one probe. */
 static inline int64_t rank_of(const ChunkBPE *self, int32_t a, int32_t b) {
     if (!self->pairs) return rank_of_bytes(self, a, b);
-    for (uint64_t j = pair_slot(self, (uint32_t)a, (uint32_t)b);; j = (j + 1) & self->pair_mask) {
-        PairSlot s = self->pairs[j];
-        if (s.left == UINT32_MAX) return NO_MERGE;
-        if (s.left == (uint32_t)a && s.right == (uint32_t)b) return s.merged;
+    if (!pair_may_exist(self, (uint32_t)a, (uint32_t)b)) return NO_MERGE;
+    const uint64_t *s = pair_slot(self, (uint32_t)a, (uint32_t)b), *end = self->pairs + self->pair_cap * self->pair_words;
+    uint64_t key = pair_key(self, (uint32_t)a, (uint32_t)b);
+    if (self->pair_words == 1) {
+        for (;;) {
+            uint64_t w = *s;
+            if (w == PAIR_EMPTY) return NO_MERGE;
+            if ((w & ~PAIR_FIELD) == key) return (int64_t)(w & PAIR_FIELD);
+            if (++s == end) s = self->pairs;
+        }
+    }
+    for (;;) {
+        if (s[0] == PAIR_EMPTY) return NO_MERGE;
+        if (s[0] == key) return (int64_t)s[1];
+        if ((s += 2) == end) s = self->pairs;
     }
 }
 
-/* An empty pair table for count pairs (load at most 1/2); 0, or -1 when out of memory. */
-static int pairs_alloc(ChunkBPE *self, uint64_t count) {
-    uint64_t cap = 16;
-    while (cap < count * 2 + 2) cap <<= 1;
-    self->pairs = malloc(cap * sizeof(PairSlot));
+/* An empty pair table for count pairs; 0, or -1 when out of memory. max_id: the largest id of a
+ * pair or a merge (-1: unknown); with the byte ids, it decides whether slots can be packed. */
+static int pairs_alloc(ChunkBPE *self, uint64_t count, int64_t max_id) {
+    uint64_t cap = count * PAIR_LOAD_NUM / PAIR_LOAD_DEN + 16;
+    if (cap >= UINT32_MAX) return -1;
+    int packed = max_id >= 0 && max_id < (int64_t)PAIR_FIELD; /* all ones in a field is no id */
+    for (int b = 0; b < 256; b++)
+        if (self->byte_ids[b] < 0 || self->byte_ids[b] >= (int64_t)PAIR_FIELD) packed = 0;
+    self->pair_words = packed ? 1 : 2;
+    self->pairs = malloc(cap * self->pair_words * sizeof(uint64_t));
     if (!self->pairs) return -1;
-    memset(self->pairs, 0xff, cap * sizeof(PairSlot));
-    self->pair_mask = cap - 1;
+    memset(self->pairs, 0xff, cap * self->pair_words * sizeof(uint64_t));
+    self->pair_cap = cap;
+    int words_log2 = 3; /* at least 8 words, so that the shift stays below 64 */
+    while (words_log2 < 34 && ((uint64_t)64 << words_log2) < count * FILTER_BITS_PER_PAIR) words_log2++;
+    self->pair_filter_shift = 64 - words_log2;
+    if (!(self->pair_filter = calloc((size_t)1 << words_log2, sizeof(uint64_t)))) return -1;
     return 0;
 }
 
 static void pairs_put(ChunkBPE *self, uint32_t a, uint32_t b, int32_t merged) {
-    uint64_t j = pair_slot(self, a, b);
-    while (self->pairs[j].left != UINT32_MAX && !(self->pairs[j].left == a && self->pairs[j].right == b))
-        j = (j + 1) & self->pair_mask;
-    PairSlot s = {a, b, merged};
-    self->pairs[j] = s;
+    uint64_t h = filter_hash(a, b);
+    self->pair_filter[h >> self->pair_filter_shift] |= filter_bits(h);
+    uint64_t *s = (uint64_t *)pair_slot(self, a, b), *end = self->pairs + self->pair_cap * self->pair_words;
+    uint64_t key = pair_key(self, a, b);
+    if (self->pair_words == 1) {
+        while (*s != PAIR_EMPTY && (*s & ~PAIR_FIELD) != key)
+            if (++s == end) s = self->pairs;
+        *s = key | (uint64_t)merged;
+        return;
+    }
+    while (s[0] != PAIR_EMPTY && s[0] != key)
+        if ((s += 2) == end) s = self->pairs;
+    s[0] = key;
+    s[1] = (uint64_t)merged;
 }
 
 static inline int64_t rank_below(const ChunkBPE *self, int32_t a, int32_t b, int64_t limit) {
@@ -369,34 +432,43 @@ static inline int64_t rank_below(const ChunkBPE *self, int32_t a, int32_t b, int
     return r < limit ? r : NO_MERGE;
 }
 
+/* A merge's rank (merged id) in 32 bits: ids are at most INT32_MAX, and NO_MERGE becomes NO_RANK. */
+#define NO_RANK UINT32_MAX
+
 /* Merge the lowest pair below limit, leftmost on ties, one at a time; each pair's rank is looked
  * up once and again only when a merge next to it changes it. bytes (or NULL): the chunk the ids
- * are the single bytes of, whose pairs' ranks the dense byte-pair table gives (limit NO_MERGE). */
+ * are the single bytes of, whose pairs' ranks the dense byte-pair table gives.
+ * The pieces are short: a branch-free scan finds the lowest rank, a loop closes the gap. */
 static Py_ssize_t merge_short(const ChunkBPE *self, int32_t *ids, Py_ssize_t n, int64_t limit, const uint8_t *bytes) {
-    int64_t ranks[SHORT_CHUNK];
+    uint32_t ranks[SHORT_CHUNK + 1];
+    if (n < 2) return n;
+    ranks[n - 1] = NO_RANK; /* read (never used) by the loop that closes the gap */
     if (bytes && self->byte_pairs) {
-        for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = self->byte_pairs[(bytes[i] << 8) | bytes[i + 1]];
+        for (Py_ssize_t i = 0; i + 1 < n; i++) {
+            uint32_t r = self->byte_pairs[(bytes[i] << 8) | bytes[i + 1]];
+            ranks[i] = (int64_t)r < limit ? r : NO_RANK;
+        }
     } else {
-        for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = rank_below(self, ids[i], ids[i + 1], limit);
+        for (Py_ssize_t i = 0; i + 1 < n; i++) ranks[i] = (uint32_t)rank_below(self, ids[i], ids[i + 1], limit);
     }
     while (n >= 2) {
-        int64_t best = NO_MERGE;
-        Py_ssize_t at = -1;
-        for (Py_ssize_t i = 0; i + 1 < n; i++) {
-            if (ranks[i] < best) { best = ranks[i]; at = i; }
+        uint32_t best = ranks[0];
+        Py_ssize_t at = 0;
+        for (Py_ssize_t i = 1; i + 1 < n; i++) {
+            uint32_t r = ranks[i];
+            at = r < best ? i : at;
+            best = r < best ? r : best;
         }
-        if (at < 0) break;
+        if (best == NO_RANK) break;
         ids[at] = (int32_t)best;
-        size_t tail = (size_t)(n - at - 2);
-        memmove(ids + at + 1, ids + at + 2, tail * sizeof(int32_t));
-        if (tail > 1) memmove(ranks + at + 1, ranks + at + 2, (tail - 1) * sizeof(int64_t));
         n--;
+        for (Py_ssize_t i = at + 1; i < n; i++) { ids[i] = ids[i + 1]; ranks[i] = ranks[i + 1]; }
         if (self->pairs) { /* the two lookups are independent: start both memory loads at once */
-            if (at + 1 < n) PREFETCH(&self->pairs[pair_slot(self, (uint32_t)ids[at], (uint32_t)ids[at + 1])]);
-            if (at > 0) PREFETCH(&self->pairs[pair_slot(self, (uint32_t)ids[at - 1], (uint32_t)ids[at])]);
+            if (at + 1 < n) PREFETCH(pair_slot(self, (uint32_t)ids[at], (uint32_t)ids[at + 1]));
+            if (at > 0) PREFETCH(pair_slot(self, (uint32_t)ids[at - 1], (uint32_t)ids[at]));
         }
-        if (at + 1 < n) ranks[at] = rank_below(self, ids[at], ids[at + 1], limit);
-        if (at > 0) ranks[at - 1] = rank_below(self, ids[at - 1], ids[at], limit);
+        if (at + 1 < n) ranks[at] = (uint32_t)rank_below(self, ids[at], ids[at + 1], limit);
+        if (at > 0) ranks[at - 1] = (uint32_t)rank_below(self, ids[at - 1], ids[at], limit);
     }
     return n;
 }
@@ -1258,7 +1330,7 @@ done:
 }
 
 static void free_tables(ChunkBPE *self) {
-    free(self->pairs); free(self->byte_pairs);
+    free(self->pairs); free(self->pair_filter); free(self->byte_pairs);
     free(self->tok_buf); free(self->toks); free(self->tok_hash);
     free(self->slots); free(self->powers); free(self->index_of);
     for (int k = 0; k < PCACHE_POOL; k++) { pcache_free(self->pcache[k]); self->pcache[k] = NULL; }
@@ -1269,7 +1341,7 @@ static void free_tables(ChunkBPE *self) {
     self->id_objects = NULL;
     self->id_objects_len = 0;
     self->max_id = -1;
-    self->pairs = NULL; self->byte_pairs = NULL; self->tok_buf = NULL; self->toks = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
+    self->pairs = NULL; self->pair_filter = NULL; self->byte_pairs = NULL; self->tok_buf = NULL; self->toks = NULL; self->tok_hash = NULL; self->slots = NULL; self->powers = NULL; self->index_of = NULL;
 }
 
 /* The vocabulary (one byte buffer cut by int64 lengths, with int64 ids) as a byte-string hash
@@ -1346,32 +1418,66 @@ done:
 }
 
 /* "ranks" mode without duplicate tokens: the pair table of every split of every token into two
- * tokens (two passes: count, then fill). tok_hash and powers, which only rank_of_bytes needs,
- * are freed. Returns 0, or -1 when out of memory. */
+ * tokens (found in one pass, kept in a list, then put in a table of the right size; a split's
+ * two parts are looked up by their hashes, the prefix's and suffix's each made in one pass over
+ * the token). tok_hash and powers, which only rank_of_bytes needs, are freed. Returns 0, or -1
+ * when out of memory. */
 static int build_rank_pairs(ChunkBPE *self) {
-    uint64_t count = 0;
-    for (int fill = 0; fill < 2; fill++) {
-        if (fill && pairs_alloc(self, count) < 0) return -1;
-        for (Py_ssize_t t = 0; t < self->tok_count; t++) {
-            if (self->toks[t].id == self->unmergeable) continue;
-            const uint8_t *p = self->tok_buf + self->toks[t].start;
-            int32_t n = self->toks[t].len;
-            uint64_t h = 0, power = 1;
-            for (int32_t k = 1; k < n; k++) {
-                h += (uint64_t)(p[k - 1] + 1) * power;
-                power *= HASH_BASE;
-                int64_t left = token_lookup(self, h, p, k);
-                if (left < 0) continue;
-                int64_t right = token_lookup(self, bytes_hash(p + k, n - k), p + k, n - k);
-                if (right < 0) continue;
-                if (fill) pairs_put(self, (uint32_t)self->toks[left].id, (uint32_t)self->toks[right].id, self->toks[t].id);
-                else count++;
+    size_t count = 0, cap = 1 << 16;
+    uint32_t *found = malloc(cap * 3 * sizeof(uint32_t)); /* (left id, right id, merged id) */
+    uint64_t *suffix = malloc(((size_t)self->max_len + 1) * sizeof(uint64_t));
+    int ok = found && suffix ? 0 : -1;
+    for (Py_ssize_t t = 0; ok == 0 && t < self->tok_count; t++) {
+        if (self->toks[t].id == self->unmergeable) continue;
+        const uint8_t *p = self->tok_buf + self->toks[t].start;
+        int32_t n = self->toks[t].len;
+        suffix[n] = 0; /* suffix[k]: bytes_hash(p + k, n - k) */
+        for (int32_t k = n - 1; k >= 1; k--) suffix[k] = (uint64_t)(p[k] + 1) + HASH_BASE * suffix[k + 1];
+        uint64_t h = 0, power = 1;
+        for (int32_t k = 1; k < n; k++) {
+            h += (uint64_t)(p[k - 1] + 1) * power;
+            power *= HASH_BASE;
+            int64_t left = token_lookup(self, h, p, k);
+            if (left < 0) continue;
+            int64_t right = token_lookup(self, suffix[k], p + k, n - k);
+            if (right < 0) continue;
+            if (count == cap) {
+                uint32_t *more = realloc(found, cap * 2 * 3 * sizeof(uint32_t));
+                if (!more) { ok = -1; break; }
+                found = more;
+                cap *= 2;
             }
+            uint32_t *f = found + 3 * count++;
+            f[0] = (uint32_t)self->toks[left].id;
+            f[1] = (uint32_t)self->toks[right].id;
+            f[2] = (uint32_t)self->toks[t].id;
         }
     }
+    if (ok == 0) ok = pairs_alloc(self, count, self->max_id);
+    for (size_t i = 0; ok == 0 && i < count; i++) pairs_put(self, found[3 * i], found[3 * i + 1], (int32_t)found[3 * i + 2]);
+    free(found); free(suffix);
     free(self->tok_hash); free(self->powers);
     self->tok_hash = NULL; self->powers = NULL;
-    return 0;
+    return ok;
+}
+
+/* The largest id in the merges dict ({(a, b): merged}), or -1 if some entry is not three ints
+ * (the loop that fills the pair table reports it). */
+static int64_t merges_max_id(PyObject *merges) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    long long top = -1;
+    while (PyDict_Next(merges, &pos, &key, &value)) {
+        if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2) return -1;
+        long long v[3] = {PyLong_AsLongLong(PyTuple_GET_ITEM(key, 0)), PyLong_AsLongLong(PyTuple_GET_ITEM(key, 1)),
+                          PyLong_AsLongLong(value)};
+        if (PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        for (int k = 0; k < 3; k++) {
+            if (v[k] < 0) return -1;
+            if (v[k] > top) top = v[k];
+        }
+    }
+    return top;
 }
 
 static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
@@ -1407,7 +1513,7 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
     self->rank_mode = rank_mode;
     if (rank_mode) {
         if (self->dup_first < 0 && build_rank_pairs(self) < 0) { free_tables(self); PyErr_NoMemory(); return -1; }
-    } else if (pairs_alloc(self, (uint64_t)PyDict_Size(merges)) < 0) {
+    } else if (pairs_alloc(self, (uint64_t)PyDict_Size(merges), merges_max_id(merges)) < 0) {
         free_tables(self);
         PyErr_NoMemory();
         return -1;
@@ -1437,10 +1543,10 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
     for (int b = 0; b < 256; b++)
         if (self->byte_ids[b] >= self->id_objects_len) self->id_objects_len = self->byte_ids[b] + 1;
     if (self->id_objects_len > ((Py_ssize_t)1 << 22)) self->id_objects_len = (Py_ssize_t)1 << 22;
-    self->byte_pairs = malloc(65536 * sizeof(int64_t));
+    self->byte_pairs = malloc(65536 * sizeof(uint32_t));
     if (!self->byte_pairs) { free_tables(self); PyErr_NoMemory(); return -1; }
     for (int x = 0; x < 256; x++)
-        for (int y = 0; y < 256; y++) self->byte_pairs[(x << 8) | y] = rank_of(self, self->byte_ids[x], self->byte_ids[y]);
+        for (int y = 0; y < 256; y++) self->byte_pairs[(x << 8) | y] = (uint32_t)rank_of(self, self->byte_ids[x], self->byte_ids[y]);
     Py_XSETREF(self->cache, PyDict_New());
     self->cache_max = cache_max;
 #if defined(__GLIBC__)
@@ -1534,7 +1640,7 @@ static PyObject *ChunkBPE_recover_merges(ChunkBPE *self, PyObject *Py_UNUSED(ign
         Py_ssize_t m = -2;
         if (n >= 2 && token_lookup(self, bytes_hash(p, n), p, n) == t) {
             for (int32_t i = 0; i < n; i++) ids[i] = self->byte_ids[p[i]];
-            m = n <= SHORT_CHUNK ? merge_short(self, ids, n, id, NULL) : merge_long(self, ids, n, id);
+            m = n <= SHORT_CHUNK ? merge_short(self, ids, n, id, p) : merge_long(self, ids, n, id);
             if (m < 0) { PyErr_NoMemory(); break; }
         }
         int failed;

@@ -93,7 +93,7 @@ def test_encoder_equals_naive_reference(trained, text, name):
     assert tok.encode_ordinary(text) == naive_encode(text, tok.merges, tok.pattern)
 
 
-# chunks with no split point longer than 64 bytes: the heap path
+# chunks with no split point longer than 64 bytes: the heap path (above 64 bytes in Python, 128 in C)
 long_chunks = st.one_of(
     st.builds(lambda ch, n: ch * n, st.sampled_from("ab日"), st.integers(65, 700)),
     st.text(st.sampled_from("ab"), min_size=65, max_size=700),
@@ -200,6 +200,22 @@ def test_c_chunk_encoder_equals_python_twin(table, data):
     characters = st.sampled_from([piece.decode("latin-1") for piece in spelling.values()] + ["日"])
     texts = data.draw(st.lists(st.lists(characters, max_size=100).map("".join), max_size=6))
     assert c.encode_chunks(texts + texts) == python.encode_chunks(texts + texts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(table=byte_merge_tables(), data=st.data())
+def test_c_kernel_with_ids_too_wide_to_pack_equals_python_twin(table, data):
+    """The kernel's pair table packs (left, right, merged) in one word while every id is below
+    2**21 - 1; ids from there on (given to the kernel directly: the encoder renumbers sparse ids)
+    take two words a slot, and must give the same ids, short chunks and long (the heap path)."""
+    merges, byte_ids, spelling = table
+    shift = (1 << 21) - 160  # byte ids on both sides of the limit; merged ids above it
+    pieces = st.sampled_from(sorted(spelling.values()))
+    chunk = b"".join(data.draw(st.lists(pieces, max_size=60) | st.lists(pieces, min_size=60, max_size=300)))
+    kernel = chunk_encoder._native.ChunkBPE({(a + shift, b + shift): m + shift for (a, b), m in merges.items()},
+                                            [b + shift for b in byte_ids])
+    python = ChunkEncoder(merges, byte_ids, native=False)
+    assert kernel.encode_bytes(chunk) == [idx + shift for idx in python.encode_bytes(chunk)]
 
 
 def test_merge_ids_out_of_order_are_refused():
