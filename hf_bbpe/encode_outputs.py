@@ -30,11 +30,9 @@ def plain_output(tok: BBPETokenizer, ids: list[int], options: Mapping[str, Any])
     ``options`` only ``add_special_tokens``, ``return_attention_mask``, ``return_token_type_ids``,
     ``max_length`` and ``verbose`` matter), or None when the model takes token type ids (the
     general path makes those). ``ids`` may be reused in the result."""
-    if options.get("return_token_type_ids") is None and "token_type_ids" in tok.model_input_names:
-        return None
-    attention = options.get("return_attention_mask")
+    attention = _attention_mask_wanted(tok, options)
     if attention is None:
-        attention = "attention_mask" in tok.model_input_names
+        return None
     if options.get("add_special_tokens", True) and (tok.add_bos_token or tok.add_eos_token):
         ids = tok.build_inputs_with_special_tokens(ids)
     warn_if_too_long(tok, ids, options.get("max_length"), options.get("verbose", True))
@@ -44,11 +42,9 @@ def plain_output(tok: BBPETokenizer, ids: list[int], options: Mapping[str, Any])
 def plain_batch_output(tok: BBPETokenizer, batch: list[list[int]], options: Mapping[str, Any]) -> BatchEncoding | None:
     """:func:`plain_output` of a batch of plain requests, built as one result (what transformers
     collates from the per-text results) instead of one result per text."""
-    if options.get("return_token_type_ids") is None and "token_type_ids" in tok.model_input_names:
-        return None
-    attention = options.get("return_attention_mask")
+    attention = _attention_mask_wanted(tok, options)
     if attention is None:
-        attention = "attention_mask" in tok.model_input_names
+        return None
     if options.get("add_special_tokens", True) and (tok.add_bos_token or tok.add_eos_token):
         batch = [tok.build_inputs_with_special_tokens(ids) for ids in batch]
     if batch:  # transformers warns once, for the first sequence that is too long: the longest tells
@@ -56,6 +52,15 @@ def plain_batch_output(tok: BBPETokenizer, batch: list[list[int]], options: Mapp
     if not attention:
         return batch_encoding_of({"input_ids": batch})
     return batch_encoding_of({"input_ids": batch, "attention_mask": [[1] * len(ids) for ids in batch]})
+
+
+def _attention_mask_wanted(tok: BBPETokenizer, options: Mapping[str, Any]) -> bool | None:
+    """Whether a plain request returns an attention mask, or None when the model takes token type
+    ids (the general path makes those)."""
+    if options.get("return_token_type_ids") is None and "token_type_ids" in tok.model_input_names:
+        return None
+    attention = options.get("return_attention_mask")
+    return "attention_mask" in tok.model_input_names if attention is None else bool(attention)
 
 
 def with_offset_mapping(
