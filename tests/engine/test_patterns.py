@@ -106,10 +106,12 @@ def test_tricky_text_of_each_kind_splits_alike(pattern, kind, data):
 
 # Mostly letters: ASCII of both cases, Latin-1 (lower, upper, and ª which is Lo), Cyrillic,
 # CJK, Lt, Lm, a mark, and above the BMP Lu and Lo; long runs, whose ends the scanner finds 8
-# characters at a time. With the characters next to the ASCII letters' ranges, in ASCII and in
-# the low 7 bits of × and ÷, and a few others.
+# or 16 characters at a time. With the characters next to the ASCII letters' ranges, in ASCII
+# and in the low 7 bits of × and ÷, characters whose low byte is an ASCII letter (š Ł Ţ 聡 ａ ≡ 𝑡:
+# 16-bit lanes must look at both bytes), and a few others.
 WORDY = (list("abcdefghijklmnopqrstuvwxyzAZ") * 3
-         + list("\u00e9\u00c0\u00aa\u00d7\u00f7@[`{'sS .\n1\u0436\u0416\u4f60\u01c5\u02b0\u0301\U0001d400\U00020000"))
+         + list("\u00e9\u00c0\u00aa\u00d7\u00f7@[`{'sS .\n1\u0436\u0416\u4f60\u01c5\u02b0\u0301\U0001d400\U00020000"
+                "\u0161\u0141\u0162\u8061\uff41\u2261\U0001d461"))
 
 
 @pytest.mark.parametrize("pattern", NATIVE, ids=IDS)
