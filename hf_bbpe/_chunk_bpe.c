@@ -18,7 +18,8 @@
  * Whole texts (encode_text, encode_texts) are split by a _pretokenize scanner and encoded without
  * the GIL (a short text keeps it: GIL_HOLD_CHARS) and without a Python object per chunk. Their
  * chunks go through caches that live as long as the kernel: a front cache of short chunks keyed by
- * their bytes, the vocabulary, then a piece cache of the chunks that needed BPE (see PieceCache).
+ * their bytes, then for a short chunk the seed table of every short token (see seed_build), for a
+ * longer one the vocabulary, then a piece cache of the chunks that needed BPE (see PieceCache).
  * They are taken in blocks (see BLOCK_CHUNKS), a pass over the block per step, so that the memory
  * loads of a block's chunks overlap instead of waiting one for another. Ids become a list through
  * one int object per id, made once.
@@ -215,6 +216,10 @@ typedef struct {
     int64_t unmergeable; /* "ranks" mode: the id no merge makes (tiktoken's u32::MAX rank), or -1 */
     PyObject **id_objects; /* the int of each id below id_objects_len, made on first use */
     Py_ssize_t id_objects_len;
+    FrontSlot *seed;   /* the tokens of 2 .. FRONT_MAX_PIECE bytes keyed like the front cache (see seed_build) */
+    void *seed_mem;
+    uint64_t seed_mask;
+    int seed_bits;
     PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
     int pcache_busy[PCACHE_POOL];
 } ChunkBPE;
@@ -515,9 +520,69 @@ static inline void front_words(const uint8_t *data, Py_ssize_t n, int overread, 
     *w1 = b;
 }
 
-/* The front-cache set (two slots) of the piece of n bytes with key words w0, w1. */
-static inline FrontSlot *front_at(const PieceCache *cache, uint64_t w0, uint64_t w1, Py_ssize_t n) {
-    return &cache->front[2 * (((w0 * HASH_BASE) ^ (w1 + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (65 - FRONT_BITS))];
+/* The hash of the piece of n bytes with key words w0, w1: its top bits pick its front-cache set
+ * and its seed-table slot. */
+static inline uint64_t front_hash(uint64_t w0, uint64_t w1, Py_ssize_t n) {
+    return ((w0 * HASH_BASE) ^ (w1 + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL;
+}
+
+/* The front-cache set (two slots) of the piece with front_hash k. */
+static inline FrontSlot *front_at(const PieceCache *cache, uint64_t k) {
+    return &cache->front[2 * (k >> (65 - FRONT_BITS))];
+}
+
+/* The seed table's first slot to probe for the piece with front_hash k. */
+static inline uint64_t seed_at(const ChunkBPE *self, uint64_t k) {
+    return k >> (64 - self->seed_bits);
+}
+
+/* The token id of the piece of n (2 .. FRONT_MAX_PIECE) bytes with key words w0, w1, from the seed
+ * table (slot j first, see seed_at), or -1: then the piece is no token. */
+static inline int32_t seed_find(const ChunkBPE *self, uint64_t j, uint64_t w0, uint64_t w1, Py_ssize_t n) {
+    for (;; j = (j + 1) & self->seed_mask) {
+        const FrontSlot *s = &self->seed[j];
+        if (s->w0 == w0 && s->w1 == w1 && s->len == (uint16_t)n) return s->ids[0];
+        if (s->len == 0) return -1;
+    }
+}
+
+/* The seed table: every token of 2 .. FRONT_MAX_PIECE bytes (its lowest id) in an open-addressing
+ * table keyed by its bytes like the front cache, so that a chunk that is a whole short token is
+ * found in one probe without hashing its bytes, and a short chunk that misses it is known to be no
+ * token without a vocabulary lookup. Read-only once built, shared by threads; built by the first
+ * call that encodes a whole text (under the GIL), not at load. 0, or -1 when out of memory. */
+static int seed_build(ChunkBPE *self) {
+    if (self->seed || !self->slots) return 0;
+    uint64_t count = 0;
+    for (uint64_t j = 0; j <= self->tok_mask; j++) {
+        int32_t t = self->slots[j].tok;
+        if (t >= 0 && self->toks[t].len >= 2 && self->toks[t].len <= FRONT_MAX_PIECE) count++;
+    }
+    int bits = 4;
+    while (((uint64_t)1 << bits) < count + count / 2 + 2) bits++;
+    uint64_t cap = (uint64_t)1 << bits;
+    void *mem = calloc(cap + 2, sizeof(FrontSlot));
+    if (!mem) return -1;
+    FrontSlot *seed = (FrontSlot *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+    for (uint64_t j = 0; j <= self->tok_mask; j++) {
+        int32_t t = self->slots[j].tok;
+        if (t < 0 || self->toks[t].len < 2 || self->toks[t].len > FRONT_MAX_PIECE) continue;
+        Py_ssize_t n = self->toks[t].len;
+        uint64_t w0, w1;
+        front_words(self->tok_buf + self->toks[t].start, n, 0, &w0, &w1);
+        uint64_t k = front_hash(w0, w1, n) >> (64 - bits);
+        while (seed[k].len) k = (k + 1) & (cap - 1);
+        seed[k].w0 = w0;
+        seed[k].w1 = w1;
+        seed[k].len = (uint16_t)n;
+        seed[k].nids = 1;
+        seed[k].ids[0] = self->toks[t].id;
+    }
+    self->seed_mem = mem;
+    self->seed_bits = bits;
+    self->seed_mask = cap - 1;
+    self->seed = seed;
+    return 0;
 }
 
 static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssize_t n, const int32_t *ids,
@@ -532,14 +597,15 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
 }
 
 /* Append the ids of the piece data[0:n] (n >= 2) that the front cache does not hold: the
- * vocabulary, then the piece cache, then BPE; out has room for n + 1 more ids. front: the
+ * vocabulary (unless no_token: the seed table found none), then the piece cache, then BPE; out
+ * has room for n + 1 more ids. front: the
  * piece's front-cache set (keys w0, w1) to fill, or NULL; h and mixed: bytes_hash of the piece and
  * mix64 of it (0 when neither the vocabulary table nor cache exists). cache (may be NULL) is a
  * piece cache this call holds. 0, or -1 when out of memory. Needs no GIL. */
 static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache,
-                           FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed) {
+                           FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed, int no_token) {
     int32_t *ids = out->ids + out->len;
-    if (self->slots) {
+    if (self->slots && !no_token) {
         int64_t t = token_lookup_mixed(self, mixed, data, n);
         if (t >= 0) {
             ids[0] = self->toks[t].id;
@@ -575,7 +641,7 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
         return 0;
     }
     uint64_t h = self->slots ? bytes_hash(data, n) : 0;
-    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0);
+    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0, 0);
 }
 
 /* A list of the ids; the int object of each id is made once and kept (id_objects), so that a
@@ -628,9 +694,10 @@ typedef struct {
     Py_ssize_t n;   /* bytes; -1: the chunk has a lone surrogate */
     Py_ssize_t end; /* position in the text after the chunk */
     FrontSlot *front;
-    uint64_t w0, w1, h, mixed;
+    uint64_t w0, w1, h, mixed, seed_slot;
     int32_t ids[FRONT_IDS];
     int nids; /* > 0: the chunk's ids, found before the last pass */
+    int no_token; /* the seed table says the chunk is no token */
 } BlockChunk;
 
 /* The UTF-8 of the code point c (not a surrogate) at p; the number of bytes. */
@@ -768,6 +835,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
     Py_ssize_t ends[BLOCK_CHUNKS], nends = 0, next_end = 0, i = start;
     uint8_t buf[BLOCK_BYTES + 16]; /* + 16: a front key's loads may read past a chunk's end */
     const uint8_t *text = t->data, *text_end = text + t->n;
+    const FrontSlot *seed = self->seed;
     int stop = 0, count = 0; /* count: chunks encoded */
     for (;;) {
         int k = 0;
@@ -813,10 +881,15 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
             k++;
             c->nids = 0;
             c->front = NULL;
-            if (cache && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
+            c->no_token = 0;
+            if ((cache || seed) && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
                 front_words(c->p, c->n, overread, &c->w0, &c->w1);
-                c->front = front_at(cache, c->w0, c->w1, c->n);
-                PREFETCH(c->front);
+                uint64_t key = front_hash(c->w0, c->w1, c->n);
+                if (seed) c->seed_slot = seed_at(self, key);
+                if (cache) {
+                    c->front = front_at(cache, key);
+                    PREFETCH(c->front);
+                }
             }
         }
         for (int b = 0; b < k; b++) { /* pass 2 */
@@ -840,11 +913,15 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
                 c->nids = hit.nids;
                 continue;
             }
+            if (seed && c->n <= FRONT_MAX_PIECE) {
+                PREFETCH(&seed[c->seed_slot]);
+                c->no_token = 1;
+            }
             c->h = c->mixed = 0;
             if (c->n >= 2 && (self->slots || cache)) {
                 c->h = bytes_hash(c->p, c->n);
                 c->mixed = mix64(c->h);
-                if (self->slots) PREFETCH(&self->slots[c->mixed & self->tok_mask]);
+                if (self->slots && !c->no_token) PREFETCH(&self->slots[c->mixed & self->tok_mask]);
                 if (cache && c->n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(c->mixed >> 20) & (PCACHE_SLOTS - 1)]);
             }
         }
@@ -852,11 +929,16 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
             BlockChunk *c = &block[b];
             if (c->n < 0) return DOC_SURROGATE;
             if (idbuf_reserve(out, c->n + 1) < 0) return DOC_NO_MEMORY;
+            int32_t id;
             if (c->nids > 0) {
                 int32_t *ids = out->ids + out->len;
                 for (int j = 0; j < FRONT_IDS; j++) ids[j] = c->ids[j]; /* room for n + 1 >= 2; 3 when nids is */
                 out->len += c->nids;
-            } else if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed) < 0) {
+            } else if (c->no_token && (id = seed_find(self, c->seed_slot, c->w0, c->w1, c->n)) >= 0) {
+                out->ids[out->len++] = id;
+                front_put(c->front, c->w0, c->w1, c->n, &id, 1);
+            } else if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed,
+                                       c->no_token) < 0) {
                 return DOC_NO_MEMORY;
             }
             if (sync) {
@@ -1120,6 +1202,7 @@ static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *const *args, Py_
     }
     const PretokScanner *scanner = get_scanner(args[1]);
     if (!scanner) return NULL;
+    if (seed_build(self) < 0) return PyErr_NoMemory();
     PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
     IdBuf out = {NULL, 0, 0};
     if (idbuf_reserve(&out, t.n / 2 + 64) < 0) return PyErr_NoMemory(); /* ids are fewer than bytes */
@@ -1199,6 +1282,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!Op|i", &PyList_Type, &texts, &capsule, &as_lists, &num_threads)) return NULL;
     const PretokScanner *scanner = get_scanner(capsule);
     if (!scanner) return NULL;
+    if (seed_build(self) < 0) return PyErr_NoMemory();
     Py_ssize_t count = PyList_GET_SIZE(texts);
     PretokText *docs = malloc((size_t)(count + 1) * sizeof(PretokText));
     int64_t *ends = malloc((size_t)(count + 1) * sizeof(int64_t));
@@ -1260,7 +1344,8 @@ done:
 static void free_tables(ChunkBPE *self) {
     free(self->pairs); free(self->byte_pairs);
     free(self->tok_buf); free(self->toks); free(self->tok_hash);
-    free(self->slots); free(self->powers); free(self->index_of);
+    free(self->slots); free(self->powers); free(self->index_of); free(self->seed_mem);
+    self->seed = NULL; self->seed_mem = NULL;
     for (int k = 0; k < PCACHE_POOL; k++) { pcache_free(self->pcache[k]); self->pcache[k] = NULL; }
     if (self->id_objects) {
         for (Py_ssize_t i = 0; i < self->id_objects_len; i++) Py_XDECREF(self->id_objects[i]);
