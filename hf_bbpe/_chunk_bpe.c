@@ -1271,10 +1271,61 @@ static PyObject *ids_to_lists_unlocked(ChunkBPE *self, const int32_t *ids, const
     return result;
 }
 
+/* The ids of a call as a writable buffer of uint32 that owns them: numpy takes it as an array
+ * without copying (bytes would be copied in, then out again since numpy cannot write to them). */
+typedef struct {
+    PyObject_HEAD
+    int32_t *ids;
+    Py_ssize_t len;
+    Py_ssize_t shape;
+} IdArray;
+
+static int IdArray_getbuffer(IdArray *self, Py_buffer *view, int flags) {
+    int ok = PyBuffer_FillInfo(view, (PyObject *)self, self->ids, self->len * (Py_ssize_t)sizeof(int32_t), 0, flags);
+    if (ok == 0 && (flags & PyBUF_FORMAT) == PyBUF_FORMAT) view->format = "I";
+    if (ok == 0 && (flags & PyBUF_ND) == PyBUF_ND) {
+        self->shape = self->len;
+        view->itemsize = sizeof(int32_t);
+        view->ndim = 1;
+        view->shape = &self->shape;
+    }
+    return ok;
+}
+
+static void IdArray_dealloc(IdArray *self) {
+    free(self->ids);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs IdArray_as_buffer = {(getbufferproc)IdArray_getbuffer, NULL};
+
+static PyTypeObject IdArrayType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hf_bbpe._chunk_bpe.IdArray",
+    .tp_basicsize = sizeof(IdArray),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The ids of an encode_texts call: a writable buffer of uint32.",
+    .tp_dealloc = (destructor)IdArray_dealloc,
+    .tp_as_buffer = &IdArray_as_buffer,
+};
+
+/* An IdArray that takes buf's ids (buf is left empty), or NULL with an error. */
+static PyObject *id_array_take(IdBuf *buf) {
+    IdArray *a = PyObject_New(IdArray, &IdArrayType);
+    if (!a) return NULL;
+    int32_t *ids = buf->len < buf->cap ? realloc(buf->ids, (size_t)(buf->len ? buf->len : 1) * sizeof(int32_t)) : NULL;
+    a->ids = ids ? ids : buf->ids; /* (shrunk to its length when it can be) */
+    a->len = buf->len;
+    a->shape = buf->len;
+    buf->ids = NULL;
+    buf->len = buf->cap = 0;
+    return (PyObject *)a;
+}
+
 /* encode_texts(texts, scanner, as_lists, num_threads=1): encode a list of str in one call without
  * the GIL, on up to num_threads threads (encode_docs).
  * as_lists: a list with the list of ids of each text (None for a text with a lone surrogate);
- * otherwise (ids as uint32 bytes, end offset of each text's ids as int64 bytes, [indices of
+ * otherwise (ids as a writable uint32 buffer, end offset of each text's ids as int64 bytes, [indices of
  * texts with a lone surrogate, which have no ids]). */
 static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     PyObject *texts, *capsule;
@@ -1323,7 +1374,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
             PyList_SET_ITEM(result, d, ids);
         }
     } else {
-        PyObject *flat = PyBytes_FromStringAndSize((const char *)out.ids, out.len * (Py_ssize_t)sizeof(int32_t));
+        PyObject *flat = id_array_take(&out);
         PyObject *offsets = PyBytes_FromStringAndSize((const char *)ends, count * (Py_ssize_t)sizeof(int64_t));
         PyObject *bad = PyList_New(0);
         for (Py_ssize_t d = 0; bad && d < count; d++) {
@@ -1661,7 +1712,7 @@ static PyMethodDef ChunkBPE_methods[] = {
     {"encode_texts", (PyCFunction)ChunkBPE_encode_texts, METH_VARARGS,
      "encode_texts(texts, scanner, as_lists, num_threads=1): encode_text of each str of a list in one call without "
      "the GIL, on up to num_threads threads; "
-     "a list of lists (None: lone surrogate), or (uint32 ids bytes, int64 end offsets bytes, [surrogate texts])."},
+     "a list of lists (None: lone surrogate), or (uint32 ids buffer, int64 end offsets bytes, [surrogate texts])."},
     {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS, "Empty the chunk cache."},
     {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,
      "(id, id) of the first two vocabulary tokens found with the same bytes, or None."},
@@ -1689,7 +1740,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__chunk_bpe(void) {
-    if (PyType_Ready(&ChunkBPEType) < 0) return NULL;
+    if (PyType_Ready(&ChunkBPEType) < 0 || PyType_Ready(&IdArrayType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&ChunkBPEType);
