@@ -38,6 +38,9 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "_hash.h"
 #include "_pretokenize.h"
@@ -47,6 +50,42 @@
 #else
 #define PREFETCH(p) ((void)(p))
 #endif
+
+/* The tables probed at random once per chunk (front cache, seed table, piece cache, vocabulary),
+ * zeroed and aligned to a cache line. Large ones are asked for in huge pages where the system
+ * has them: a random probe into megabytes of 4 KB pages misses the TLB most of the time. */
+#define HUGE_PAGE ((size_t)1 << 21)
+
+static void *table_alloc(size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
+    if (size >= HUGE_PAGE) {
+        size_t len = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        uint8_t *p = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        uint8_t *at = (uint8_t *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+        if (at > p) munmap(p, (size_t)(at - p));
+        if (at + len < p + len + HUGE_PAGE) munmap(at + len, (size_t)(p + len + HUGE_PAGE - (at + len)));
+        madvise(at, len, MADV_HUGEPAGE);
+        return at;
+    }
+#endif
+    void *p = NULL;
+    if (posix_memalign(&p, 64, size ? size : 1) != 0) return NULL;
+    memset(p, 0, size);
+    return p;
+}
+
+static void table_free(void *p, size_t size) {
+    if (!p) return;
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
+    if (size >= HUGE_PAGE) {
+        munmap(p, (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+        return;
+    }
+#endif
+    (void)size;
+    free(p);
+}
 
 #define SHORT_CHUNK 32
 #define CACHE_MAX_CHARS 128
@@ -90,8 +129,7 @@ typedef struct {
 } FrontSlot;
 
 typedef struct {
-    FrontSlot *front; /* in front_mem, aligned to a cache line: a set of two slots per line */
-    void *front_mem;
+    FrontSlot *front; /* a set of two slots per cache line */
     PieceSlot *slots;
     uint8_t *arena;
     size_t arena_len, arena_cap;
@@ -101,18 +139,22 @@ typedef struct {
 static PieceCache *pcache_new(Py_ssize_t max_entries) {
     PieceCache *c = calloc(1, sizeof(PieceCache));
     if (c) c->max_entries = (uint32_t)(max_entries < 1 ? 1 : max_entries < PCACHE_MAX_ENTRIES ? max_entries : PCACHE_MAX_ENTRIES);
-    if (c && (!(c->slots = calloc(PCACHE_SLOTS, sizeof(PieceSlot))) ||
-              !(c->front_mem = calloc(((size_t)1 << FRONT_BITS) + 2, sizeof(FrontSlot))))) {
-        free(c->slots);
+    if (c && (!(c->slots = table_alloc(PCACHE_SLOTS * sizeof(PieceSlot))) ||
+              !(c->front = table_alloc(((size_t)1 << FRONT_BITS) * sizeof(FrontSlot))))) {
+        table_free(c->slots, PCACHE_SLOTS * sizeof(PieceSlot));
         free(c);
         return NULL;
     }
-    if (c) c->front = (FrontSlot *)(((uintptr_t)c->front_mem + 63) & ~(uintptr_t)63);
     return c;
 }
 
 static void pcache_free(PieceCache *c) {
-    if (c) { free(c->front_mem); free(c->slots); free(c->arena); free(c); }
+    if (c) {
+        table_free(c->front, ((size_t)1 << FRONT_BITS) * sizeof(FrontSlot));
+        table_free(c->slots, PCACHE_SLOTS * sizeof(PieceSlot));
+        free(c->arena);
+        free(c);
+    }
 }
 
 /* Whether a[0:n] == b[0:n]: short strings by a few overlapping loads, inline, without reading
@@ -217,7 +259,6 @@ typedef struct {
     PyObject **id_objects; /* the int of each id below id_objects_len, made on first use */
     Py_ssize_t id_objects_len;
     FrontSlot *seed;   /* the tokens of 2 .. FRONT_MAX_PIECE bytes keyed like the front cache (see seed_build) */
-    void *seed_mem;
     uint64_t seed_mask;
     int seed_bits;
     PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
@@ -561,9 +602,8 @@ static int seed_build(ChunkBPE *self) {
     int bits = 4;
     while (((uint64_t)1 << bits) < count + count / 2 + 2) bits++;
     uint64_t cap = (uint64_t)1 << bits;
-    void *mem = calloc(cap + 2, sizeof(FrontSlot));
-    if (!mem) return -1;
-    FrontSlot *seed = (FrontSlot *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+    FrontSlot *seed = table_alloc(cap * sizeof(FrontSlot));
+    if (!seed) return -1;
     for (uint64_t j = 0; j <= self->tok_mask; j++) {
         int32_t t = self->slots[j].tok;
         if (t < 0 || self->toks[t].len < 2 || self->toks[t].len > FRONT_MAX_PIECE) continue;
@@ -578,7 +618,6 @@ static int seed_build(ChunkBPE *self) {
         seed[k].nids = 1;
         seed[k].ids[0] = self->toks[t].id;
     }
-    self->seed_mem = mem;
     self->seed_bits = bits;
     self->seed_mask = cap - 1;
     self->seed = seed;
@@ -1395,8 +1434,10 @@ done:
 static void free_tables(ChunkBPE *self) {
     free(self->pairs); free(self->byte_pairs);
     free(self->tok_buf); free(self->toks); free(self->tok_hash);
-    free(self->slots); free(self->powers); free(self->index_of); free(self->seed_mem);
-    self->seed = NULL; self->seed_mem = NULL;
+    if (self->slots) table_free(self->slots, (self->tok_mask + 1) * sizeof(Slot));
+    free(self->powers); free(self->index_of);
+    if (self->seed) table_free(self->seed, (self->seed_mask + 1) * sizeof(FrontSlot));
+    self->seed = NULL;
     for (int k = 0; k < PCACHE_POOL; k++) { pcache_free(self->pcache[k]); self->pcache[k] = NULL; }
     if (self->id_objects) {
         for (Py_ssize_t i = 0; i < self->id_objects_len; i++) Py_XDECREF(self->id_objects[i]);
@@ -1429,7 +1470,8 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
     self->tok_buf = malloc((size_t)bbuf.len + 1);
     self->toks = malloc((size_t)(count + 1) * sizeof(TokInfo));
     self->tok_hash = malloc((size_t)(count + 1) * sizeof(uint64_t));
-    self->slots = malloc(cap * sizeof(Slot));
+    self->slots = table_alloc(cap * sizeof(Slot));
+    self->tok_mask = cap - 1; /* (the slots' size, for table_free) */
     if (!self->tok_buf || !self->toks || !self->tok_hash || !self->slots) {
         PyErr_NoMemory();
         goto done;
@@ -1437,7 +1479,6 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
     memcpy(self->tok_buf, bbuf.buf, (size_t)bbuf.len);
     self->tok_count = count;
     for (uint64_t j = 0; j < cap; j++) self->slots[j].tok = -1;
-    self->tok_mask = cap - 1;
     self->max_len = 1;
     self->max_id = -1;
     self->dup_first = self->dup_second = -1;
