@@ -114,9 +114,10 @@ typedef struct {
 
 /* In front of both, a cache of short pieces of few ids, keyed by the piece's bytes themselves
  * (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one memory access,
- * where the vocabulary costs three (8 MB: the distinct short chunks of some megabytes of text fit, ~200K in 8 MB of mixed text). Two-way: a set of
- * two slots fills a cache line, the most recently used first, so that a rare piece that lands on
- * a frequent one's set pushes out the older of the two, not the frequent one. */
+ * where the vocabulary costs three (8 MB: the ~200K distinct short chunks of 8 MB of mixed text
+ * fit). Two-way: a set of two slots fills a cache line, the most recently used first, so that a
+ * rare piece that lands on a frequent one's set pushes out the older of the two, not the
+ * frequent one. */
 #define FRONT_BITS 18 /* slots, two per set */
 #define FRONT_MAX_PIECE 16
 #define FRONT_IDS 3
