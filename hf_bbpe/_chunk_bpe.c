@@ -726,8 +726,8 @@ static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_
  * starts the loads of the front-cache sets, the second takes the front hits and starts the
  * vocabulary's and the piece cache's loads of the others, the third appends every chunk's ids.
  * The UTF-8 of a block's chunks is in place for ASCII text, else in a buffer of BLOCK_BYTES. */
-#define BLOCK_CHUNKS 32
-#define BLOCK_BYTES 4096
+#define BLOCK_CHUNKS 128
+#define BLOCK_BYTES 8192
 
 typedef struct {
     const uint8_t *p;
