@@ -637,15 +637,18 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
 }
 
 /* Append the ids of the piece data[0:n] (n >= 2) that the front cache does not hold: the
- * vocabulary (unless no_token: the seed table found none), then the piece cache, then BPE; out
- * has room for n + 1 more ids. front: the
+ * vocabulary, then the piece cache, then BPE; out has room for n + 1 more ids. seeded: the piece
+ * is short and the kernel has a seed table (whose slot seed_slot is the piece's first), which
+ * then answers for the vocabulary, after the piece cache (a piece there is no token, and most
+ * short pieces that reach here are there). front: the
  * piece's front-cache set (keys w0, w1) to fill, or NULL; h and mixed: bytes_hash of the piece and
  * mix64 of it (0 when neither the vocabulary table nor cache exists). cache (may be NULL) is a
  * piece cache this call holds. 0, or -1 when out of memory. Needs no GIL. */
 static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache,
-                           FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed, int no_token) {
+                           FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed, int seeded,
+                           uint64_t seed_slot) {
     int32_t *ids = out->ids + out->len;
-    if (self->slots && !no_token) {
+    if (self->slots && !seeded) {
         int64_t t = token_lookup_mixed(self, mixed, data, n);
         if (t >= 0) {
             ids[0] = self->toks[t].id;
@@ -661,6 +664,15 @@ static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t
             memcpy(ids, cache->arena + entry->off, entry->nids * sizeof(int32_t));
             out->len += entry->nids;
             front_put(front, w0, w1, n, ids, entry->nids);
+            return 0;
+        }
+    }
+    if (seeded) {
+        int32_t id = seed_find(self, seed_slot, w0, w1, n);
+        if (id >= 0) {
+            ids[0] = id;
+            out->len++;
+            front_put(front, w0, w1, n, ids, 1);
             return 0;
         }
     }
@@ -681,7 +693,7 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
         return 0;
     }
     uint64_t h = self->slots ? bytes_hash(data, n) : 0;
-    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0, 0);
+    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0, 0, 0);
 }
 
 /* A list of the ids; the int object of each id is made once and kept (id_objects), so that a
@@ -737,7 +749,7 @@ typedef struct {
     uint64_t w0, w1, h, mixed, seed_slot;
     int32_t ids[FRONT_IDS];
     int nids; /* > 0: the chunk's ids, found before the last pass */
-    int no_token; /* the seed table says the chunk is no token */
+    int seeded; /* a front miss the seed table answers for the vocabulary (see encode_uncached) */
 } BlockChunk;
 
 /* The UTF-8 of the code point c (not a surrogate) at p; the number of bytes. */
@@ -921,7 +933,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
             k++;
             c->nids = 0;
             c->front = NULL;
-            c->no_token = 0;
+            c->seeded = 0;
             if ((cache || seed) && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
                 front_words(c->p, c->n, overread, &c->w0, &c->w1);
                 uint64_t key = front_hash(c->w0, c->w1, c->n);
@@ -955,13 +967,13 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
             }
             if (seed && c->n <= FRONT_MAX_PIECE) {
                 PREFETCH(&seed[c->seed_slot]);
-                c->no_token = 1;
+                c->seeded = 1;
             }
             c->h = c->mixed = 0;
             if (c->n >= 2 && (self->slots || cache)) {
                 c->h = bytes_hash(c->p, c->n);
                 c->mixed = mix64(c->h);
-                if (self->slots && !c->no_token) PREFETCH(&self->slots[c->mixed & self->tok_mask]);
+                if (self->slots && !c->seeded) PREFETCH(&self->slots[c->mixed & self->tok_mask]);
                 if (cache && c->n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(c->mixed >> 20) & (PCACHE_SLOTS - 1)]);
             }
         }
@@ -969,16 +981,12 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
             BlockChunk *c = &block[b];
             if (c->n < 0) return DOC_SURROGATE;
             if (idbuf_reserve(out, c->n + 1) < 0) return DOC_NO_MEMORY;
-            int32_t id;
             if (c->nids > 0) {
                 int32_t *ids = out->ids + out->len;
                 for (int j = 0; j < FRONT_IDS; j++) ids[j] = c->ids[j]; /* room for n + 1 >= 2; 3 when nids is */
                 out->len += c->nids;
-            } else if (c->no_token && (id = seed_find(self, c->seed_slot, c->w0, c->w1, c->n)) >= 0) {
-                out->ids[out->len++] = id;
-                front_put(c->front, c->w0, c->w1, c->n, &id, 1);
             } else if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed,
-                                       c->no_token) < 0) {
+                                       c->seeded, c->seed_slot) < 0) {
                 return DOC_NO_MEMORY;
             }
             if (sync) {
