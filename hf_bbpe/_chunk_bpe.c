@@ -19,7 +19,8 @@
  * Whole texts (encode_text, encode_texts) are split by a _pretokenize scanner and encoded without
  * the GIL (a short text keeps it: GIL_HOLD_CHARS) and without a Python object per chunk. Their
  * chunks go through caches that live as long as the kernel: a front cache of short chunks keyed by
- * their bytes, the vocabulary, then a piece cache of the chunks that needed BPE (see PieceCache).
+ * their bytes, then for a short chunk the seed table of every short token (see seed_build), for a
+ * longer one the vocabulary, then a piece cache of the chunks that needed BPE (see PieceCache).
  * They are taken in blocks (see BLOCK_CHUNKS), a pass over the block per step, so that the memory
  * loads of a block's chunks overlap instead of waiting one for another. Ids become a list through
  * one int object per id, made once.
@@ -38,6 +39,9 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "_hash.h"
 #include "_pretokenize.h"
@@ -47,6 +51,42 @@
 #else
 #define PREFETCH(p) ((void)(p))
 #endif
+
+/* The tables probed at random once per chunk (front cache, seed table, piece cache, vocabulary),
+ * zeroed and aligned to a cache line. Large ones are asked for in huge pages where the system
+ * has them: a random probe into megabytes of 4 KB pages misses the TLB most of the time. */
+#define HUGE_PAGE ((size_t)1 << 21)
+
+static void *table_alloc(size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
+    if (size >= HUGE_PAGE) {
+        size_t len = (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        uint8_t *p = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        uint8_t *at = (uint8_t *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+        if (at > p) munmap(p, (size_t)(at - p));
+        if (at + len < p + len + HUGE_PAGE) munmap(at + len, (size_t)(p + len + HUGE_PAGE - (at + len)));
+        madvise(at, len, MADV_HUGEPAGE);
+        return at;
+    }
+#endif
+    void *p = NULL;
+    if (posix_memalign(&p, 64, size ? size : 1) != 0) return NULL;
+    memset(p, 0, size);
+    return p;
+}
+
+static void table_free(void *p, size_t size) {
+    if (!p) return;
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MAP_ANONYMOUS)
+    if (size >= HUGE_PAGE) {
+        munmap(p, (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+        return;
+    }
+#endif
+    (void)size;
+    free(p);
+}
 
 #define SHORT_CHUNK 128
 #define CACHE_MAX_CHARS 128
@@ -75,10 +115,11 @@ typedef struct {
 
 /* In front of both, a cache of short pieces of few ids, keyed by the piece's bytes themselves
  * (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one memory access,
- * where the vocabulary costs three (4 MB: the frequent pieces of a corpus fit). Two-way: a set of
- * two slots fills a cache line, the most recently used first, so that a rare piece that lands on
- * a frequent one's set pushes out the older of the two, not the frequent one. */
-#define FRONT_BITS 17 /* slots, two per set */
+ * where the vocabulary costs three (8 MB: the ~200K distinct short chunks of 8 MB of mixed text
+ * fit). Two-way: a set of two slots fills a cache line, the most recently used first, so that a
+ * rare piece that lands on a frequent one's set pushes out the older of the two, not the
+ * frequent one. */
+#define FRONT_BITS 18 /* slots, two per set */
 #define FRONT_MAX_PIECE 16
 #define FRONT_IDS 3
 
@@ -90,8 +131,7 @@ typedef struct {
 } FrontSlot;
 
 typedef struct {
-    FrontSlot *front; /* in front_mem, aligned to a cache line: a set of two slots per line */
-    void *front_mem;
+    FrontSlot *front; /* a set of two slots per cache line */
     PieceSlot *slots;
     uint8_t *arena;
     size_t arena_len, arena_cap;
@@ -101,18 +141,22 @@ typedef struct {
 static PieceCache *pcache_new(Py_ssize_t max_entries) {
     PieceCache *c = calloc(1, sizeof(PieceCache));
     if (c) c->max_entries = (uint32_t)(max_entries < 1 ? 1 : max_entries < PCACHE_MAX_ENTRIES ? max_entries : PCACHE_MAX_ENTRIES);
-    if (c && (!(c->slots = calloc(PCACHE_SLOTS, sizeof(PieceSlot))) ||
-              !(c->front_mem = calloc(((size_t)1 << FRONT_BITS) + 2, sizeof(FrontSlot))))) {
-        free(c->slots);
+    if (c && (!(c->slots = table_alloc(PCACHE_SLOTS * sizeof(PieceSlot))) ||
+              !(c->front = table_alloc(((size_t)1 << FRONT_BITS) * sizeof(FrontSlot))))) {
+        table_free(c->slots, PCACHE_SLOTS * sizeof(PieceSlot));
         free(c);
         return NULL;
     }
-    if (c) c->front = (FrontSlot *)(((uintptr_t)c->front_mem + 63) & ~(uintptr_t)63);
     return c;
 }
 
 static void pcache_free(PieceCache *c) {
-    if (c) { free(c->front_mem); free(c->slots); free(c->arena); free(c); }
+    if (c) {
+        table_free(c->front, ((size_t)1 << FRONT_BITS) * sizeof(FrontSlot));
+        table_free(c->slots, PCACHE_SLOTS * sizeof(PieceSlot));
+        free(c->arena);
+        free(c);
+    }
 }
 
 /* Whether a[0:n] == b[0:n]: short strings by a few overlapping loads, inline, without reading
@@ -224,6 +268,9 @@ typedef struct {
     int64_t unmergeable; /* "ranks" mode: the id no merge makes (tiktoken's u32::MAX rank), or -1 */
     PyObject **id_objects; /* the int of each id below id_objects_len, made on first use */
     Py_ssize_t id_objects_len;
+    FrontSlot *seed;   /* the tokens of 2 .. FRONT_MAX_PIECE bytes keyed like the front cache (see seed_build) */
+    uint64_t seed_mask;
+    int seed_bits;
     PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
     int pcache_busy[PCACHE_POOL];
 } ChunkBPE;
@@ -587,9 +634,67 @@ static inline void front_words(const uint8_t *data, Py_ssize_t n, int overread, 
     *w1 = b;
 }
 
-/* The front-cache set (two slots) of the piece of n bytes with key words w0, w1. */
-static inline FrontSlot *front_at(const PieceCache *cache, uint64_t w0, uint64_t w1, Py_ssize_t n) {
-    return &cache->front[2 * (((w0 * HASH_BASE) ^ (w1 + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL >> (65 - FRONT_BITS))];
+/* The hash of the piece of n bytes with key words w0, w1: its top bits pick its front-cache set
+ * and its seed-table slot. */
+static inline uint64_t front_hash(uint64_t w0, uint64_t w1, Py_ssize_t n) {
+    return ((w0 * HASH_BASE) ^ (w1 + (uint64_t)n)) * 0xC2B2AE3D27D4EB4FULL;
+}
+
+/* The front-cache set (two slots) of the piece with front_hash k. */
+static inline FrontSlot *front_at(const PieceCache *cache, uint64_t k) {
+    return &cache->front[2 * (k >> (65 - FRONT_BITS))];
+}
+
+/* The seed table's first slot to probe for the piece with front_hash k. */
+static inline uint64_t seed_at(const ChunkBPE *self, uint64_t k) {
+    return k >> (64 - self->seed_bits);
+}
+
+/* The token id of the piece of n (2 .. FRONT_MAX_PIECE) bytes with key words w0, w1, from the seed
+ * table (slot j first, see seed_at), or -1: then the piece is no token. */
+static inline int32_t seed_find(const ChunkBPE *self, uint64_t j, uint64_t w0, uint64_t w1, Py_ssize_t n) {
+    for (;; j = (j + 1) & self->seed_mask) {
+        const FrontSlot *s = &self->seed[j];
+        if (s->w0 == w0 && s->w1 == w1 && s->len == (uint16_t)n) return s->ids[0];
+        if (s->len == 0) return -1;
+    }
+}
+
+/* The seed table: every token of 2 .. FRONT_MAX_PIECE bytes (its lowest id) in an open-addressing
+ * table keyed by its bytes like the front cache, so that a chunk that is a whole short token is
+ * found in one probe without hashing its bytes, and a short chunk that misses it is known to be no
+ * token without a vocabulary lookup. Read-only once built, shared by threads; built by the first
+ * call that encodes a whole text (under the GIL), not at load. 0, or -1 when out of memory. */
+static int seed_build(ChunkBPE *self) {
+    if (self->seed || !self->slots) return 0;
+    uint64_t count = 0;
+    for (uint64_t j = 0; j <= self->tok_mask; j++) {
+        int32_t t = self->slots[j].tok;
+        if (t >= 0 && self->toks[t].len >= 2 && self->toks[t].len <= FRONT_MAX_PIECE) count++;
+    }
+    int bits = 4;
+    while (((uint64_t)1 << bits) < count + count / 2 + 2) bits++;
+    uint64_t cap = (uint64_t)1 << bits;
+    FrontSlot *seed = table_alloc(cap * sizeof(FrontSlot));
+    if (!seed) return -1;
+    for (uint64_t j = 0; j <= self->tok_mask; j++) {
+        int32_t t = self->slots[j].tok;
+        if (t < 0 || self->toks[t].len < 2 || self->toks[t].len > FRONT_MAX_PIECE) continue;
+        Py_ssize_t n = self->toks[t].len;
+        uint64_t w0, w1;
+        front_words(self->tok_buf + self->toks[t].start, n, 0, &w0, &w1);
+        uint64_t k = front_hash(w0, w1, n) >> (64 - bits);
+        while (seed[k].len) k = (k + 1) & (cap - 1);
+        seed[k].w0 = w0;
+        seed[k].w1 = w1;
+        seed[k].len = (uint16_t)n;
+        seed[k].nids = 1;
+        seed[k].ids[0] = self->toks[t].id;
+    }
+    self->seed_bits = bits;
+    self->seed_mask = cap - 1;
+    self->seed = seed;
+    return 0;
 }
 
 static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssize_t n, const int32_t *ids,
@@ -604,14 +709,18 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
 }
 
 /* Append the ids of the piece data[0:n] (n >= 2) that the front cache does not hold: the
- * vocabulary, then the piece cache, then BPE; out has room for n + 1 more ids. front: the
+ * vocabulary, then the piece cache, then BPE; out has room for n + 1 more ids. seeded: the piece
+ * is short and the kernel has a seed table (whose slot seed_slot is the piece's first), which
+ * then answers for the vocabulary, after the piece cache (a piece there is no token, and most
+ * short pieces that reach here are there). front: the
  * piece's front-cache set (keys w0, w1) to fill, or NULL; h and mixed: bytes_hash of the piece and
  * mix64 of it (0 when neither the vocabulary table nor cache exists). cache (may be NULL) is a
  * piece cache this call holds. 0, or -1 when out of memory. Needs no GIL. */
 static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache,
-                           FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed) {
+                           FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed, int seeded,
+                           uint64_t seed_slot) {
     int32_t *ids = out->ids + out->len;
-    if (self->slots) {
+    if (self->slots && !seeded) {
         int64_t t = token_lookup_mixed(self, mixed, data, n);
         if (t >= 0) {
             ids[0] = self->toks[t].id;
@@ -627,6 +736,15 @@ static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t
             memcpy(ids, cache->arena + entry->off, entry->nids * sizeof(int32_t));
             out->len += entry->nids;
             front_put(front, w0, w1, n, ids, entry->nids);
+            return 0;
+        }
+    }
+    if (seeded) {
+        int32_t id = seed_find(self, seed_slot, w0, w1, n);
+        if (id >= 0) {
+            ids[0] = id;
+            out->len++;
+            front_put(front, w0, w1, n, ids, 1);
             return 0;
         }
     }
@@ -647,7 +765,7 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
         return 0;
     }
     uint64_t h = self->slots ? bytes_hash(data, n) : 0;
-    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0);
+    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0, 0, 0);
 }
 
 /* A list of the ids; the int object of each id is made once and kept (id_objects), so that a
@@ -692,17 +810,18 @@ static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_
  * starts the loads of the front-cache sets, the second takes the front hits and starts the
  * vocabulary's and the piece cache's loads of the others, the third appends every chunk's ids.
  * The UTF-8 of a block's chunks is in place for ASCII text, else in a buffer of BLOCK_BYTES. */
-#define BLOCK_CHUNKS 32
-#define BLOCK_BYTES 4096
+#define BLOCK_CHUNKS 128
+#define BLOCK_BYTES 8192
 
 typedef struct {
     const uint8_t *p;
     Py_ssize_t n;   /* bytes; -1: the chunk has a lone surrogate */
     Py_ssize_t end; /* position in the text after the chunk */
     FrontSlot *front;
-    uint64_t w0, w1, h, mixed;
+    uint64_t w0, w1, h, mixed, seed_slot;
     int32_t ids[FRONT_IDS];
     int nids; /* > 0: the chunk's ids, found before the last pass */
+    int seeded; /* a front miss the seed table answers for the vocabulary (see encode_uncached) */
 } BlockChunk;
 
 /* The UTF-8 of the code point c (not a surrogate) at p; the number of bytes. */
@@ -840,6 +959,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
     Py_ssize_t ends[BLOCK_CHUNKS], nends = 0, next_end = 0, i = start;
     uint8_t buf[BLOCK_BYTES + 16]; /* + 16: a front key's loads may read past a chunk's end */
     const uint8_t *text = t->data, *text_end = text + t->n;
+    const FrontSlot *seed = self->seed;
     int stop = 0, count = 0; /* count: chunks encoded */
     for (;;) {
         int k = 0;
@@ -885,10 +1005,15 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
             k++;
             c->nids = 0;
             c->front = NULL;
-            if (cache && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
+            c->seeded = 0;
+            if ((cache || seed) && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
                 front_words(c->p, c->n, overread, &c->w0, &c->w1);
-                c->front = front_at(cache, c->w0, c->w1, c->n);
-                PREFETCH(c->front);
+                uint64_t key = front_hash(c->w0, c->w1, c->n);
+                if (seed) c->seed_slot = seed_at(self, key);
+                if (cache) {
+                    c->front = front_at(cache, key);
+                    PREFETCH(c->front);
+                }
             }
         }
         for (int b = 0; b < k; b++) { /* pass 2 */
@@ -912,11 +1037,15 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
                 c->nids = hit.nids;
                 continue;
             }
+            if (seed && c->n <= FRONT_MAX_PIECE) {
+                PREFETCH(&seed[c->seed_slot]);
+                c->seeded = 1;
+            }
             c->h = c->mixed = 0;
             if (c->n >= 2 && (self->slots || cache)) {
                 c->h = bytes_hash(c->p, c->n);
                 c->mixed = mix64(c->h);
-                if (self->slots) PREFETCH(&self->slots[c->mixed & self->tok_mask]);
+                if (self->slots && !c->seeded) PREFETCH(&self->slots[c->mixed & self->tok_mask]);
                 if (cache && c->n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(c->mixed >> 20) & (PCACHE_SLOTS - 1)]);
             }
         }
@@ -928,7 +1057,8 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
                 int32_t *ids = out->ids + out->len;
                 for (int j = 0; j < FRONT_IDS; j++) ids[j] = c->ids[j]; /* room for n + 1 >= 2; 3 when nids is */
                 out->len += c->nids;
-            } else if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed) < 0) {
+            } else if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed,
+                                       c->seeded, c->seed_slot) < 0) {
                 return DOC_NO_MEMORY;
             }
             if (sync) {
@@ -1192,6 +1322,7 @@ static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *const *args, Py_
     }
     const PretokScanner *scanner = get_scanner(args[1]);
     if (!scanner) return NULL;
+    if (seed_build(self) < 0) return PyErr_NoMemory();
     PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
     IdBuf out = {NULL, 0, 0};
     if (idbuf_reserve(&out, t.n / 2 + 64) < 0) return PyErr_NoMemory(); /* ids are fewer than bytes */
@@ -1260,10 +1391,61 @@ static PyObject *ids_to_lists_unlocked(ChunkBPE *self, const int32_t *ids, const
     return result;
 }
 
+/* The ids of a call as a writable buffer of uint32 that owns them: numpy takes it as an array
+ * without copying (bytes would be copied in, then out again since numpy cannot write to them). */
+typedef struct {
+    PyObject_HEAD
+    int32_t *ids;
+    Py_ssize_t len;
+    Py_ssize_t shape;
+} IdArray;
+
+static int IdArray_getbuffer(IdArray *self, Py_buffer *view, int flags) {
+    int ok = PyBuffer_FillInfo(view, (PyObject *)self, self->ids, self->len * (Py_ssize_t)sizeof(int32_t), 0, flags);
+    if (ok == 0 && (flags & PyBUF_FORMAT) == PyBUF_FORMAT) view->format = "I";
+    if (ok == 0 && (flags & PyBUF_ND) == PyBUF_ND) {
+        self->shape = self->len;
+        view->itemsize = sizeof(int32_t);
+        view->ndim = 1;
+        view->shape = &self->shape;
+    }
+    return ok;
+}
+
+static void IdArray_dealloc(IdArray *self) {
+    free(self->ids);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs IdArray_as_buffer = {(getbufferproc)IdArray_getbuffer, NULL};
+
+static PyTypeObject IdArrayType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hf_bbpe._chunk_bpe.IdArray",
+    .tp_basicsize = sizeof(IdArray),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The ids of an encode_texts call: a writable buffer of uint32.",
+    .tp_dealloc = (destructor)IdArray_dealloc,
+    .tp_as_buffer = &IdArray_as_buffer,
+};
+
+/* An IdArray that takes buf's ids (buf is left empty), or NULL with an error. */
+static PyObject *id_array_take(IdBuf *buf) {
+    IdArray *a = PyObject_New(IdArray, &IdArrayType);
+    if (!a) return NULL;
+    int32_t *ids = buf->len < buf->cap ? realloc(buf->ids, (size_t)(buf->len ? buf->len : 1) * sizeof(int32_t)) : NULL;
+    a->ids = ids ? ids : buf->ids; /* (shrunk to its length when it can be) */
+    a->len = buf->len;
+    a->shape = buf->len;
+    buf->ids = NULL;
+    buf->len = buf->cap = 0;
+    return (PyObject *)a;
+}
+
 /* encode_texts(texts, scanner, as_lists, num_threads=1): encode a list of str in one call without
  * the GIL, on up to num_threads threads (encode_docs).
  * as_lists: a list with the list of ids of each text (None for a text with a lone surrogate);
- * otherwise (ids as uint32 bytes, end offset of each text's ids as int64 bytes, [indices of
+ * otherwise (ids as a writable uint32 buffer, end offset of each text's ids as int64 bytes, [indices of
  * texts with a lone surrogate, which have no ids]). */
 static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     PyObject *texts, *capsule;
@@ -1271,6 +1453,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!Op|i", &PyList_Type, &texts, &capsule, &as_lists, &num_threads)) return NULL;
     const PretokScanner *scanner = get_scanner(capsule);
     if (!scanner) return NULL;
+    if (seed_build(self) < 0) return PyErr_NoMemory();
     Py_ssize_t count = PyList_GET_SIZE(texts);
     PretokText *docs = malloc((size_t)(count + 1) * sizeof(PretokText));
     int64_t *ends = malloc((size_t)(count + 1) * sizeof(int64_t));
@@ -1311,7 +1494,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
             PyList_SET_ITEM(result, d, ids);
         }
     } else {
-        PyObject *flat = PyBytes_FromStringAndSize((const char *)out.ids, out.len * (Py_ssize_t)sizeof(int32_t));
+        PyObject *flat = id_array_take(&out);
         PyObject *offsets = PyBytes_FromStringAndSize((const char *)ends, count * (Py_ssize_t)sizeof(int64_t));
         PyObject *bad = PyList_New(0);
         for (Py_ssize_t d = 0; bad && d < count; d++) {
@@ -1332,7 +1515,10 @@ done:
 static void free_tables(ChunkBPE *self) {
     free(self->pairs); free(self->pair_filter); free(self->byte_pairs);
     free(self->tok_buf); free(self->toks); free(self->tok_hash);
-    free(self->slots); free(self->powers); free(self->index_of);
+    if (self->slots) table_free(self->slots, (self->tok_mask + 1) * sizeof(Slot));
+    free(self->powers); free(self->index_of);
+    if (self->seed) table_free(self->seed, (self->seed_mask + 1) * sizeof(FrontSlot));
+    self->seed = NULL;
     for (int k = 0; k < PCACHE_POOL; k++) { pcache_free(self->pcache[k]); self->pcache[k] = NULL; }
     if (self->id_objects) {
         for (Py_ssize_t i = 0; i < self->id_objects_len; i++) Py_XDECREF(self->id_objects[i]);
@@ -1365,7 +1551,8 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
     self->tok_buf = malloc((size_t)bbuf.len + 1);
     self->toks = malloc((size_t)(count + 1) * sizeof(TokInfo));
     self->tok_hash = malloc((size_t)(count + 1) * sizeof(uint64_t));
-    self->slots = malloc(cap * sizeof(Slot));
+    self->slots = table_alloc(cap * sizeof(Slot));
+    self->tok_mask = cap - 1; /* (the slots' size, for table_free) */
     if (!self->tok_buf || !self->toks || !self->tok_hash || !self->slots) {
         PyErr_NoMemory();
         goto done;
@@ -1373,7 +1560,6 @@ static int build_token_table(ChunkBPE *self, PyObject *tokens) {
     memcpy(self->tok_buf, bbuf.buf, (size_t)bbuf.len);
     self->tok_count = count;
     for (uint64_t j = 0; j < cap; j++) self->slots[j].tok = -1;
-    self->tok_mask = cap - 1;
     self->max_len = 1;
     self->max_id = -1;
     self->dup_first = self->dup_second = -1;
@@ -1682,7 +1868,7 @@ static PyMethodDef ChunkBPE_methods[] = {
     {"encode_texts", (PyCFunction)ChunkBPE_encode_texts, METH_VARARGS,
      "encode_texts(texts, scanner, as_lists, num_threads=1): encode_text of each str of a list in one call without "
      "the GIL, on up to num_threads threads; "
-     "a list of lists (None: lone surrogate), or (uint32 ids bytes, int64 end offsets bytes, [surrogate texts])."},
+     "a list of lists (None: lone surrogate), or (uint32 ids buffer, int64 end offsets bytes, [surrogate texts])."},
     {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS, "Empty the chunk cache."},
     {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,
      "(id, id) of the first two vocabulary tokens found with the same bytes, or None."},
@@ -1710,7 +1896,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__chunk_bpe(void) {
-    if (PyType_Ready(&ChunkBPEType) < 0) return NULL;
+    if (PyType_Ready(&ChunkBPEType) < 0 || PyType_Ready(&IdArrayType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&ChunkBPEType);

@@ -226,9 +226,9 @@ class ChunkEncoder:
                 return list(map(ids_of, result))
             flat, ends, surrogates = result
             try:
-                return array("I", map(real, array("I", flat))).tobytes(), ends, surrogates
+                return array("I", map(real, memoryview(flat))).tobytes(), ends, surrogates
             except OverflowError:  # only a stand-in for a byte without a token is past 2**32 - 1
-                stand_in = next(i for i in map(real, array("I", flat)) if i > UNMERGEABLE_ID)
+                stand_in = next(i for i in map(real, memoryview(flat)) if i > UNMERGEABLE_ID)
                 raise MissingByteError(self._stand_ins[stand_in]) from None
 
         def recover_merges():
@@ -263,7 +263,7 @@ class ChunkEncoder:
 
             def encode_texts_checked(texts, scanner, as_lists, num_threads=1):
                 result = encode_texts(texts, scanner, as_lists, num_threads)
-                for ids in result if as_lists else [array("I", result[0])]:
+                for ids in result if as_lists else [memoryview(result[0]).cast("B").cast("I")]:
                     check(ids)
                 return result
 
