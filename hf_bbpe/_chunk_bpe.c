@@ -19,8 +19,9 @@
  * Whole texts (encode_text, encode_texts) are split by a _pretokenize scanner and encoded without
  * the GIL (a short text keeps it: GIL_HOLD_CHARS) and without a Python object per chunk. Their
  * chunks go through caches that live as long as the kernel: a front cache of short chunks keyed by
- * their bytes, then for a short chunk the seed table of every short token (see seed_build), for a
- * longer one the vocabulary, then a piece cache of the chunks that needed BPE (see PieceCache).
+ * their bytes; on a miss, a short chunk asks the piece cache of the chunks that needed BPE (see
+ * PieceCache), then the seed table of every short token (see seed_build); a longer one asks the
+ * vocabulary, then the piece cache.
  * They are taken in blocks (see BLOCK_CHUNKS), a pass over the block per step, so that the memory
  * loads of a block's chunks overlap instead of waiting one for another. Ids become a list through
  * one int object per id, made once.
@@ -359,12 +360,12 @@ static inline int64_t token_lookup_mixed(const ChunkBPE *self, uint64_t m, const
     }
 }
 
-/* "ranks" mode: the id of the token spelled by tokens a then b, or NO_MERGE. */
 /* Index of the token equal to p[0:n] (hash h), or -1. */
 static inline int64_t token_lookup(const ChunkBPE *self, uint64_t h, const uint8_t *p, Py_ssize_t n) {
     return token_lookup_mixed(self, mix64(h), p, n);
 }
 
+/* "ranks" mode: the id of the token spelled by tokens a then b, or NO_MERGE. */
 static inline int64_t rank_of_bytes(const ChunkBPE *self, int32_t a, int32_t b) {
     if (a < 0 || b < 0 || a > self->max_id || b > self->max_id) return NO_MERGE;
     int32_t ta = self->index_of[a], tb = self->index_of[b];
@@ -1037,7 +1038,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
                 c->nids = hit.nids;
                 continue;
             }
-            if (seed && c->n <= FRONT_MAX_PIECE) {
+            if (seed && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
                 PREFETCH(&seed[c->seed_slot]);
                 c->seeded = 1;
             }
@@ -1052,10 +1053,10 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
         for (int b = 0; b < k; b++) { /* pass 3 */
             BlockChunk *c = &block[b];
             if (c->n < 0) return DOC_SURROGATE;
-            if (idbuf_reserve(out, c->n + 1) < 0) return DOC_NO_MEMORY;
+            if (idbuf_reserve(out, c->n + FRONT_IDS) < 0) return DOC_NO_MEMORY;
             if (c->nids > 0) {
                 int32_t *ids = out->ids + out->len;
-                for (int j = 0; j < FRONT_IDS; j++) ids[j] = c->ids[j]; /* room for n + 1 >= 2; 3 when nids is */
+                for (int j = 0; j < FRONT_IDS; j++) ids[j] = c->ids[j]; /* all FRONT_IDS: no branch on nids */
                 out->len += c->nids;
             } else if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed,
                                        c->seeded, c->seed_slot) < 0) {
@@ -1402,8 +1403,8 @@ typedef struct {
 
 static int IdArray_getbuffer(IdArray *self, Py_buffer *view, int flags) {
     int ok = PyBuffer_FillInfo(view, (PyObject *)self, self->ids, self->len * (Py_ssize_t)sizeof(int32_t), 0, flags);
-    if (ok == 0 && (flags & PyBUF_FORMAT) == PyBUF_FORMAT) view->format = "I";
-    if (ok == 0 && (flags & PyBUF_ND) == PyBUF_ND) {
+    if (ok == 0 && (flags & PyBUF_ND) == PyBUF_ND) { /* as uint32 items; else bytes */
+        if ((flags & PyBUF_FORMAT) == PyBUF_FORMAT) view->format = "I";
         self->shape = self->len;
         view->itemsize = sizeof(int32_t);
         view->ndim = 1;

@@ -452,6 +452,10 @@ static PyObject *chunk_ends(PyObject *self, PyObject *args) {
 static PyObject *set_classes(PyObject *self, PyObject *args) {
     Py_buffer table;
     if (!PyArg_ParseTuple(args, "y*", &table)) return NULL;
+    if (classes != NULL) { /* set once: encodes running without the GIL may be reading it */
+        PyBuffer_Release(&table);
+        Py_RETURN_NONE;
+    }
     if (table.len != NCODEPOINTS) {
         PyBuffer_Release(&table);
         PyErr_SetString(PyExc_ValueError, "the class table needs one byte per code point (0x110000)");
@@ -467,13 +471,12 @@ static PyObject *set_classes(PyObject *self, PyObject *args) {
     copy['\r'] |= NEWLINE;
     copy['\n'] |= NEWLINE;
     memcpy(latin1_classes, copy, sizeof latin1_classes);
-    PyMem_RawFree(classes);
     classes = copy;
     Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
-    {"set_classes", set_classes, METH_VARARGS, "Set the class bits of every code point (see the top of _pretokenize.c)."},
+    {"set_classes", set_classes, METH_VARARGS, "Set the class bits of every code point (see the top of _pretokenize.c); later calls change nothing."},
     {"split_gpt4", split_gpt4, METH_VARARGS, "regex.findall(GPT4_SPLIT_PATTERN, text), in C."},
     {"split_gpt2", split_gpt2, METH_VARARGS, "regex.findall(GPT2_SPLIT_PATTERN, text), in C."},
     {"split_o200k", split_o200k, METH_VARARGS, "regex.findall(O200K_SPLIT_PATTERN, text), in C."},
