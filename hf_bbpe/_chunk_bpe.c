@@ -1302,17 +1302,21 @@ static const PretokScanner *get_scanner(PyObject *capsule) {
 
 #define GIL_HOLD_CHARS 2048 /* a text shorter than this is encoded holding the GIL: releasing it costs more */
 
-/* encode_text(text, scanner, num_threads=1): the ids of a whole text as a list, or None for a lone
- * surrogate; a text of 2 * PARALLEL_PART_MIN characters or more is cut into up to num_threads parts.
- * (Called once per document: its arguments are read without building a tuple.) */
-static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *id_array_take(IdBuf *buf);
+
+/* encode_text(text, scanner, num_threads=1) and encode_text_array(...): the ids of a whole text as
+ * a list (as_array: an IdArray), or None for a lone surrogate; a text of 2 * PARALLEL_PART_MIN
+ * characters or more is cut into up to num_threads parts. (Called once per document: its
+ * arguments are read without building a tuple.) */
+static PyObject *encode_whole_text(ChunkBPE *self, PyObject *const *args, Py_ssize_t nargs, int as_array) {
+    const char *name = as_array ? "encode_text_array" : "encode_text";
     if (nargs < 2 || nargs > 3) {
-        PyErr_Format(PyExc_TypeError, "encode_text(text, scanner, num_threads=1) takes 2 or 3 arguments, not %zd", nargs);
+        PyErr_Format(PyExc_TypeError, "%s(text, scanner, num_threads=1) takes 2 or 3 arguments, not %zd", name, nargs);
         return NULL;
     }
     PyObject *text = args[0];
     if (!PyUnicode_Check(text)) {
-        PyErr_Format(PyExc_TypeError, "encode_text: text must be str, not %.100s", Py_TYPE(text)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s: text must be str, not %.100s", name, Py_TYPE(text)->tp_name);
         return NULL;
     }
     int num_threads = 1;
@@ -1338,9 +1342,17 @@ static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *const *args, Py_
     PyObject *result;
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
     else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
-    else result = ids_to_list(self, out.ids, out.len);
+    else result = as_array ? id_array_take(&out) : ids_to_list(self, out.ids, out.len);
     free(out.ids);
     return result;
+}
+
+static PyObject *ChunkBPE_encode_text(ChunkBPE *self, PyObject *const *args, Py_ssize_t nargs) {
+    return encode_whole_text(self, args, nargs, 0);
+}
+
+static PyObject *ChunkBPE_encode_text_array(ChunkBPE *self, PyObject *const *args, Py_ssize_t nargs) {
+    return encode_whole_text(self, args, nargs, 1);
 }
 
 /* The lists of ids of count texts (text d has ids[ends[d - 1] : ends[d]], None where status[d] is
@@ -1866,6 +1878,9 @@ static PyMethodDef ChunkBPE_methods[] = {
      "encode_text(text, scanner, num_threads=1): split text with a _pretokenize scanner and encode every chunk, "
      "without the GIL (a long text on up to num_threads threads); a list of ids, or None if text has a lone "
      "surrogate."},
+    {"encode_text_array", (PyCFunction)(void (*)(void))ChunkBPE_encode_text_array, METH_FASTCALL,
+     "encode_text_array(text, scanner, num_threads=1): encode_text's ids as a writable uint32 buffer (numpy takes it "
+     "without a copy), or None if text has a lone surrogate."},
     {"encode_texts", (PyCFunction)ChunkBPE_encode_texts, METH_VARARGS,
      "encode_texts(texts, scanner, as_lists, num_threads=1): encode_text of each str of a list in one call without "
      "the GIL, on up to num_threads threads; "

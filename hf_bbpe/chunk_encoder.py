@@ -174,6 +174,8 @@ class ChunkEncoder:
             self.encode_texts = kernel.encode_texts
             self.clear_cache = kernel.clear_cache
             self._wide = wide
+            if wide is None and not self._stand_ins:  # else the ids need translating or checking
+                self.encode_text_array = kernel.encode_text_array
             if wide is not None:
                 self._translate_outputs(wide)
             if self._stand_ins:
@@ -299,6 +301,12 @@ class ChunkEncoder:
         """Split ``text`` with a C scanner (``patterns.native_scanner``) and encode it in one call,
         without the GIL (a text of 512K characters or more on up to ``num_threads`` threads); None
         when it cannot (no C kernel here, or a lone surrogate in ``text``)."""
+        return None
+
+    def encode_text_array(self, text: str, scanner: object, num_threads: int = 1) -> object | None:
+        """:meth:`encode_text`'s ids as a writable uint32 buffer (``numpy.frombuffer`` takes it
+        without a copy), or None where :meth:`encode_text` gives None or the kernel's ids are
+        not the real ones (renumbered wide ids, stand-ins for missing bytes)."""
         return None
 
     def encode_chunks(self, chunks: Iterable[str]) -> list[int]:

@@ -920,6 +920,13 @@ class Tokenizer:
     ):
         """:meth:`encode`'s ids as a uint32 numpy array, as tiktoken's ``encode_to_numpy``: with the C
         kernel and a pattern its scanner knows, no Python int is made per id."""
+        if num_threads == 1 and self._scanner is not None:  # the common call, kept short: one per document
+            allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+            if not allowed and not (disallowed and self._special_regex(disallowed).search(text)):
+                ids = self._encoder.encode_text_array(text, self._scanner)
+                if ids is not None:
+                    frombuffer, uint32 = _NUMPY_UINT32 or _load_numpy_uint32()
+                    return frombuffer(ids, uint32)
         from .batch_encoding import encode_to_numpy
 
         return encode_to_numpy(self, text, num_threads=num_threads, allowed_special=allowed_special,
@@ -1140,6 +1147,20 @@ def _checked_merges_one_by_one(
         known.add(new)
         last = new
     return checked
+
+
+_NUMPY_UINT32: tuple | None = None  # (numpy.frombuffer, its uint32 dtype), set on first use
+
+
+def _load_numpy_uint32() -> tuple:
+    """numpy's ``frombuffer`` and uint32 dtype, imported on first use (``import hf_bbpe`` stays
+    light) and kept: in a call made once per document, the import statement and the dtype's
+    parsing would cost more than encoding a short text."""
+    global _NUMPY_UINT32
+    import numpy
+
+    _NUMPY_UINT32 = (numpy.frombuffer, numpy.dtype(numpy.uint32))
+    return _NUMPY_UINT32
 
 
 _MAX_ID = MAX_TOKEN_ID  # the chunk encoder renumbers ids past int32 for the C kernel

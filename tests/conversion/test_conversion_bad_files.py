@@ -330,6 +330,7 @@ def test_every_rank_tiktoken_takes_gives_its_ids(tmp_path, moved):
     assert set(moved.values()) <= set(expected)  # each moved token is met
     assert tok.encode(whole, allowed_special="all") == expected
     assert tok.encode_ordinary(text) == reference.encode_ordinary(text)
+    assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == reference.encode_ordinary(text)
     long = text * (600_000 // len(text) + 1)  # past the size that a long text is cut on threads
     assert tok.encode_ordinary(long, num_threads=2) == reference.encode_ordinary(long)
     by_doc = reference.encode_batch(docs, allowed_special="all")
@@ -387,7 +388,7 @@ def test_missing_byte_beside_rank_2_32_minus_1_is_named(tmp_path):
     assert tok.encode_batch(docs, num_threads=2) == reference.encode_ordinary_batch(docs)
     ids, offsets = tok.encode_batch_to_numpy(docs, num_threads=2)
     assert ids.tolist() == [i for doc in docs for i in reference.encode_ordinary(doc)]
-    for encode in (tok.encode_ordinary, lambda text: tok.encode_batch(["x", text], num_threads=2),
+    for encode in (tok.encode_ordinary, tok.encode_to_numpy, lambda text: tok.encode_batch(["x", text], num_threads=2),
                    lambda text: tok.encode_batch_to_numpy(["x", text], num_threads=2)):
         with pytest.raises(MissingByteError, match=r"cannot encode the byte b'%'"):
             encode("x%")
