@@ -64,7 +64,27 @@ typedef struct {
     const uint8_t *table; /* latin1_classes or classes */
 } Scan;
 
-INLINE Py_UCS4 at(const Scan *t, Py_ssize_t i) { return PyUnicode_READ(t->kind, t->data, i); }
+/* The code point at i (i < t->n), the position after it (next) and the position of the one before
+ * it (prev; -1 before the first): in a str's data one step, in UTF-8 one character's bytes. */
+INLINE Py_UCS4 at(const Scan *t, Py_ssize_t i) {
+    if (t->kind != PRETOK_UTF8_KIND) return PyUnicode_READ(t->kind, t->data, i);
+    const uint8_t *s = (const uint8_t *)t->data + i;
+    if (s[0] < 0x80) return s[0];
+    if (s[0] < 0xE0) return ((Py_UCS4)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
+    if (s[0] < 0xF0) return ((Py_UCS4)(s[0] & 0x0F) << 12) | ((Py_UCS4)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+    return ((Py_UCS4)(s[0] & 0x07) << 18) | ((Py_UCS4)(s[1] & 0x3F) << 12) | ((Py_UCS4)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+}
+INLINE Py_ssize_t next(const Scan *t, Py_ssize_t i) {
+    if (t->kind != PRETOK_UTF8_KIND) return i + 1;
+    uint8_t b = ((const uint8_t *)t->data)[i];
+    return i + (b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4);
+}
+INLINE Py_ssize_t prev(const Scan *t, Py_ssize_t i) {
+    if (t->kind != PRETOK_UTF8_KIND) return i - 1;
+    const uint8_t *s = t->data;
+    do i--; while (i > 0 && (s[i] & 0xC0) == 0x80);
+    return i;
+}
 INLINE int cls(const Scan *t, Py_ssize_t i) { return t->table[at(t, i)]; }
 /* whether i is in the text and its class has one of bits */
 INLINE int has(const Scan *t, Py_ssize_t i, int bits) { return i < t->n && (cls(t, i) & bits); }
@@ -94,7 +114,7 @@ INLINE int FIRST_SET_BIT(uint64_t mask) {
 #endif
 #define BYTES(b) (0x0101010101010101ULL * (uint8_t)(b))
 
-/* In 1-byte text, the end of the run from j of ASCII characters in 'a'..'z' once OR-ed with fold
+/* In 1-byte text or UTF-8, the end of the run from j of ASCII characters in 'a'..'z' once OR-ed with fold
  * (0x20: letters of either case), 8 at a time, then the last few (fewer than 8) one at a time. */
 INLINE Py_ssize_t ascii_letters_end(const Scan *t, Py_ssize_t j, uint8_t fold) {
     const uint8_t *text = t->data;
@@ -115,6 +135,10 @@ INLINE Py_ssize_t ascii_letters_end(const Scan *t, Py_ssize_t j, uint8_t fold) {
 /* The end of the run from j of characters whose class has one of bits, the classes of 8
  * characters at a time gathered into a mask, then the last few one at a time. */
 INLINE Py_ssize_t class_run_end(const Scan *t, Py_ssize_t j, int bits) {
+    if (t->kind == PRETOK_UTF8_KIND) {
+        while (has(t, j, bits)) j = next(t, j);
+        return j;
+    }
     for (; j + 8 <= t->n; j += 8) {
         uint64_t outside = 0;
         for (int k = 0; k < 8; k++) outside |= (uint64_t)!(cls(t, j + k) & bits) << k;
@@ -125,12 +149,12 @@ INLINE Py_ssize_t class_run_end(const Scan *t, Py_ssize_t j, int bits) {
 }
 
 #ifdef __SSE2__
-/* With SSE2, in 1- or 2-byte text, the end of the run from j of ASCII characters in 'a'..'z'
+/* With SSE2, in 1- or 2-byte text or UTF-8, the end of the run from j of ASCII characters in 'a'..'z'
  * once OR-ed with fold, 16 or 8 characters at a time, then the last few one at a time: a mask
  * of the characters outside the run, whose lowest set bit ends it. */
 INLINE Py_ssize_t sse2_letters_end(const Scan *t, Py_ssize_t j, uint8_t fold) {
     const __m128i ored = _mm_set1_epi8((char)fold);
-    if (t->kind == PyUnicode_1BYTE_KIND) {
+    if (t->kind == PyUnicode_1BYTE_KIND || t->kind == PRETOK_UTF8_KIND) {
         const uint8_t *text = t->data;
         /* byte v is inside iff (v | fold) - 'a' <= 25 unsigned (bytes >= 0x80 end up above) */
         const __m128i a = _mm_set1_epi8('a'), span = _mm_set1_epi8('z' - 'a');
@@ -156,11 +180,30 @@ INLINE Py_ssize_t sse2_letters_end(const Scan *t, Py_ssize_t j, uint8_t fold) {
 }
 #endif
 
+/* In 1-byte text or UTF-8, the end of the run from j of ASCII letters (see ascii_letters_end),
+ * the fastest way this build has. */
+INLINE Py_ssize_t ascii_run_end(const Scan *t, Py_ssize_t j, uint8_t fold) {
+#ifdef __SSE2__
+    return sse2_letters_end(t, j, fold);
+#else
+    if (LITTLE_ENDIAN_WORDS) return ascii_letters_end(t, j, fold);
+    while (j < t->n && (at(t, j) | fold) - 'a' <= (Py_UCS4)('z' - 'a')) j++;
+    return j;
+#endif
+}
+
 /* The end of the run from j of characters whose class has one of bits, where every ASCII
  * letter in 'a'..'z' once OR-ed with fold has them and no other ASCII character does (the
  * caller's promise, which the tests hold it to): runs of ASCII letters are faster to test as
  * characters than class by class. */
 INLINE Py_ssize_t run_end(const Scan *t, Py_ssize_t j, int bits, uint8_t fold) {
+    if (t->kind == PRETOK_UTF8_KIND) {
+        for (;;) { /* runs of ASCII letters many bytes at a time, other letters one by one */
+            j = ascii_run_end(t, j, fold);
+            if (!has(t, j, bits)) return j;
+            j = next(t, j);
+        }
+    }
 #ifdef __SSE2__
     if (t->kind == PyUnicode_1BYTE_KIND) {
         j = sse2_letters_end(t, j, fold);
@@ -190,39 +233,63 @@ INLINE Py_ssize_t letters_end(const Scan *t, Py_ssize_t j) { return run_end(t, j
  * matter). With ignore_case, (?i) as the regex module applies it to these letters: ASCII case,
  * and U+017F (long s) for s. */
 INLINE Py_ssize_t contraction(const Scan *t, Py_ssize_t i, int ignore_case) {
-    if (i + 1 >= t->n || at(t, i) != '\'') return 0;
+    if (i + 1 >= t->n || at(t, i) != '\'') return 0; /* (' is one byte in UTF-8 too) */
     Py_UCS4 c = at(t, i + 1);
+    Py_ssize_t j = next(t, i + 1);
     if (ignore_case && c < 128) c = (Py_UCS4)Py_TOLOWER(c);
     if (ignore_case && c == 0x17F) c = 's';
-    if (c == 's' || c == 'd' || c == 'm' || c == 't') return 2;
-    if (i + 2 >= t->n) return 0;
-    Py_UCS4 d = at(t, i + 2);
+    if (c == 's' || c == 'd' || c == 'm' || c == 't') return j - i;
+    if (j >= t->n) return 0;
+    Py_UCS4 d = at(t, j); /* (after l, v or r, which are ASCII) */
     if (ignore_case && d < 128) d = (Py_UCS4)Py_TOLOWER(d);
-    if ((c == 'l' && d == 'l') || (c == 'v' && d == 'e') || (c == 'r' && d == 'e')) return 3;
+    if ((c == 'l' && d == 'l') || (c == 'v' && d == 'e') || (c == 'r' && d == 'e')) return j + 1 - i;
     return 0;
+}
+
+/* The end of the last line break in t[i:j], or -1 (\r and \n are one byte in UTF-8, and no
+ * other byte is either of them). */
+INLINE Py_ssize_t last_newline_end(const Scan *t, Py_ssize_t i, Py_ssize_t j) {
+    if (t->kind == PRETOK_UTF8_KIND) {
+        const uint8_t *s = t->data;
+        for (Py_ssize_t k = j - 1; k >= i; k--)
+            if (s[k] == '\n' || s[k] == '\r') return k + 1;
+        return -1;
+    }
+    for (Py_ssize_t k = j - 1; k >= i; k--)
+        if (is_newline(t, k)) return k + 1;
+    return -1;
+}
+
+/* \p{N}{1,3} at a number i */
+INLINE Py_ssize_t up_to_three_numbers(const Scan *t, Py_ssize_t i) {
+    Py_ssize_t j = next(t, i);
+    for (int count = 1; count < 3 && is_number(t, j); count++) j = next(t, j);
+    return j - i;
 }
 
 /* The whitespace alternatives of the GPT-2 and GPT-4 patterns (o200k and Llama 3 have
  * their own, spaces_to_last_newline), at a space i: \s++$ | (GPT-4 only: \s*[\r\n]) | \s+(?!\S) | \s */
 INLINE Py_ssize_t spaces(const Scan *t, Py_ssize_t i, int newline_alternative) {
     Py_ssize_t j = i;
-    while (is_space(t, j)) j++;
+    while (is_space(t, j)) j = next(t, j);
     if (j == t->n) return j - i;                 /* \s++$ */
     if (newline_alternative) {                   /* \s*[\r\n]: up to the run's last line break */
-        for (Py_ssize_t k = j - 1; k >= i; k--)
-            if (is_newline(t, k)) return k + 1 - i;
+        Py_ssize_t end = last_newline_end(t, i, j);
+        if (end >= 0) return end - i;
     }
-    if (j - i >= 2) return j - 1 - i;            /* \s+(?!\S): leave one space for the next chunk */
-    return 1;                                    /* \s */
+    Py_ssize_t last = prev(t, j);
+    if (last > i) return last - i;               /* \s+(?!\S): leave one space for the next chunk */
+    return j - i;                                /* \s */
 }
 
 /* \s*[\r\n]+ | \s+(?!\S) | \s+ at a space i: the whitespace alternatives of o200k and Llama 3 */
 INLINE Py_ssize_t spaces_to_last_newline(const Scan *t, Py_ssize_t i) {
     Py_ssize_t j = i;
-    while (is_space(t, j)) j++;
-    for (Py_ssize_t k = j - 1; k >= i; k--)
-        if (is_newline(t, k)) return k + 1 - i;
-    if (j < t->n && j - i >= 2) return j - 1 - i;
+    while (is_space(t, j)) j = next(t, j);
+    Py_ssize_t end = last_newline_end(t, i, j);
+    if (end >= 0) return end - i;
+    Py_ssize_t last = prev(t, j);
+    if (j < t->n && last > i) return last - i;
     return j - i;
 }
 
@@ -235,20 +302,16 @@ INLINE Py_ssize_t gpt4_or_llama3(const Scan *t, Py_ssize_t i, int llama3) {
     if (!(c & (LETTER | NUMBER | NEWLINE))) {
         Py_ssize_t len = contraction(t, i, 1);
         if (len) return len;
-        j++;
+        j = next(t, i);
     }
-    if (is_letter(t, j)) return letters_end(t, j + 1) - i;
+    if (is_letter(t, j)) return letters_end(t, next(t, j)) - i;
     /* \p{N}{1,3}+ */
-    if (c & NUMBER) {
-        j = i + 1;
-        while (j < i + 3 && is_number(t, j)) j++;
-        return j - i;
-    }
+    if (c & NUMBER) return up_to_three_numbers(t, i);
     /* ' ?[^\s\p{L}\p{N}]++[\r\n]*+' */
     j = (at(t, i) == ' ' && is_other(t, i + 1)) ? i + 1 : i;
     if (is_other(t, j)) {
-        while (is_other(t, j)) j++;
-        while (is_newline(t, j)) j++;
+        while (is_other(t, j)) j = next(t, j);
+        while (is_newline(t, j)) j++; /* (one byte in UTF-8 too) */
         return j - i;
     }
     return llama3 ? spaces_to_last_newline(t, i) : spaces(t, i, 1);
@@ -265,9 +328,9 @@ INLINE Py_ssize_t gpt2(const Scan *t, Py_ssize_t i) {
     int c = cls(t, start);
     if (!(c & SPACE)) {
         int kind = c & (LETTER | NUMBER); /* 0: the "other" class */
-        Py_ssize_t j = start + 1;
+        Py_ssize_t j = next(t, start);
         if (kind == LETTER) return letters_end(t, j) - i;
-        while (j < t->n && (cls(t, j) & (LETTER | NUMBER | SPACE)) == kind) j++;
+        while (j < t->n && (cls(t, j) & (LETTER | NUMBER | SPACE)) == kind) j = next(t, j);
         return j - i;
     }
     return spaces(t, i, 0);
@@ -276,10 +339,10 @@ INLINE Py_ssize_t gpt2(const Scan *t, Py_ssize_t i) {
 /* The end of U*W+ from p (greedy U*, giving back characters until W+ can start), or -1. */
 INLINE Py_ssize_t upper_then_lower(const Scan *t, Py_ssize_t p) {
     /* most often U* takes nothing (one read of the class instead of two) */
-    if (p < t->n && (cls(t, p) & (UPPERISH | LOWERISH)) == LOWERISH) return run_end(t, p + 1, LOWERISH, 0);
+    if (p < t->n && (cls(t, p) & (UPPERISH | LOWERISH)) == LOWERISH) return run_end(t, next(t, p), LOWERISH, 0);
     Py_ssize_t q = p;
-    while (has(t, q, UPPERISH)) q++;
-    for (Py_ssize_t r = q; r >= p; r--)
+    while (has(t, q, UPPERISH)) q = next(t, q);
+    for (Py_ssize_t r = q; r >= p; r = prev(t, r))
         if (has(t, r, LOWERISH)) return run_end(t, r, LOWERISH, 0);
     return -1;
 }
@@ -289,15 +352,15 @@ INLINE Py_ssize_t upper_then_lower(const Scan *t, Py_ssize_t p) {
 INLINE Py_ssize_t o200k_letters(const Scan *t, Py_ssize_t i, int x_here) {
     /* X?U*W+C?, trying X first */
     for (int take_x = x_here; take_x >= 0; take_x--) {
-        Py_ssize_t end = upper_then_lower(t, i + take_x);
+        Py_ssize_t end = upper_then_lower(t, take_x ? next(t, i) : i);
         if (end >= 0) return end + contraction(t, end, 1) - i;
     }
     /* X?U+W*C? */
     for (int take_x = x_here; take_x >= 0; take_x--) {
-        Py_ssize_t q = i + take_x;
+        Py_ssize_t q = take_x ? next(t, i) : i;
         if (!has(t, q, UPPERISH)) continue;
-        while (has(t, q, UPPERISH)) q++;
-        while (has(t, q, LOWERISH)) q++;
+        while (has(t, q, UPPERISH)) q = next(t, q);
+        while (has(t, q, LOWERISH)) q = next(t, q);
         return q + contraction(t, q, 1) - i;
     }
     return -1;
@@ -308,21 +371,17 @@ INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
     /* X is [^\r\n\p{L}\p{N}]: marks belong to it and to U and W alike */
     int x_here = !(c & (LETTER | NUMBER | NEWLINE));
     /* the letter alternatives need a U or W character at i, or at i + 1 after an X */
-    if ((c & (UPPERISH | LOWERISH)) || (x_here && has(t, i + 1, UPPERISH | LOWERISH))) {
+    if ((c & (UPPERISH | LOWERISH)) || (x_here && has(t, next(t, i), UPPERISH | LOWERISH))) {
         Py_ssize_t len = o200k_letters(t, i, x_here);
         if (len > 0) return len;
     }
     /* \p{N}{1,3} */
-    if (is_number(t, i)) {
-        Py_ssize_t j = i + 1;
-        while (j < i + 3 && is_number(t, j)) j++;
-        return j - i;
-    }
+    if (is_number(t, i)) return up_to_three_numbers(t, i);
     /* ' ?[^\s\p{L}\p{N}]+[\r\n/]*' */
     Py_ssize_t j = (at(t, i) == ' ' && is_other(t, i + 1)) ? i + 1 : i;
     if (is_other(t, j)) {
-        while (is_other(t, j)) j++;
-        while (j < t->n && (is_newline(t, j) || at(t, j) == '/')) j++;
+        while (is_other(t, j)) j = next(t, j);
+        while (j < t->n && (is_newline(t, j) || at(t, j) == '/')) j++; /* (one byte in UTF-8 too) */
         return j - i;
     }
     return spaces_to_last_newline(t, i);
@@ -352,6 +411,7 @@ INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
         switch (t->kind) {                                                                          \
         case PyUnicode_1BYTE_KIND: CHUNK_OF_KIND(NAME, PyUnicode_1BYTE_KIND)                        \
         case PyUnicode_2BYTE_KIND: CHUNK_OF_KIND(NAME, PyUnicode_2BYTE_KIND)                        \
+        case PRETOK_UTF8_KIND: CHUNK_OF_KIND(NAME, PRETOK_UTF8_KIND)                                \
         default: CHUNK_OF_KIND(NAME, PyUnicode_4BYTE_KIND)                                          \
         }                                                                                           \
     }                                                                                               \
@@ -359,6 +419,7 @@ INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
         switch (t->kind) {                                                                          \
         case PyUnicode_1BYTE_KIND: CHUNKS_OF_KIND(NAME, PyUnicode_1BYTE_KIND)                       \
         case PyUnicode_2BYTE_KIND: CHUNKS_OF_KIND(NAME, PyUnicode_2BYTE_KIND)                       \
+        case PRETOK_UTF8_KIND: CHUNKS_OF_KIND(NAME, PRETOK_UTF8_KIND)                               \
         default: CHUNKS_OF_KIND(NAME, PyUnicode_4BYTE_KIND)                                         \
         }                                                                                           \
     }
@@ -410,16 +471,22 @@ static PyObject *split_gpt4(PyObject *self, PyObject *args) { return split(args,
 static PyObject *split_o200k(PyObject *self, PyObject *args) { return split(args, &scanners[2]); }
 static PyObject *split_llama3(PyObject *self, PyObject *args) { return split(args, &scanners[3]); }
 
-/* chunk_ends(scanner, text, max): the end of every chunk of text, from the scanner's chunks()
- * asked for max ends at a time, or from its chunk() with max 0. For tests: both give the same. */
+/* chunk_ends(scanner, text, max, utf8=False): the end of every chunk of text, from the scanner's
+ * chunks() asked for max ends at a time, or from its chunk() with max 0; with utf8, of the text's
+ * UTF-8 (ends in bytes). For tests: all give the same chunks. */
 static PyObject *chunk_ends(PyObject *self, PyObject *args) {
     PyObject *capsule, *text;
     Py_ssize_t max;
-    if (!PyArg_ParseTuple(args, "OUn", &capsule, &text, &max) || check_classes() < 0) return NULL;
+    int utf8 = 0;
+    if (!PyArg_ParseTuple(args, "OUn|p", &capsule, &text, &max, &utf8) || check_classes() < 0) return NULL;
     const PretokScanner *scanner = PyCapsule_GetPointer(capsule, PRETOK_CAPSULE_NAME);
     if (scanner == NULL) return NULL;
     if (max < 0) return PyErr_Format(PyExc_ValueError, "max must be >= 0, not %zd", max);
     PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
+    if (utf8) {
+        t.kind = PRETOK_UTF8_KIND;
+        if ((t.data = PyUnicode_AsUTF8AndSize(text, &t.n)) == NULL) return NULL;
+    }
     Py_ssize_t *ends = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(max ? max : 1));
     PyObject *out = PyList_New(0);
     if (ends == NULL || out == NULL) {
@@ -482,7 +549,8 @@ static PyMethodDef methods[] = {
     {"split_o200k", split_o200k, METH_VARARGS, "regex.findall(O200K_SPLIT_PATTERN, text), in C."},
     {"split_llama3", split_llama3, METH_VARARGS, "regex.findall(LLAMA3_SPLIT_PATTERN, text), in C."},
     {"chunk_ends", chunk_ends, METH_VARARGS,
-     "chunk_ends(scanner, text, max): chunk end positions from chunks() (max at a time) or chunk() (max 0); for tests."},
+     "chunk_ends(scanner, text, max, utf8=False): chunk end positions from chunks() (max at a time) or chunk() (max 0), "
+     "of text's code points or (utf8) of its UTF-8 bytes; for tests."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,10 +11,16 @@
 #include <Python.h>
 #include <stdint.h>
 
+/* A text to split: a str's data (kind PyUnicode_1BYTE_KIND, 2BYTE or 4BYTE; positions count code
+ * points), or its UTF-8 (kind PRETOK_UTF8_KIND: valid UTF-8 without surrogates, as
+ * PyUnicode_AsUTF8AndSize gives it, with a byte after the end; positions count bytes and always
+ * fall on the first byte of a character). */
+#define PRETOK_UTF8_KIND 8
+
 typedef struct {
-    int kind;         /* PyUnicode_KIND */
-    const void *data; /* PyUnicode_DATA */
-    Py_ssize_t n;     /* length in code points */
+    int kind;         /* PyUnicode_KIND, or PRETOK_UTF8_KIND */
+    const void *data; /* PyUnicode_DATA, or the UTF-8 */
+    Py_ssize_t n;     /* length in code points, or in bytes */
 } PretokText;
 
 typedef struct {

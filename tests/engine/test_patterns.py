@@ -152,12 +152,44 @@ def test_batch_of_chunks_on_real_paragraphs(name):
         assert patterns._native.chunk_ends(scanner, paragraph, 7) == expected
 
 
+def utf8_ends_of(chunks: list[str]) -> list[int]:
+    """The end of each chunk of a text cut into chunks, in bytes of its UTF-8."""
+    return ends_of([chunk.encode("utf-8") for chunk in chunks])
+
+
+NO_SURROGATE = [c for c in TRICKY if not "\ud800" <= c <= "\udfff"]
+
+
+@pytest.mark.parametrize("name", NATIVE_PATTERNS)
+@settings(max_examples=600, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(NO_SURROGATE), max_size=40) | st.text(st.sampled_from(WORDY), max_size=60),
+       batch=st.sampled_from([0, 1, 2, 3, 64]))
+def test_utf8_instance_splits_alike(name, text, batch):
+    """The scanners' UTF-8 instance (what the encoder splits: a str's UTF-8, positions in bytes)
+    cuts tricky and wordy text where the regex module does, whatever the str's kind."""
+    scanner = native_scanner(NATIVE_PATTERNS[name])
+    assert patterns._native.chunk_ends(scanner, text, batch, True) == utf8_ends_of(findall(NATIVE_PATTERNS[name], text))
+
+
+@pytest.mark.parametrize("name", NATIVE_PATTERNS)
+def test_utf8_instance_on_real_text(name):
+    """The UTF-8 instance on real multilingual text and code, whole and paragraph by paragraph."""
+    pattern = NATIVE_PATTERNS[name]
+    scanner = native_scanner(pattern)
+    text = (DATA / "mix-sample.txt").read_text(encoding="utf-8")
+    assert patterns._native.chunk_ends(scanner, text, 64, True) == utf8_ends_of(findall(pattern, text))
+    for paragraph in text.split("\n\n"):
+        assert patterns._native.chunk_ends(scanner, paragraph, 7, True) == utf8_ends_of(findall(pattern, paragraph))
+
+
 def test_chunk_ends_checks_its_arguments():
     scanner = native_scanner(GPT4_SPLIT_PATTERN)
     with pytest.raises(ValueError, match="max must be >= 0"):
         patterns._native.chunk_ends(scanner, "a b", -1)
     with pytest.raises(ValueError):
         patterns._native.chunk_ends(object(), "a b", 1)
+    with pytest.raises(UnicodeEncodeError):  # a lone surrogate has no UTF-8
+        patterns._native.chunk_ends(scanner, "a \ud800", 1, True)
 
 
 @pytest.mark.parametrize("pattern", NATIVE, ids=IDS)
