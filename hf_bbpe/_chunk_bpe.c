@@ -16,8 +16,10 @@
  * byte-string table, whose polynomial hash of a concatenation comes from the parts' hashes.)
  * In "ignore_merges" and "ranks" modes a chunk whose bytes are a token is that token.
  *
- * Whole texts (encode_text, encode_texts) are split by a _pretokenize scanner and encoded without
- * the GIL (a short text keeps it: GIL_HOLD_CHARS) and without a Python object per chunk. Their
+ * Whole texts (encode_text, encode_text_array, encode_texts) are read as the str's UTF-8 (which
+ * CPython keeps once made, see utf8_text), split by a _pretokenize scanner's UTF-8 instance, and
+ * encoded without the GIL (a short text keeps it: GIL_HOLD_BYTES) and without a Python object per
+ * chunk: a chunk is a slice of the UTF-8. Their
  * chunks go through caches that live as long as the kernel: a front cache of short chunks keyed by
  * their bytes; on a miss, a short chunk asks the piece cache of the chunks that needed BPE (see
  * PieceCache), then the seed table of every short token (see seed_build); a longer one asks the
@@ -810,13 +812,12 @@ static PyObject *encode_raw(ChunkBPE *self, const unsigned char *data, Py_ssize_
  * from a table bigger than the core's own cache, not work): the first pass splits the block and
  * starts the loads of the front-cache sets, the second takes the front hits and starts the
  * vocabulary's and the piece cache's loads of the others, the third appends every chunk's ids.
- * The UTF-8 of a block's chunks is in place for ASCII text, else in a buffer of BLOCK_BYTES. */
+ * A chunk's bytes are where the scanner found them, in the text's UTF-8. */
 #define BLOCK_CHUNKS 128
-#define BLOCK_BYTES 8192
 
 typedef struct {
     const uint8_t *p;
-    Py_ssize_t n;   /* bytes; -1: the chunk has a lone surrogate */
+    Py_ssize_t n;   /* bytes */
     Py_ssize_t end; /* position in the text after the chunk */
     FrontSlot *front;
     uint64_t w0, w1, h, mixed, seed_slot;
@@ -824,93 +825,6 @@ typedef struct {
     int nids; /* > 0: the chunk's ids, found before the last pass */
     int seeded; /* a front miss the seed table answers for the vocabulary (see encode_uncached) */
 } BlockChunk;
-
-/* The UTF-8 of the code point c (not a surrogate) at p; the number of bytes. */
-static inline Py_ssize_t utf8_put(Py_UCS4 c, uint8_t *p) {
-    if (c < 0x80) { p[0] = (uint8_t)c; return 1; }
-    if (c < 0x800) { p[0] = (uint8_t)(0xC0 | (c >> 6)); p[1] = (uint8_t)(0x80 | (c & 0x3F)); return 2; }
-    if (c < 0x10000) {
-        p[0] = (uint8_t)(0xE0 | (c >> 12));
-        p[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-        p[2] = (uint8_t)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    p[0] = (uint8_t)(0xF0 | (c >> 18));
-    p[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-    p[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-    p[3] = (uint8_t)(0x80 | (c & 0x3F));
-    return 4;
-}
-
-/* The UTF-8 of t[i:end] into p (room for 4 bytes per code point): its size, or -1 for a lone
- * surrogate. Runs of ASCII go a 64-bit word of code points at a time. */
-static Py_ssize_t utf8_of(const PretokText *t, Py_ssize_t i, Py_ssize_t end, uint8_t *p) {
-    Py_ssize_t n = 0, k = i;
-    if (t->kind == PyUnicode_1BYTE_KIND) {
-        const Py_UCS1 *s = t->data;
-        while (k < end) {
-            uint64_t w;
-            if (k + 8 <= end && (memcpy(&w, s + k, 8), (w & 0x8080808080808080ULL) == 0)) {
-                memcpy(p + n, &w, 8);
-                n += 8;
-                k += 8;
-            } else {
-                n += utf8_put(s[k++], p + n);
-            }
-        }
-    } else if (t->kind == PyUnicode_2BYTE_KIND) {
-        const Py_UCS2 *s = t->data;
-        while (k < end) {
-            uint64_t w;
-            if (k + 4 <= end && (memcpy(&w, s + k, 8), (w & 0xFF80FF80FF80FF80ULL) == 0)) {
-                p[n] = (uint8_t)s[k]; p[n + 1] = (uint8_t)s[k + 1]; p[n + 2] = (uint8_t)s[k + 2]; p[n + 3] = (uint8_t)s[k + 3];
-                n += 4;
-                k += 4;
-            } else {
-                Py_UCS2 c = s[k++];
-                if (c >= 0xD800 && c <= 0xDFFF) return -1;
-                n += utf8_put(c, p + n);
-            }
-        }
-    } else {
-        const Py_UCS4 *s = t->data;
-        while (k < end) {
-            if (k + 4 <= end && ((s[k] | s[k + 1] | s[k + 2] | s[k + 3]) < 0x80)) {
-                p[n] = (uint8_t)s[k]; p[n + 1] = (uint8_t)s[k + 1]; p[n + 2] = (uint8_t)s[k + 2]; p[n + 3] = (uint8_t)s[k + 3];
-                n += 4;
-                k += 4;
-            } else {
-                Py_UCS4 c = s[k++];
-                if (c >= 0xD800 && c <= 0xDFFF) return -1;
-                n += utf8_put(c, p + n);
-            }
-        }
-    }
-    return n;
-}
-
-/* Whether t[i:end] is all ASCII; if so, and t is not 1 byte per code point, its bytes into dst.
- * (Loops a compiler turns into vector code: most blocks of most texts are ASCII.) */
-static int ascii_span(const PretokText *t, Py_ssize_t i, Py_ssize_t end, uint8_t *dst) {
-    unsigned acc = 0;
-    if (t->kind == PyUnicode_1BYTE_KIND) {
-        const Py_UCS1 *s = t->data;
-        for (Py_ssize_t k = i; k < end; k++) acc |= s[k];
-        return acc < 0x80;
-    }
-    if (t->kind == PyUnicode_2BYTE_KIND) {
-        const Py_UCS2 *s = t->data;
-        for (Py_ssize_t k = i; k < end; k++) acc |= s[k];
-        if (acc >= 0x80) return 0;
-        for (Py_ssize_t k = i; k < end; k++) dst[k - i] = (uint8_t)s[k];
-        return 1;
-    }
-    const Py_UCS4 *s = t->data;
-    for (Py_ssize_t k = i; k < end; k++) acc |= s[k];
-    if (acc >= 0x80) return 0;
-    for (Py_ssize_t k = i; k < end; k++) dst[k - i] = (uint8_t)s[k];
-    return 1;
-}
 
 /* The ends of up to max chunks from i < t->n on (see PretokScanner.chunks): the scanner's batch
  * function when it has one. */
@@ -934,81 +848,33 @@ typedef struct {
     int met; /* index in stops where this part ended, or -1: it ran to the end of the text */
 } PartSync;
 
-static int text_is_ascii(const PretokText *t) {
-    if (t->kind != PyUnicode_1BYTE_KIND) return 0;
-    const Py_UCS1 *latin1 = t->data;
-    for (Py_ssize_t i = 0; i < t->n; i += 256) { /* the inner loop is vector code */
-        unsigned acc = 0;
-        Py_ssize_t end = t->n - i < 256 ? t->n : i + 256;
-        for (Py_ssize_t k = i; k < end; k++) acc |= latin1[k];
-        if (acc >= 0x80) return 0;
-    }
-    return 1;
-}
-
-/* Split t[start:] with a scanner of _pretokenize.c and append the ids of every chunk to out,
- * with no Python object: it runs without the GIL. Chunks go in blocks (see BLOCK_CHUNKS);
- * scratch holds the UTF-8 of a chunk too long for a block's buffer. With a sync, it records the
- * ids' length at its marks and ends at the first stop it reaches once past them (maybe
- * mid-block: the rest of the block is dropped). 0, or a DOC_ status. */
-static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, int ascii,
-                        Py_ssize_t start, IdBuf *out, IdBuf *scratch, PieceCache *cache, PartSync *sync) {
+/* Split the UTF-8 text t[start:] (see utf8_text) with a scanner of _pretokenize.c and append the
+ * ids of every chunk to out, with no Python object: it runs without the GIL. Chunks go in blocks
+ * (see BLOCK_CHUNKS). With a sync, it records the ids' length at its marks and ends at the first
+ * stop it reaches once past them (maybe mid-block: the rest of the block is dropped). 0, or
+ * DOC_NO_MEMORY. */
+static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, Py_ssize_t start,
+                        IdBuf *out, PieceCache *cache, PartSync *sync) {
     if (sync) sync->met = -1;
     if (start >= t->n) return 0;
     if (sync) sync->mark_ids[0] = out->len;
     BlockChunk block[BLOCK_CHUNKS];
-    Py_ssize_t ends[BLOCK_CHUNKS], nends = 0, next_end = 0, i = start;
-    uint8_t buf[BLOCK_BYTES + 16]; /* + 16: a front key's loads may read past a chunk's end */
+    Py_ssize_t ends[BLOCK_CHUNKS], i = start;
     const uint8_t *text = t->data, *text_end = text + t->n;
     const FrontSlot *seed = self->seed;
     int stop = 0, count = 0; /* count: chunks encoded */
     for (;;) {
-        int k = 0;
-        Py_ssize_t used = 0, span_start = 0;
-        const uint8_t *span = NULL; /* the ASCII bytes of the block's chunks from span_start on */
-        if (next_end == nends) {
-            nends = chunk_ends(scanner, t, i, ends, BLOCK_CHUNKS);
-            next_end = 0;
-        }
-        if (ascii) {
-            span = text;
-        } else if (ends[nends - 1] - i <= BLOCK_BYTES && ascii_span(t, i, ends[nends - 1], buf)) {
-            span = t->kind == PyUnicode_1BYTE_KIND ? text + i : buf; /* (buf: the block's own chunks only) */
-            span_start = i;
-        }
-        while (k < BLOCK_CHUNKS) { /* pass 1 */
-            if (next_end == nends) {
-                if (i >= t->n || (span && !ascii)) break;
-                nends = chunk_ends(scanner, t, i, ends, BLOCK_CHUNKS);
-                next_end = 0;
-            }
-            Py_ssize_t end = ends[next_end], len = end - i;
-            BlockChunk *c = &block[k];
-            int overread = 1;
-            if (span) {
-                c->p = span + (i - span_start);
-                c->n = len;
-                overread = span == buf || c->p + 16 <= text_end;
-            } else if (used + 4 * len <= BLOCK_BYTES) {
-                c->p = buf + used;
-                c->n = utf8_of(t, i, end, buf + used);
-                if (c->n > 0) used += c->n;
-            } else if (k > 0) {
-                break; /* it starts the next block */
-            } else {
-                scratch->len = 0;
-                if (idbuf_reserve(scratch, len + 5) < 0) return DOC_NO_MEMORY;
-                c->p = (const uint8_t *)scratch->ids;
-                c->n = utf8_of(t, i, end, (uint8_t *)scratch->ids);
-            }
-            c->end = i = end;
-            next_end++;
-            k++;
+        int k = (int)chunk_ends(scanner, t, i, ends, BLOCK_CHUNKS);
+        for (int b = 0; b < k; b++) { /* pass 1 */
+            BlockChunk *c = &block[b];
+            c->p = text + i;
+            c->n = ends[b] - i;
+            c->end = i = ends[b];
             c->nids = 0;
             c->front = NULL;
             c->seeded = 0;
             if ((cache || seed) && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
-                front_words(c->p, c->n, overread, &c->w0, &c->w1);
+                front_words(c->p, c->n, c->p + 16 <= text_end, &c->w0, &c->w1);
                 uint64_t key = front_hash(c->w0, c->w1, c->n);
                 if (seed) c->seed_slot = seed_at(self, key);
                 if (cache) {
@@ -1052,7 +918,6 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
         }
         for (int b = 0; b < k; b++) { /* pass 3 */
             BlockChunk *c = &block[b];
-            if (c->n < 0) return DOC_SURROGATE;
             if (idbuf_reserve(out, c->n + FRONT_IDS) < 0) return DOC_NO_MEMORY;
             if (c->nids > 0) {
                 int32_t *ids = out->ids + out->len;
@@ -1072,13 +937,13 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
                 }
             }
         }
-        if (block[k - 1].end >= t->n) return 0;
+        if (i >= t->n) return 0;
     }
 }
 
 static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
-                      IdBuf *scratch, PieceCache *cache) {
-    return encode_range(self, scanner, t, text_is_ascii(t), 0, out, scratch, cache, NULL);
+                      PieceCache *cache) {
+    return t->n < 0 ? DOC_SURROGATE : encode_range(self, scanner, t, 0, out, cache, NULL);
 }
 
 /* A long text on several threads. The scanner's chunk at a position depends only on the text
@@ -1090,15 +955,15 @@ static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const 
  * its ids from that boundary on follow. The first part starts at a true boundary (0), hence every
  * part it hands over to. A part that meets none (e.g. one chunk longer than the next part's
  * marks reach) runs to the end of the text, and the parts after it are dropped. */
-#define PARALLEL_PART_MIN ((Py_ssize_t)1 << 18) /* characters: smaller parts are not worth a thread */
+#define PARALLEL_PART_MIN ((Py_ssize_t)1 << 18) /* bytes: smaller parts are not worth a thread */
 
 typedef struct {
     const ChunkBPE *self;
     const PretokScanner *scanner;
     const PretokText *t;
-    int ascii, status, index;
+    int status, index;
     Py_ssize_t start;
-    IdBuf out, scratch;
+    IdBuf out;
     PartSync sync;
 } TextPart;
 
@@ -1106,7 +971,7 @@ static void *encode_part(void *arg) {
     TextPart *p = arg;
     int slot = -1;
     PieceCache *cache = pcache_take_from((ChunkBPE *)p->self, p->index, &slot);
-    p->status = encode_range(p->self, p->scanner, p->t, p->ascii, p->start, &p->out, &p->scratch, cache, &p->sync);
+    p->status = encode_range(p->self, p->scanner, p->t, p->start, &p->out, cache, &p->sync);
     pcache_give((ChunkBPE *)p->self, slot);
     return NULL;
 }
@@ -1130,22 +995,22 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
     Py_ssize_t count = t->n / PARALLEL_PART_MIN;
     if (count > num_threads) count = num_threads;
     if (!HAVE_THREADS || count < 2) {
-        IdBuf scratch = {NULL, 0, 0};
         int slot = -1;
         PieceCache *cache = pcache_take((ChunkBPE *)self, &slot);
-        int status = encode_doc(self, scanner, t, out, &scratch, cache);
+        int status = encode_doc(self, scanner, t, out, cache);
         pcache_give((ChunkBPE *)self, slot);
-        free(scratch.ids);
         return status;
     }
     TextPart *parts = calloc((size_t)count, sizeof(TextPart));
     if (!parts) return DOC_NO_MEMORY;
     pcache_warm_slots((ChunkBPE *)self, (int)(count < PCACHE_POOL ? count : PCACHE_POOL));
-    int ascii = text_is_ascii(t), status = 0;
+    int status = 0;
+    const uint8_t *text = t->data;
     for (Py_ssize_t k = 0; k < count; k++) {
         TextPart *p = &parts[k];
-        p->self = self; p->scanner = scanner; p->t = t; p->ascii = ascii; p->index = (int)k;
+        p->self = self; p->scanner = scanner; p->t = t; p->index = (int)k;
         p->start = t->n / count * k;
+        while (p->start < t->n && (text[p->start] & 0xC0) == 0x80) p->start++; /* a character's first byte */
         p->sync.marks[0] = p->start;
         p->sync.nmarks = 1;
         for (Py_ssize_t at = p->start; k > 0 && at < t->n && p->sync.nmarks < SYNC_MARKS;)
@@ -1182,7 +1047,6 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
     }
     for (Py_ssize_t k = 0; k < count; k++) {
         free(parts[k].out.ids);
-        free(parts[k].scratch.ids);
     }
     free(parts);
     return status;
@@ -1193,7 +1057,7 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
  * takes the next range (an atomic counter) and encodes it into the range's own buffer with its own
  * piece cache; the buffers are then joined in order. No GIL needed. */
 #define BATCH_RANGES_PER_THREAD 8
-#define BATCH_THREAD_MIN_CHARS ((Py_ssize_t)1 << 15) /* less text than this in all: one thread */
+#define BATCH_THREAD_MIN_BYTES ((Py_ssize_t)1 << 15) /* less text than this in all: one thread */
 
 typedef struct {
     const ChunkBPE *self;
@@ -1213,7 +1077,6 @@ typedef struct {
 
 static void *encode_batch_ranges(void *arg) {
     BatchWork *w = ((BatchThread *)arg)->work;
-    IdBuf scratch = {NULL, 0, 0};
     int slot = -1;
     PieceCache *cache = pcache_take_from((ChunkBPE *)w->self, ((BatchThread *)arg)->index, &slot);
     for (;;) {
@@ -1222,14 +1085,13 @@ static void *encode_batch_ranges(void *arg) {
         IdBuf *out = &w->range_out[r];
         for (Py_ssize_t d = w->range_start[r]; d < w->range_start[r + 1]; d++) {
             Py_ssize_t before = out->len;
-            w->status[d] = (signed char)encode_doc(w->self, w->scanner, &w->docs[d], out, &scratch, cache);
+            w->status[d] = (signed char)encode_doc(w->self, w->scanner, &w->docs[d], out, cache);
             if (w->status[d] == DOC_NO_MEMORY) { ATOMIC_SET(&w->failed, 1); break; }
             if (w->status[d] == DOC_SURROGATE) out->len = before;
             w->ends[d] = out->len; /* within the range's buffer until joined */
         }
     }
     pcache_give((ChunkBPE *)w->self, slot);
-    free(scratch.ids);
     return NULL;
 }
 
@@ -1238,9 +1100,9 @@ static void *encode_batch_ranges(void *arg) {
 static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *docs, Py_ssize_t count,
                        int num_threads, IdBuf *out, int64_t *ends, signed char *status) {
     Py_ssize_t total = 0;
-    for (Py_ssize_t d = 0; d < count; d++) total += docs[d].n;
+    for (Py_ssize_t d = 0; d < count; d++) total += docs[d].n > 0 ? docs[d].n : 0;
     if (!HAVE_THREADS || num_threads < 1) num_threads = 1;
-    if (total < BATCH_THREAD_MIN_CHARS) num_threads = 1;
+    if (total < BATCH_THREAD_MIN_BYTES) num_threads = 1;
     if (num_threads > count) num_threads = (int)count;
     if (num_threads > 64) num_threads = 64;
     if (num_threads < 1) num_threads = 1;
@@ -1255,7 +1117,7 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
         Py_ssize_t size = 0, per_range = total / nranges + 1;
         range_start[0] = 0;
         for (Py_ssize_t d = 0; d < count && r + 1 < nranges; d++)
-            if ((size += docs[d].n) >= per_range * (r + 1)) range_start[++r] = d + 1;
+            if ((size += docs[d].n > 0 ? docs[d].n : 0) >= per_range * (r + 1)) range_start[++r] = d + 1;
         while (r < nranges) range_start[++r] = count; /* the last ranges may be empty */
         BatchWork work = {self, scanner, docs, range_start, range_out, ends, status, nranges, 0, 0};
         if (num_threads > 1) pcache_warm_slots((ChunkBPE *)self, num_threads);
@@ -1300,13 +1162,27 @@ static const PretokScanner *get_scanner(PyObject *capsule) {
     return scanner;
 }
 
-#define GIL_HOLD_CHARS 2048 /* a text shorter than this is encoded holding the GIL: releasing it costs more */
+#define GIL_HOLD_BYTES 2048 /* a text shorter than this is encoded holding the GIL: releasing it costs more */
+
+/* The UTF-8 of the str text as a PretokText: 0; 1 when text has a lone surrogate (no UTF-8: the
+ * caller encodes it the slow way, see DOC_SURROGATE); -1 with an error. CPython keeps the UTF-8
+ * of a non-ASCII str once made (an ASCII str's data is its UTF-8), so a text encoded again is not
+ * converted again: tiktoken and the other encoders read a str the same way. Needs the GIL; the
+ * bytes live as long as the str. */
+static int utf8_text(PyObject *text, PretokText *t) {
+    t->kind = PRETOK_UTF8_KIND;
+    if ((t->data = PyUnicode_AsUTF8AndSize(text, &t->n))) return 0;
+    if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return -1;
+    PyErr_Clear();
+    t->n = -1;
+    return 1;
+}
 
 static PyObject *id_array_take(IdBuf *buf);
 
 /* encode_text(text, scanner, num_threads=1) and encode_text_array(...): the ids of a whole text as
  * a list (as_array: an IdArray), or None for a lone surrogate; a text of 2 * PARALLEL_PART_MIN
- * characters or more is cut into up to num_threads parts. (Called once per document: its
+ * bytes of UTF-8 or more is cut into up to num_threads parts. (Called once per document: its
  * arguments are read without building a tuple.) */
 static PyObject *encode_whole_text(ChunkBPE *self, PyObject *const *args, Py_ssize_t nargs, int as_array) {
     const char *name = as_array ? "encode_text_array" : "encode_text";
@@ -1328,11 +1204,13 @@ static PyObject *encode_whole_text(ChunkBPE *self, PyObject *const *args, Py_ssi
     const PretokScanner *scanner = get_scanner(args[1]);
     if (!scanner) return NULL;
     if (seed_build(self) < 0) return PyErr_NoMemory();
-    PretokText t = {PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)};
+    PretokText t;
+    int surrogate = utf8_text(text, &t);
+    if (surrogate) return surrogate < 0 ? NULL : Py_NewRef(Py_None);
     IdBuf out = {NULL, 0, 0};
     if (idbuf_reserve(&out, t.n / 2 + 64) < 0) return PyErr_NoMemory(); /* ids are fewer than bytes */
     int status;
-    if (t.n < GIL_HOLD_CHARS) {
+    if (t.n < GIL_HOLD_BYTES) {
         status = encode_text_parallel(self, scanner, &t, num_threads, &out);
     } else {
         Py_BEGIN_ALLOW_THREADS
@@ -1474,20 +1352,18 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     PyObject *result = NULL, *held = PyList_GetSlice(texts, 0, count); /* keeps every str alive */
     IdBuf out = {NULL, 0, 0};
     if (!docs || !ends || !status || !held) { if (held) PyErr_NoMemory(); goto done; }
-    Py_ssize_t chars = 0;
+    Py_ssize_t bytes = 0;
     for (Py_ssize_t d = 0; d < count; d++) {
         PyObject *text = PyList_GET_ITEM(held, d);
         if (!PyUnicode_Check(text)) {
             PyErr_Format(PyExc_TypeError, "texts[%zd] is %.100s, not str", d, Py_TYPE(text)->tp_name);
             goto done;
         }
-        docs[d].kind = PyUnicode_KIND(text);
-        docs[d].data = PyUnicode_DATA(text);
-        docs[d].n = PyUnicode_GET_LENGTH(text);
-        chars += docs[d].n;
+        if (utf8_text(text, &docs[d]) < 0) goto done;
+        bytes += docs[d].n > 0 ? docs[d].n : 0;
     }
     int failed;
-    if (chars < GIL_HOLD_CHARS) {
+    if (bytes < GIL_HOLD_BYTES) {
         failed = encode_docs(self, scanner, docs, count, num_threads, &out, ends, status) < 0;
     } else {
         Py_BEGIN_ALLOW_THREADS

@@ -299,7 +299,7 @@ class ChunkEncoder:
 
     def encode_text(self, text: str, scanner: object, num_threads: int = 1) -> list[int] | None:
         """Split ``text`` with a C scanner (``patterns.native_scanner``) and encode it in one call,
-        without the GIL (a text of 512K characters or more on up to ``num_threads`` threads); None
+        without the GIL (a text of 512 KB of UTF-8 or more on up to ``num_threads`` threads); None
         when it cannot (no C kernel here, or a lone surrogate in ``text``)."""
         return None
 

@@ -713,7 +713,7 @@ class Tokenizer:
     def encode_ordinary(self, text: str, *, num_threads: int = 1) -> list[int]:
         """Encode ``text`` with no special-token handling.
 
-        ``num_threads`` > 1 encodes a long text (512K characters or more, with a pattern the C
+        ``num_threads`` > 1 encodes a long text (512 KB of UTF-8 or more, with a pattern the C
         scanner knows) on that many threads, with the same ids. The default is one thread, as in
         tiktoken: a call stays on the core it was given, so that callers who already run one
         encode per worker (DataLoader workers, process pools, ``encode_batch``) do not oversubscribe.

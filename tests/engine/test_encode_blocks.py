@@ -1,11 +1,12 @@
-"""The whole-text kernel (``_chunk_bpe.encode_text``/``encode_texts``) takes chunks in blocks: the
-first pass splits a block and turns it into UTF-8, the next ones look its chunks up in the caches.
+"""The whole-text kernel (``_chunk_bpe.encode_text``/``encode_texts``) reads a str's UTF-8 and takes
+its chunks in blocks: the first pass splits a block, the next ones look its chunks up in the caches.
 
-* ASCII stretches of 2- and 4-byte strs (a block of them is copied at once), Latin-1, CJK and emoji
-  text, and single chunks longer than a block's buffer give tiktoken's ids, in one text and per
-  document, whatever falls together in a block.
-* A lone surrogate anywhere in a block (first chunk, last, just past it, far on) makes the kernel
-  give up on the text (None), and ``encode_ordinary`` then follows its own rule as in a batch.
+* ASCII, Latin-1, CJK and emoji text, in strs of every kind, and single chunks longer than a
+  block's worth of text, give tiktoken's ids, in one text and per document, whatever falls
+  together in a block.
+* A lone surrogate anywhere in a text (first chunk, last, just past a block, far on) makes the
+  kernel give up on the text (None: a str with one has no UTF-8), and ``encode_ordinary`` then
+  follows its own rule as in a batch.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def cl100k_tiktoken(cl100k_ranks) -> tiktoken.Encoding:  # noqa: F811
     return tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks, special_tokens={})
 
 
-# side by side: ASCII words, Latin-1, CJK and emoji text, and chunks longer than a block's buffer (8192 bytes)
+# side by side: ASCII words, Latin-1, CJK and emoji text, and chunks of thousands of bytes
 SEGMENTS = st.sampled_from(["the quick brown fox ", "naïve café, ", "日本語の文章。", "😀 ok ", "  \n", "123456 ",
                             "x" * 3000, "語" * 3000, "é" * 4200, " " * 9000, "don't stop "])
 
