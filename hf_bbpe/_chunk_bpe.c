@@ -716,8 +716,9 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
  * is short and the kernel has a seed table (whose slot seed_slot is the piece's first), which
  * then answers for the vocabulary, after the piece cache (a piece there is no token, and most
  * short pieces that reach here are there). front: the
- * piece's front-cache set (keys w0, w1) to fill, or NULL; h and mixed: bytes_hash of the piece and
- * mix64 of it (0 when neither the vocabulary table nor cache exists). cache (may be NULL) is a
+ * piece's front-cache set (keys w0, w1) to fill, or NULL; h and mixed: the piece's hash and mix64
+ * of it (bytes_hash, which the vocabulary needs; a seeded piece's front_hash, since only the piece
+ * cache reads it then; 0 when neither the vocabulary table nor cache exists). cache (may be NULL) is a
  * piece cache this call holds. 0, or -1 when out of memory. Needs no GIL. */
 static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache,
                            FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed, int seeded,
@@ -876,6 +877,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
             if ((cache || seed) && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
                 front_words(c->p, c->n, c->p + 16 <= text_end, &c->w0, &c->w1);
                 uint64_t key = front_hash(c->w0, c->w1, c->n);
+                c->h = key; /* what a seeded front miss keys the piece cache by (pass 2) */
                 if (seed) c->seed_slot = seed_at(self, key);
                 if (cache) {
                     c->front = front_at(cache, key);
@@ -908,9 +910,11 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
                 PREFETCH(&seed[c->seed_slot]);
                 c->seeded = 1;
             }
-            c->h = c->mixed = 0;
+            c->mixed = 0;
             if (c->n >= 2 && (self->slots || cache)) {
-                c->h = bytes_hash(c->p, c->n);
+                /* a short piece that the seed table answers for is looked up in the vocabulary by
+                 * no hash of its bytes: its front key serves the piece cache */
+                if (!c->seeded) c->h = bytes_hash(c->p, c->n);
                 c->mixed = mix64(c->h);
                 if (self->slots && !c->seeded) PREFETCH(&self->slots[c->mixed & self->tok_mask]);
                 if (cache && c->n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(c->mixed >> 20) & (PCACHE_SLOTS - 1)]);

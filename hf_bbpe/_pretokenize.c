@@ -198,10 +198,13 @@ INLINE Py_ssize_t ascii_run_end(const Scan *t, Py_ssize_t j, uint8_t fold) {
  * characters than class by class. */
 INLINE Py_ssize_t run_end(const Scan *t, Py_ssize_t j, int bits, uint8_t fold) {
     if (t->kind == PRETOK_UTF8_KIND) {
-        for (;;) { /* runs of ASCII letters many bytes at a time, other letters one by one */
+        const uint8_t *s = t->data;
+        for (;;) { /* runs of ASCII letters many bytes at a time, then of other letters one by one */
             j = ascii_run_end(t, j, fold);
-            if (!has(t, j, bits)) return j;
-            j = next(t, j);
+            Py_ssize_t k = j;
+            while (k < t->n && s[k] >= 0x80 && (cls(t, k) & bits)) k = next(t, k);
+            if (k == j) return j;
+            j = k;
         }
     }
 #ifdef __SSE2__
