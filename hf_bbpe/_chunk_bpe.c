@@ -99,13 +99,16 @@ static void table_free(void *p, size_t size) {
 /* A cache of the ids of the pieces that needed BPE (the whole-piece lookup found no token), keyed
  * exactly by the piece's bytes: an open-addressing table of slots pointing into an arena that holds
  * each entry's ids then its bytes. It lives as long as the kernel (pieces repeat across documents
- * and calls). When full it stops taking pieces (the frequent ones came first), and is emptied
+ * and calls). Its table starts small and doubles as it fills (at most half full), so that a
+ * small job holds little memory and a large corpus's distinct pieces (about 350K in 16 MB of mixed
+ * text) all fit. When full it stops taking pieces (the frequent ones came first), and is emptied
  * only after as many pieces more found no room, so that it follows a corpus that
  * changes. A kernel keeps a few; a call holds one for itself (taken
  * with an atomic flag), so threads share no entry and need no lock. */
-#define PCACHE_SLOTS (1 << 19)
-#define PCACHE_MAX_ENTRIES (PCACHE_SLOTS / 2)
-#define PCACHE_ARENA_MAX ((size_t)16 << 20)
+#define PCACHE_MIN_SLOTS ((uint64_t)1 << 16)
+#define PCACHE_MAX_SLOTS ((uint64_t)1 << 21)
+#define PCACHE_MAX_ENTRIES (PCACHE_MAX_SLOTS / 2)
+#define PCACHE_ARENA_MAX ((size_t)64 << 20)
 #define PCACHE_MAX_PIECE 256 /* bytes; longer pieces are rare and not kept */
 #define PCACHE_POOL 4
 
@@ -118,11 +121,11 @@ typedef struct {
 
 /* In front of both, a cache of short pieces of few ids, keyed by the piece's bytes themselves
  * (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one memory access,
- * where the vocabulary costs three (8 MB: the ~200K distinct short chunks of 8 MB of mixed text
- * fit). Two-way: a set of two slots fills a cache line, the most recently used first, so that a
+ * where the vocabulary costs three (16 MB: the ~300K distinct short chunks of 16 MB of mixed text
+ * fit with few collisions). Two-way: a set of two slots fills a cache line, the most recently used first, so that a
  * rare piece that lands on a frequent one's set pushes out the older of the two, not the
  * frequent one. */
-#define FRONT_BITS 18 /* slots, two per set */
+#define FRONT_BITS 19 /* slots, two per set */
 #define FRONT_MAX_PIECE 16
 #define FRONT_IDS 3
 
@@ -136,17 +139,20 @@ typedef struct {
 typedef struct {
     FrontSlot *front; /* a set of two slots per cache line */
     PieceSlot *slots;
+    uint64_t slot_mask; /* slots - 1 */
     uint8_t *arena;
     size_t arena_len, arena_cap;
     uint32_t entries, refused, max_entries;
 } PieceCache;
 
-static PieceCache *pcache_new(Py_ssize_t max_entries) {
+/* A piece cache whose table has slots slots (a power of two, at least PCACHE_MIN_SLOTS). */
+static PieceCache *pcache_new(Py_ssize_t max_entries, uint64_t slots) {
     PieceCache *c = calloc(1, sizeof(PieceCache));
-    if (c) c->max_entries = (uint32_t)(max_entries < 1 ? 1 : max_entries < PCACHE_MAX_ENTRIES ? max_entries : PCACHE_MAX_ENTRIES);
-    if (c && (!(c->slots = table_alloc(PCACHE_SLOTS * sizeof(PieceSlot))) ||
+    if (c) c->max_entries = (uint32_t)(max_entries < 1 ? 1 : max_entries < (Py_ssize_t)PCACHE_MAX_ENTRIES ? max_entries : (Py_ssize_t)PCACHE_MAX_ENTRIES);
+    if (c) c->slot_mask = slots - 1;
+    if (c && (!(c->slots = table_alloc(slots * sizeof(PieceSlot))) ||
               !(c->front = table_alloc(((size_t)1 << FRONT_BITS) * sizeof(FrontSlot))))) {
-        table_free(c->slots, PCACHE_SLOTS * sizeof(PieceSlot));
+        table_free(c->slots, slots * sizeof(PieceSlot));
         free(c);
         return NULL;
     }
@@ -156,7 +162,7 @@ static PieceCache *pcache_new(Py_ssize_t max_entries) {
 static void pcache_free(PieceCache *c) {
     if (c) {
         table_free(c->front, ((size_t)1 << FRONT_BITS) * sizeof(FrontSlot));
-        table_free(c->slots, PCACHE_SLOTS * sizeof(PieceSlot));
+        table_free(c->slots, (c->slot_mask + 1) * sizeof(PieceSlot));
         free(c->arena);
         free(c);
     }
@@ -183,7 +189,7 @@ static inline int bytes_equal(const uint8_t *a, const uint8_t *b, Py_ssize_t n) 
 
 /* The slot of the piece data[0:n] (hash h, mixed m): its entry, or the empty slot to fill. */
 static inline PieceSlot *pcache_find(const PieceCache *c, uint64_t h, uint64_t m, const uint8_t *data, Py_ssize_t n) {
-    for (uint64_t j = m & (PCACHE_SLOTS - 1);; j = (j + 1) & (PCACHE_SLOTS - 1)) {
+    for (uint64_t j = m & c->slot_mask;; j = (j + 1) & c->slot_mask) {
         PieceSlot *s = &c->slots[j];
         if (s->len == 0) return s;
         if (s->hash == h && s->len == n &&
@@ -192,13 +198,37 @@ static inline PieceSlot *pcache_find(const PieceCache *c, uint64_t h, uint64_t m
     }
 }
 
-/* Keep ids[0:m] as the piece data[0:n] in the empty slot s (the cache is emptied first when full). */
+/* The table twice as large, with the same entries (a slot's probe starts at mix64 of its hash,
+ * see encode_range); 0, or -1 when it stays as it is (at its largest, or out of memory). */
+static int pcache_grow(PieceCache *c) {
+    uint64_t slots = (c->slot_mask + 1) * 2;
+    PieceSlot *table = slots <= PCACHE_MAX_SLOTS ? table_alloc(slots * sizeof(PieceSlot)) : NULL;
+    if (!table) return -1;
+    for (uint64_t j = 0; j <= c->slot_mask; j++) {
+        if (!c->slots[j].len) continue;
+        uint64_t k = (mix64(c->slots[j].hash) >> 20) & (slots - 1);
+        while (table[k].len) k = (k + 1) & (slots - 1);
+        table[k] = c->slots[j];
+    }
+    table_free(c->slots, (c->slot_mask + 1) * sizeof(PieceSlot));
+    c->slots = table;
+    c->slot_mask = slots - 1;
+    return 0;
+}
+
+/* Keep ids[0:m] as the piece data[0:n] in the empty slot s (the table grows first when half full;
+ * the cache is emptied first when full). */
 static void pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash, const uint8_t *data, Py_ssize_t n,
                        const int32_t *ids, Py_ssize_t m) {
     size_t need = (size_t)m * sizeof(int32_t) + (((size_t)n + 3) & ~(size_t)3);
-    if (c->entries >= c->max_entries || c->arena_len + need > PCACHE_ARENA_MAX) {
+    int full = c->entries >= c->max_entries || c->arena_len + need > PCACHE_ARENA_MAX;
+    if (!full && (uint64_t)c->entries * 2 >= c->slot_mask) { /* half full: grow, or it is full */
+        if (pcache_grow(c) == 0) s = (PieceSlot *)pcache_find(c, h, m_hash, data, n);
+        else full = 1;
+    }
+    if (full) {
         if (++c->refused < c->max_entries) return;
-        memset(c->slots, 0, PCACHE_SLOTS * sizeof(PieceSlot));
+        memset(c->slots, 0, (c->slot_mask + 1) * sizeof(PieceSlot));
         c->arena_len = 0;
         c->entries = c->refused = 0;
         s = (PieceSlot *)pcache_find(c, h, m_hash, data, n);
@@ -285,7 +315,7 @@ static PieceCache *pcache_take_from(ChunkBPE *self, int first, int *slot) {
     for (int i = 0; i < PCACHE_POOL; i++) {
         int k = (first + i) % PCACHE_POOL;
         if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE) == 0) {
-            if (!self->pcache[k]) self->pcache[k] = pcache_new(self->cache_max);
+            if (!self->pcache[k]) self->pcache[k] = pcache_new(self->cache_max, PCACHE_MIN_SLOTS);
             if (self->pcache[k]) { *slot = k; return self->pcache[k]; }
             __atomic_store_n(&self->pcache_busy[k], 0, __ATOMIC_RELEASE);
             return NULL;
@@ -307,10 +337,10 @@ static PieceCache *pcache_take(ChunkBPE *self, int *slot) { return pcache_take_f
 /* A copy of cache (NULL when out of memory): a thread's first cache starts as warm as the first
  * thread's instead of empty. */
 static PieceCache *pcache_clone(const PieceCache *c) {
-    PieceCache *copy = pcache_new(c->max_entries);
+    PieceCache *copy = pcache_new(c->max_entries, c->slot_mask + 1);
     if (!copy) return NULL;
     memcpy(copy->front, c->front, ((size_t)1 << FRONT_BITS) * sizeof(FrontSlot));
-    memcpy(copy->slots, c->slots, PCACHE_SLOTS * sizeof(PieceSlot));
+    memcpy(copy->slots, c->slots, (c->slot_mask + 1) * sizeof(PieceSlot));
     if (c->arena_len && (copy->arena = malloc(c->arena_cap))) {
         memcpy(copy->arena, c->arena, c->arena_len);
         copy->arena_len = c->arena_len;
@@ -318,7 +348,7 @@ static PieceCache *pcache_clone(const PieceCache *c) {
         copy->entries = c->entries;
         copy->refused = c->refused;
     } else if (c->arena_len) {
-        memset(copy->slots, 0, PCACHE_SLOTS * sizeof(PieceSlot)); /* no arena: keep only the front */
+        memset(copy->slots, 0, (copy->slot_mask + 1) * sizeof(PieceSlot)); /* no arena: keep only the front */
     }
     return copy;
 }
@@ -917,7 +947,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
                 if (!c->seeded) c->h = bytes_hash(c->p, c->n);
                 c->mixed = mix64(c->h);
                 if (self->slots && !c->seeded) PREFETCH(&self->slots[c->mixed & self->tok_mask]);
-                if (cache && c->n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(c->mixed >> 20) & (PCACHE_SLOTS - 1)]);
+                if (cache && c->n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(c->mixed >> 20) & cache->slot_mask]);
             }
         }
         for (int b = 0; b < k; b++) { /* pass 3 */

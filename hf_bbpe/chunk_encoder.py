@@ -48,7 +48,8 @@ UNMERGEABLE_ID = 2**32 - 1
 _KERNEL_MAX_ID = 2**31 - 1  # the C kernel's ids are int32
 _KERNEL_DENSE_IDS = 1 << 20  # below this any ids are indexed directly; above, only 8x as many as there are ids
 _LONG_CHUNK = 64  # bytes; above this the heap path wins
-_CACHE_MAX_ENTRIES = 1 << 18
+_CACHE_MAX_ENTRIES = 1 << 18  # the Python encoder's dict of chunks
+_KERNEL_CACHE_MAX_ENTRIES = 1 << 20  # the C kernel's piece cache, whose table grows to hold them
 _CACHE_MAX_CHUNK = 128  # characters; longer chunks are rare and not worth keeping
 
 
@@ -165,7 +166,7 @@ class ChunkEncoder:
                 if tokens:
                     tokens = (tokens[0], tokens[1], array("q", map(number, tokens[2])))
                 unmergeable = numbering.get(UNMERGEABLE_ID, -1) if mode == "ranks" else -1
-            kernel = _native.ChunkBPE(kernel_merges, kernel_byte_ids, _CACHE_MAX_ENTRIES, tokens, mode == "ranks",
+            kernel = _native.ChunkBPE(kernel_merges, kernel_byte_ids, _KERNEL_CACHE_MAX_ENTRIES, tokens, mode == "ranks",
                                       unmergeable)
             self._kernel = kernel
             self.encode_chunks = kernel.encode_chunks

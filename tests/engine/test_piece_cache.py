@@ -26,12 +26,29 @@ from .test_encoder_modes import random_ranks
 def test_tiny_piece_cache_fills_refuses_and_empties_yet_ids_stay_exact(cache_max, seed, docs):
     ranks = random_ranks(seed, 30, 6, shuffle=True)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(chunk_encoder, "_CACHE_MAX_ENTRIES", cache_max)
+        patch.setattr(chunk_encoder, "_KERNEL_CACHE_MAX_ENTRIES", cache_max)
         tok = Tokenizer.from_ranks(ranks, pattern="gpt4")
     reference = tiktoken.Encoding("t", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=ranks, special_tokens={})
     for _ in range(2):  # the second pass reads what the first one cached
         for doc in docs:
             assert tok.encode_ordinary(doc) == twin_ids(tok, NATIVE_PATTERNS["gpt4"], doc) == reference.encode_ordinary(doc)
+
+
+def test_piece_cache_grows_past_its_first_table():
+    """More distinct pieces that need BPE than the piece cache's first table holds (it starts at
+    2**16 slots, at most half full): the table doubles, moving its entries, and every piece is
+    found again, with the ids of the first pass."""
+    ranks = random_ranks(11, 40, 8, shuffle=True)
+    tok = Tokenizer.from_ranks(ranks, pattern="gpt4")
+    reference = tiktoken.Encoding("t", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=ranks, special_tokens={})
+    rng = random.Random(1)
+    words = list({"".join(rng.choice("abcdefgh") for _ in range(rng.randint(5, 12))) for _ in range(90_000)})
+    assert len(words) > 2**16
+    text = " ".join(words)
+    expected = reference.encode_ordinary(text)
+    assert tok.encode_ordinary(text) == expected
+    assert tok.encode_ordinary(text) == expected
+    assert tok.encode_batch(words[::7], num_threads=2) == reference.encode_ordinary_batch(words[::7])
 
 
 def test_many_distinct_long_pieces_through_the_caches():
