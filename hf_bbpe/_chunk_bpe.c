@@ -640,6 +640,38 @@ static int idbuf_reserve(IdBuf *b, Py_ssize_t extra) {
     return 0;
 }
 
+/* The ids buffer of a large call, kept when its owner is done with it (one, of SPARE_MIN_IDS to
+ * SPARE_MAX_IDS ids) for the next large call to fill: a new buffer of megabytes comes from the
+ * system in fresh pages, each zeroed at a page fault on first touch, which costs about an eighth
+ * of the time of encoding the text; a kept one's pages are there. Read and written with the GIL. */
+#define SPARE_MIN_IDS ((Py_ssize_t)1 << 18)
+#define SPARE_MAX_IDS ((Py_ssize_t)1 << 24)
+static int32_t *spare_ids;
+static Py_ssize_t spare_cap;
+
+/* idbuf_reserve of an empty buffer for a call, from the spare buffer when it is large enough to
+ * be worth it. Needs the GIL. */
+static int idbuf_reserve_for_call(IdBuf *b, Py_ssize_t extra) {
+    if (!b->ids && extra >= SPARE_MIN_IDS && spare_ids) {
+        b->ids = spare_ids;
+        b->cap = spare_cap;
+        spare_ids = NULL;
+    }
+    return idbuf_reserve(b, extra);
+}
+
+/* Free ids (cap of them), or keep them as the spare buffer (the larger of the two is kept). Needs
+ * the GIL. */
+static void ids_release(int32_t *ids, Py_ssize_t cap) {
+    if (ids && cap >= SPARE_MIN_IDS && cap <= SPARE_MAX_IDS && (!spare_ids || spare_cap < cap)) {
+        free(spare_ids);
+        spare_ids = ids;
+        spare_cap = cap;
+        return;
+    }
+    free(ids);
+}
+
 /* The key words of the piece data[0:n] (n <= FRONT_MAX_PIECE): its bytes, little-endian, zero
  * after the end. overread: the 16 bytes from data on may be read (one load per word). */
 static inline void front_words(const uint8_t *data, Py_ssize_t n, int overread, uint64_t *w0, uint64_t *w1) {
@@ -1129,8 +1161,9 @@ static void *encode_batch_ranges(void *arg) {
     return NULL;
 }
 
-/* Encode docs[0:count] into out (empty), the end of each document's ids in ends and its DOC_
- * status in status, on up to num_threads threads; 0, or -1 when out of memory. No GIL needed. */
+/* Encode docs[0:count] into out (empty, maybe with room already), the end of each document's ids
+ * in ends and its DOC_ status in status, on up to num_threads threads; 0, or -1 when out of
+ * memory. No GIL needed. */
 static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *docs, Py_ssize_t count,
                        int num_threads, IdBuf *out, int64_t *ends, signed char *status) {
     Py_ssize_t total = 0;
@@ -1142,10 +1175,11 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
     if (num_threads < 1) num_threads = 1;
     int nranges = num_threads == 1 ? 1 : num_threads * BATCH_RANGES_PER_THREAD;
     Py_ssize_t one_start[2]; /* one range (one thread): no allocation */
-    IdBuf one_out = {NULL, 0, 0};
+    IdBuf one_out = *out; /* (its room, if one range) */
     Py_ssize_t *range_start = nranges == 1 ? one_start : malloc(((size_t)nranges + 1) * sizeof(Py_ssize_t));
     IdBuf *range_out = nranges == 1 ? &one_out : calloc((size_t)nranges, sizeof(IdBuf));
-    int failed = !range_start || !range_out || (nranges == 1 && idbuf_reserve(&one_out, total / 2 + 64) < 0);
+    if (nranges == 1) *out = (IdBuf){NULL, 0, 0};
+    int failed = !range_start || !range_out || (nranges == 1 && idbuf_reserve(&one_out, total / 3 + 64) < 0);
     if (!failed) {
         int r = 0;
         Py_ssize_t size = 0, per_range = total / nranges + 1;
@@ -1242,7 +1276,8 @@ static PyObject *encode_whole_text(ChunkBPE *self, PyObject *const *args, Py_ssi
     int surrogate = utf8_text(text, &t);
     if (surrogate) return surrogate < 0 ? NULL : Py_NewRef(Py_None);
     IdBuf out = {NULL, 0, 0};
-    if (idbuf_reserve(&out, t.n / 2 + 64) < 0) return PyErr_NoMemory(); /* ids are fewer than bytes */
+    /* ids are fewer than bytes, about a third of them in mixed text (more are made room for as needed) */
+    if (idbuf_reserve_for_call(&out, t.n / 3 + 64) < 0) return PyErr_NoMemory();
     int status;
     if (t.n < GIL_HOLD_BYTES) {
         status = encode_text_parallel(self, scanner, &t, num_threads, &out);
@@ -1255,7 +1290,7 @@ static PyObject *encode_whole_text(ChunkBPE *self, PyObject *const *args, Py_ssi
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
     else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
     else result = as_array ? id_array_take(&out) : ids_to_list(self, out.ids, out.len);
-    free(out.ids);
+    ids_release(out.ids, out.cap);
     return result;
 }
 
@@ -1321,7 +1356,7 @@ static PyObject *ids_to_lists_unlocked(ChunkBPE *self, const int32_t *ids, const
 typedef struct {
     PyObject_HEAD
     int32_t *ids;
-    Py_ssize_t len;
+    Py_ssize_t len, cap;
     Py_ssize_t shape;
 } IdArray;
 
@@ -1338,7 +1373,7 @@ static int IdArray_getbuffer(IdArray *self, Py_buffer *view, int flags) {
 }
 
 static void IdArray_dealloc(IdArray *self) {
-    free(self->ids);
+    ids_release(self->ids, self->cap);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1354,12 +1389,16 @@ static PyTypeObject IdArrayType = {
     .tp_as_buffer = &IdArray_as_buffer,
 };
 
-/* An IdArray that takes buf's ids (buf is left empty), or NULL with an error. */
+/* An IdArray that takes buf's ids (buf is left empty), or NULL with an error. A buffer with a
+ * quarter or more of it unused is shrunk to its length first (so that a kept array holds little
+ * more memory than its ids; a fuller one is kept as it is, for the spare buffer). */
 static PyObject *id_array_take(IdBuf *buf) {
     IdArray *a = PyObject_New(IdArray, &IdArrayType);
     if (!a) return NULL;
-    int32_t *ids = buf->len < buf->cap ? realloc(buf->ids, (size_t)(buf->len ? buf->len : 1) * sizeof(int32_t)) : NULL;
-    a->ids = ids ? ids : buf->ids; /* (shrunk to its length when it can be) */
+    int shrink = buf->len < buf->cap - buf->cap / 4;
+    int32_t *ids = shrink ? realloc(buf->ids, (size_t)(buf->len ? buf->len : 1) * sizeof(int32_t)) : NULL;
+    a->ids = ids ? ids : buf->ids;
+    a->cap = ids ? (buf->len ? buf->len : 1) : buf->cap;
     a->len = buf->len;
     a->shape = buf->len;
     buf->ids = NULL;
@@ -1396,7 +1435,11 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
         if (utf8_text(text, &docs[d]) < 0) goto done;
         bytes += docs[d].n > 0 ? docs[d].n : 0;
     }
-    int failed;
+    int failed = idbuf_reserve_for_call(&out, bytes / 3 + 64) < 0;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
     if (bytes < GIL_HOLD_BYTES) {
         failed = encode_docs(self, scanner, docs, count, num_threads, &out, ends, status) < 0;
     } else {
@@ -1431,7 +1474,8 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     }
 done:
     Py_XDECREF(held);
-    free(docs); free(ends); free(status); free(out.ids);
+    free(docs); free(ends); free(status);
+    ids_release(out.ids, out.cap);
     return result;
 }
 

@@ -191,3 +191,25 @@ def test_encode_to_numpy_equals_tiktoken(cl100k, cl100k_ranks):
     long_text = "\n\n".join(docs) * 4
     assert cl100k.encode_to_numpy(long_text, num_threads=2, disallowed_special=()).tolist() == \
         reference.encode_ordinary(long_text)
+
+
+def test_large_calls_reuse_a_freed_ids_buffer_never_a_live_one(cl100k, cl100k_ranks):
+    """A large call's ids buffer is kept when its owner is freed and filled by the next large call
+    (no fresh pages to fault in): arrays still alive keep their ids, whatever the calls after them
+    (numpy, lists, a batch, a larger text than the kept buffer holds, one that holds less), and
+    every result equals tiktoken's."""
+    reference = tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks,
+                                  special_tokens={})
+    text = "\n\n".join(mix_documents())
+    big = text * (1_500_000 // len(text) + 1)  # about half a million ids: past the size kept
+    want = reference.encode_ordinary(big)
+    kept = cl100k.encode_to_numpy(big, disallowed_special=())
+    assert kept.tolist() == want
+    calls = [(big, lambda t: cl100k.encode_to_numpy(t, disallowed_special=()).tolist()),
+             (big + big, cl100k.encode_ordinary),
+             (big[: len(big) // 3], lambda t: cl100k.encode_to_numpy(t, disallowed_special=()).tolist()),
+             (big, lambda t: cl100k.encode_batch_to_numpy([t], num_threads=1, disallowed_special=())[0].tolist()),
+             (big + text, lambda t: cl100k.encode_batch([t, text], num_threads=2)[0])]
+    for argument, call in calls:
+        assert call(argument) == reference.encode_ordinary(argument)
+        assert kept.tolist() == want
