@@ -19,9 +19,12 @@
  * every character matches some alternative, so the chunks cover the text.
  *
  * Each pattern's scanner is compiled once per str kind (1, 2 or 4 bytes per code point), which
- * it reads directly; 1-byte text reads a 256-entry copy of the class table. The end of a run of
- * ASCII letters is found 16 (1-byte text) or 8 (2-byte) characters at a time with SSE2, else 8
- * bytes at a time in 1-byte text and class by class otherwise. A PretokScanner (see _pretokenize.h) gives _chunk_bpe
+ * it reads directly, and once for UTF-8 (PRETOK_UTF8_KIND: what the chunk encoder reads, so that
+ * a chunk is a slice of the bytes it encodes; positions are bytes, a character outside ASCII is
+ * decoded where it is read); 1-byte text reads a 256-entry copy of the class table. The end of a
+ * run of ASCII letters is found 16 (1-byte text, UTF-8) or 8 (2-byte) characters at a time with
+ * SSE2, else 8 bytes at a time in 1-byte text and UTF-8 and class by class otherwise. A
+ * PretokScanner (see _pretokenize.h) gives _chunk_bpe
  * one chunk (chunk) or the ends of a batch of chunks (chunks); split_* and chunk_ends (for
  * tests) are the Python side.
  */
