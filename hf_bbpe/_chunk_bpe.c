@@ -1765,8 +1765,21 @@ static PyObject *ChunkBPE_encode_chunks(ChunkBPE *self, PyObject *arg) {
     return out;
 }
 
+/* clear_cache(): empty the caches and give their memory back: the chunk dict, every piece cache
+ * (with its front cache) no call holds at the moment, and the spare ids buffer. */
 static PyObject *ChunkBPE_clear_cache(ChunkBPE *self, PyObject *Py_UNUSED(ignored)) {
     PyDict_Clear(self->cache);
+#if defined(__GNUC__) || defined(__clang__)
+    for (int k = 0; k < PCACHE_POOL; k++) {
+        if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE)) continue; /* in use: kept */
+        pcache_free(self->pcache[k]);
+        self->pcache[k] = NULL;
+        __atomic_store_n(&self->pcache_busy[k], 0, __ATOMIC_RELEASE);
+    }
+#endif
+    free(spare_ids);
+    spare_ids = NULL;
+    spare_cap = 0;
     Py_RETURN_NONE;
 }
 
@@ -1839,7 +1852,8 @@ static PyMethodDef ChunkBPE_methods[] = {
      "encode_texts(texts, scanner, as_lists, num_threads=1): encode_text of each str of a list in one call without "
      "the GIL, on up to num_threads threads; "
      "a list of lists (None: lone surrogate), or (uint32 ids buffer, int64 end offsets bytes, [surrogate texts])."},
-    {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS, "Empty the chunk cache."},
+    {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS,
+     "Empty the caches (chunks, pieces, the front cache, the spare ids buffer) and give their memory back."},
     {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,
      "(id, id) of the first two vocabulary tokens found with the same bytes, or None."},
     {"recover_merges", (PyCFunction)ChunkBPE_recover_merges, METH_NOARGS,

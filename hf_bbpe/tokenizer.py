@@ -947,6 +947,12 @@ class Tokenizer:
         return encode_batch_to_numpy(self, texts, num_threads=num_threads, allowed_special=allowed_special,
                                      disallowed_special=disallowed_special)
 
+    def clear_cache(self) -> None:
+        """Give back the memory of the encoding caches, which grow with use and live as long as
+        the tokenizer (on 16 MB of mixed text, about 60 MB: short chunks, pieces that needed BPE,
+        a spare ids buffer); the next encode fills them again. Ids never depend on them."""
+        self._encoder.clear_cache()
+
     # -------------------------------------------------------------- decoding
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:

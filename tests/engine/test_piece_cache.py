@@ -7,6 +7,7 @@ table. Whatever the caches hold, ids equal the pure-Python twin and tiktoken's.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 import tiktoken
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from hf_bbpe import Tokenizer, chunk_encoder
 from hf_bbpe.patterns import NATIVE_PATTERNS
 
-from .test_batch_threads import CHARS, twin_ids
+from .test_batch_threads import CHARS, cl100k, cl100k_ranks, twin_ids  # noqa: F401 (fixtures)
 from .test_encoder_modes import random_ranks
 
 
@@ -64,3 +65,18 @@ def test_many_distinct_long_pieces_through_the_caches():
     assert tok.encode_ordinary(text) == expected
     assert tok.encode_ordinary(text) == expected
     assert [tok.encode_ordinary(w) for w in words[:300]] == [reference.encode_ordinary(w) for w in words[:300]]
+
+
+def test_clear_cache_gives_the_caches_back_and_ids_stay(cl100k):  # noqa: F811
+    """``Tokenizer.clear_cache`` frees the kernel's piece and front caches and the spare ids
+    buffer; encoding after it (one text, a long text on threads, a batch) fills them again with
+    the same ids as before, and an array made before it keeps its ids."""
+    text = (Path(__file__).resolve().parents[1] / "data" / "text" / "mix-sample.txt").read_text(encoding="utf-8")
+    big = text * (1_500_000 // len(text) + 1)
+    docs = text.split("\n\n")
+    before = (cl100k.encode_ordinary(big), cl100k.encode_batch(docs, num_threads=2))
+    kept = cl100k.encode_to_numpy(big, disallowed_special=())
+    for _ in range(2):  # the second time, with nothing to free
+        cl100k.clear_cache()
+        assert (cl100k.encode_ordinary(big, num_threads=2), cl100k.encode_batch(docs, num_threads=2)) == before
+        assert kept.tolist() == before[0]
