@@ -393,6 +393,155 @@ INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
     return spaces_to_last_newline(t, i);
 }
 
+static int window_ok;       /* ASCII's classes are as the window scanner assumes (set_classes checks) */
+static uint32_t ctl_spaces; /* the control characters (below 0x20) that are \s */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LAST_SET_BIT(mask) (63 - __builtin_clzll(mask))
+#else
+INLINE int LAST_SET_BIT(uint64_t mask) {
+    int k = 0;
+    while (mask >>= 1) k++;
+    return k;
+}
+#endif
+
+#ifdef __SSE2__
+/* GPT-4's pattern on a window of UTF-8 text: the chunk boundaries of the 64 bytes from a chunk
+ * start come from class masks of the whole window at once, instead of one chunk after another
+ * with a branch on each chunk's kind and end, as far as the window holds ASCII and letters
+ * (most of most text: the other characters outside ASCII end it). The chunks from
+ * a position depend only on the text from there on (the pattern looks behind nothing), so the
+ * window is read as if the text began at its start.
+ *
+ * A chunk starts (bit set in the masks below, bit k for the byte at k):
+ * - at a letter that ends no run of letters, unless the character before it joins it: a space or
+ *   other \s but \r\n, or a punctuation character that starts a chunk; then there, instead
+ *   ([^\r\n\p{L}\p{N}]?+\p{L}++);
+ * - at a digit after no digit, and every third digit of a run (\p{N}{1,3}+), and after the run;
+ * - at a punctuation character after no punctuation, or at the space before it (' ?[^\s\p{L}\p{N}]++');
+ *   the \r\n right after a punctuation run are its own ([\r\n]*+), and a chunk starts after them;
+ * - at a run of other whitespace; after its last \r\n (\s*[\r\n]); at its last character when it
+ *   has two or more after that (\s+(?!\S)); that last one joins a letter or (a space) a
+ *   punctuation run after it, as above;
+ * - after a contraction: an apostrophe that starts a chunk, then s, d, m, t or ll, ve, re in
+ *   either case.
+ * A letter outside ASCII is letter bytes. Boundaries are given up to the first other character
+ * outside ASCII (or one the window cuts), or up to a run of whitespace that reaches it (whose
+ * end is not known), or an apostrophe too near it. The hypothesis tests hold this to the regex
+ * module. */
+INLINE uint64_t lanes16(__m128i m, int q) { return (uint64_t)(unsigned)_mm_movemask_epi8(m) << (16 * q); }
+
+/* The first byte past a run of the bits of m from k on (64 if the run reaches the window's end). */
+INLINE int run_past(uint64_t m, int k) {
+    uint64_t rest = ~m >> k;
+    return rest ? k + FIRST_SET_BIT(rest) : 64;
+}
+
+/* The ends of up to room chunks from s (a chunk start at position base, with at least 64 bytes of
+ * text from it), as far as the window can tell, into ends; their number (0: the window cannot
+ * tell one, and the caller takes a chunk the ordinary way). Where the window meets a character
+ * outside ASCII that is no letter, *resume is set past it: no window is worth trying before. */
+static Py_ssize_t gpt4_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room,
+                              Py_ssize_t *resume) {
+    if (!window_ok) {
+        *resume = PY_SSIZE_T_MAX;
+        return 0;
+    }
+    uint64_t lead = 0, L = 0, N = 0, NL = 0, SP = 0, S = 0, AP = 0, CTL = 0;
+    for (int q = 0; q < 4; q++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + 16 * q));
+        __m128i d = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a'));
+        L |= lanes16(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8('z' - 'a')), d), q);
+        d = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+        N |= lanes16(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d), q);
+        __m128i nl = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r')));
+        __m128i sp = _mm_cmpeq_epi8(v, _mm_set1_epi8(' '));
+        NL |= lanes16(nl, q);
+        SP |= lanes16(sp, q);
+        S |= lanes16(_mm_or_si128(_mm_or_si128(nl, sp), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))), q);
+        CTL |= lanes16(_mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v), q);
+        AP |= lanes16(_mm_cmpeq_epi8(v, _mm_set1_epi8('\'')), q);
+        /* (signed: 0xC0 and up are -64 .. -1) */
+        lead |= lanes16(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)0xBF)), _mm_cmplt_epi8(v, _mm_setzero_si128())), q);
+    }
+    /* a letter outside ASCII is letter bytes (its other classes do not matter to this pattern);
+     * the window ends at any other character outside ASCII, or one that it cuts */
+    int lim = 64;
+    const Scan utf8 = {PRETOK_UTF8_KIND, s, 64, classes};
+    for (; lead; lead &= lead - 1) {
+        int q = FIRST_SET_BIT(lead), len = s[q] < 0xE0 ? 2 : s[q] < 0xF0 ? 3 : 4;
+        if (q + len > 64) { lim = q; break; }
+        if (!(cls(&utf8, q) & LETTER)) {
+            lim = q;
+            *resume = base + q + 1;
+            break;
+        }
+        L |= (((uint64_t)1 << len) - 1) << q;
+    }
+    if (lim < 8) return 0;
+    uint64_t valid = lim == 64 ? ~(uint64_t)0 : ((uint64_t)1 << lim) - 1;
+    for (uint64_t rare = CTL & ~S & valid; rare; rare &= rare - 1) { /* \v, \f, \x1c-\x1f: as the table says */
+        int k = FIRST_SET_BIT(rare);
+        if ((ctl_spaces >> s[k]) & 1) S |= (uint64_t)1 << k;
+    }
+    L &= valid; N &= valid; NL &= valid; SP &= valid; S &= valid; AP &= valid;
+    uint64_t O = valid & ~(L | N | S);
+    uint64_t starts = 1;
+    /* the line breaks right after a punctuation run are its own (a chunk starts after them at
+     * whatever follows, by the rules below) */
+    uint64_t absorbed = NL & ~(NL + (NL & (O << 1)));
+    uint64_t W = S & ~absorbed; /* whitespace of its own */
+    /* punctuation */
+    uint64_t o_start = O & ~(O << 1), spaced = o_start & (SP << 1);
+    uint64_t o_alone = o_start & ~spaced; /* a punctuation character that starts a chunk */
+    starts |= (spaced >> 1) | o_alone;
+    /* letters */
+    uint64_t l_start = L & ~(L << 1), joined = l_start & (((W & ~NL) | o_alone) << 1);
+    starts |= (joined >> 1) | (l_start & ~joined); /* (what follows a run starts a chunk by its own rule) */
+    /* digits, three at a time */
+    uint64_t n_start = N & ~(N << 1);
+    starts |= n_start | (~N & (N << 1) & valid);
+    for (uint64_t runs = n_start; runs; runs &= runs - 1) {
+        int a = FIRST_SET_BIT(runs), e = run_past(N, a);
+        for (int k = a + 3; k < e; k += 3) starts |= (uint64_t)1 << k;
+    }
+    /* whitespace */
+    uint64_t w_start = W & ~(W << 1);
+    starts |= w_start;
+    int cut = lim;
+    for (uint64_t runs = w_start & (W >> 1); runs; runs &= runs - 1) { /* runs of two or more */
+        int a = FIRST_SET_BIT(runs), e = run_past(W, a);
+        if (e >= lim) { cut = a; break; } /* its end (and with it its chunks) is not known */
+        uint64_t breaks = NL & (((uint64_t)1 << e) - 1) & ~(((uint64_t)1 << a) - 1);
+        int rest = breaks ? LAST_SET_BIT(breaks) + 1 : a; /* after its last line break */
+        if (rest < e) starts |= (uint64_t)1 << rest;
+        if (e - rest >= 2) starts |= (uint64_t)1 << (e - 1);
+    }
+    /* contractions */
+    for (uint64_t quotes = AP & o_alone; quotes; quotes &= quotes - 1) {
+        int k = FIRST_SET_BIT(quotes);
+        if (k + 3 > cut) { cut = k; break; }
+        uint8_t c = s[k + 1] | 0x20, d = s[k + 2] | 0x20;
+        int long_s = s[k + 1] == 0xC5 && s[k + 2] == 0xBF; /* U+017F, which (?i) takes for s */
+        if (c == 's' || c == 'd' || c == 'm' || c == 't') starts |= (uint64_t)1 << (k + 2);
+        else if (((c == 'l' && d == 'l') || (c == 'v' && d == 'e') || (c == 'r' && d == 'e') || long_s) && k + 3 < 64)
+            starts |= (uint64_t)1 << (k + 3);
+    }
+    starts &= ((cut == 64 ? ~(uint64_t)0 : ((uint64_t)1 << cut) - 1)) & ~(uint64_t)1;
+    Py_ssize_t count = 0;
+    for (; starts && count < room; starts &= starts - 1) ends[count++] = base + FIRST_SET_BIT(starts);
+    return count;
+}
+#endif
+
+/* no window: the scanner goes chunk by chunk */
+INLINE Py_ssize_t no_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room, Py_ssize_t *resume) {
+    (void)s; (void)ends; (void)base; (void)room;
+    *resume = PY_SSIZE_T_MAX;
+    return 0;
+}
+
 /* Each pattern's two entry points of PretokScanner, NAME_chunk(t, i) and NAME_chunks(t, i, ends, max):
  * they switch on the kind once per call and run the instance of the pattern's scanner where the
  * kind is a constant (chunks keeps its loop inside that instance). */
@@ -402,17 +551,25 @@ INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
         const Scan s = SCAN_OF_KIND(KIND, t);                                                       \
         return NAME(&s, i);                                                                         \
     }
-#define CHUNKS_OF_KIND(NAME, KIND)                                                                  \
+#define CHUNKS_OF_KIND(NAME, KIND, WINDOW)                                                          \
     {                                                                                               \
         const Scan s = SCAN_OF_KIND(KIND, t);                                                       \
-        Py_ssize_t k = 0;                                                                           \
+        Py_ssize_t k = 0, resume = 0;                                                               \
         do {                                                                                        \
+            if (KIND == PRETOK_UTF8_KIND && i >= resume && i + 64 <= s.n) {                         \
+                Py_ssize_t got = WINDOW((const uint8_t *)s.data + i, ends + k, i, max - k, &resume); \
+                if (got) {                                                                          \
+                    k += got;                                                                       \
+                    i = ends[k - 1];                                                                \
+                    continue;                                                                       \
+                }                                                                                   \
+            }                                                                                       \
             i += NAME(&s, i);                                                                       \
             ends[k++] = i;                                                                          \
         } while (k < max && i < s.n);                                                               \
         return k;                                                                                   \
     }
-#define SCANNER(NAME)                                                                               \
+#define SCANNER(NAME, WINDOW)                                                                       \
     static Py_ssize_t NAME##_chunk(const PretokText *t, Py_ssize_t i) {                             \
         switch (t->kind) {                                                                          \
         case PyUnicode_1BYTE_KIND: CHUNK_OF_KIND(NAME, PyUnicode_1BYTE_KIND)                        \
@@ -423,17 +580,20 @@ INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
     }                                                                                               \
     static Py_ssize_t NAME##_chunks(const PretokText *t, Py_ssize_t i, Py_ssize_t *ends, Py_ssize_t max) { \
         switch (t->kind) {                                                                          \
-        case PyUnicode_1BYTE_KIND: CHUNKS_OF_KIND(NAME, PyUnicode_1BYTE_KIND)                       \
-        case PyUnicode_2BYTE_KIND: CHUNKS_OF_KIND(NAME, PyUnicode_2BYTE_KIND)                       \
-        case PRETOK_UTF8_KIND: CHUNKS_OF_KIND(NAME, PRETOK_UTF8_KIND)                               \
-        default: CHUNKS_OF_KIND(NAME, PyUnicode_4BYTE_KIND)                                         \
+        case PyUnicode_1BYTE_KIND: CHUNKS_OF_KIND(NAME, PyUnicode_1BYTE_KIND, WINDOW)               \
+        case PyUnicode_2BYTE_KIND: CHUNKS_OF_KIND(NAME, PyUnicode_2BYTE_KIND, WINDOW)               \
+        case PRETOK_UTF8_KIND: CHUNKS_OF_KIND(NAME, PRETOK_UTF8_KIND, WINDOW)                       \
+        default: CHUNKS_OF_KIND(NAME, PyUnicode_4BYTE_KIND, WINDOW)                                 \
         }                                                                                           \
     }
 
-SCANNER(gpt2)
-SCANNER(gpt4)
-SCANNER(o200k)
-SCANNER(llama3)
+#ifndef __SSE2__
+#define gpt4_window no_window
+#endif
+SCANNER(gpt2, no_window)
+SCANNER(gpt4, gpt4_window)
+SCANNER(o200k, no_window)
+SCANNER(llama3, no_window)
 
 static int check_classes(void) {
     if (classes != NULL) return 0;
@@ -544,6 +704,20 @@ static PyObject *set_classes(PyObject *self, PyObject *args) {
     copy['\r'] |= NEWLINE;
     copy['\n'] |= NEWLINE;
     memcpy(latin1_classes, copy, sizeof latin1_classes);
+    /* the window scanner's view of ASCII: letters A-Z a-z, digits 0-9, \s space, \t \n \r and
+     * maybe other control characters; else it stays off */
+    int ok = 1;
+    uint32_t ctl = 0;
+    for (int c = 0; c < 128; c++) {
+        int letter = (c | 0x20) >= 'a' && (c | 0x20) <= 'z', digit = c >= '0' && c <= '9';
+        int space = (copy[c] & SPACE) != 0;
+        if (((copy[c] & LETTER) != 0) != letter || ((copy[c] & NUMBER) != 0) != digit) ok = 0;
+        if (space && (letter || digit || (c >= 0x20 && c != ' '))) ok = 0;
+        if (!space && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) ok = 0;
+        if (space && c < 0x20) ctl |= (uint32_t)1 << c;
+    }
+    ctl_spaces = ctl;
+    window_ok = ok;
     classes = copy;
     Py_RETURN_NONE;
 }
