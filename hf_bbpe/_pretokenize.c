@@ -407,7 +407,8 @@ INLINE int LAST_SET_BIT(uint64_t mask) {
 #endif
 
 #ifdef __SSE2__
-/* GPT-4's pattern on a window of UTF-8 text: the chunk boundaries of the 64 bytes from a chunk
+/* GPT-4's pattern (and Llama 3's, which cuts whitespace alike but at the end of the text) on a
+ * window of UTF-8 text: the chunk boundaries of the 64 bytes from a chunk
  * start come from class masks of the whole window at once, instead of one chunk after another
  * with a branch on each chunk's kind and end, as far as the window holds ASCII and letters
  * (most of most text: the other characters outside ASCII end it). The chunks from
@@ -593,7 +594,7 @@ INLINE Py_ssize_t no_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base,
 SCANNER(gpt2, no_window)
 SCANNER(gpt4, gpt4_window)
 SCANNER(o200k, no_window)
-SCANNER(llama3, no_window)
+SCANNER(llama3, gpt4_window) /* (Llama 3 differs only at whitespace that ends the text, which no window decides) */
 
 static int check_classes(void) {
     if (classes != NULL) return 0;
