@@ -23,8 +23,10 @@
  * a chunk is a slice of the bytes it encodes; positions are bytes, a character outside ASCII is
  * decoded where it is read); 1-byte text reads a 256-entry copy of the class table. The end of a
  * run of ASCII letters is found 16 (1-byte text, UTF-8) or 8 (2-byte) characters at a time with
- * SSE2, else 8 bytes at a time in 1-byte text and UTF-8 and class by class otherwise. A
- * PretokScanner (see _pretokenize.h) gives _chunk_bpe
+ * SSE2, else 8 bytes at a time in 1-byte text and UTF-8 and class by class otherwise. With SSE2,
+ * the UTF-8 instance of every pattern takes 64 bytes at a time where it can (the window scanners
+ * below: the chunk starts of a window from class masks). A PretokScanner (see _pretokenize.h)
+ * gives _chunk_bpe
  * one chunk (chunk) or the ends of a batch of chunks (chunks); split_* and chunk_ends (for
  * tests) are the Python side.
  */
@@ -393,7 +395,7 @@ INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
     return spaces_to_last_newline(t, i);
 }
 
-static int window_ok;       /* ASCII's classes are as the window scanner assumes (set_classes checks) */
+static int window_ok;       /* ASCII's classes are as the window scanners assume (set_classes checks) */
 static uint32_t ctl_spaces; /* the control characters (below 0x20) that are \s */
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -407,31 +409,25 @@ INLINE int LAST_SET_BIT(uint64_t mask) {
 #endif
 
 #ifdef __SSE2__
-/* GPT-4's pattern (and Llama 3's, which cuts whitespace alike but at the end of the text) on a
- * window of UTF-8 text: the chunk boundaries of the 64 bytes from a chunk
- * start come from class masks of the whole window at once, instead of one chunk after another
- * with a branch on each chunk's kind and end, as far as the window holds ASCII and letters
- * (most of most text: the other characters outside ASCII end it). The chunks from
- * a position depend only on the text from there on (the pattern looks behind nothing), so the
- * window is read as if the text began at its start.
- *
- * A chunk starts (bit set in the masks below, bit k for the byte at k):
- * - at a letter that ends no run of letters, unless the character before it joins it: a space or
- *   other \s but \r\n, or a punctuation character that starts a chunk; then there, instead
- *   ([^\r\n\p{L}\p{N}]?+\p{L}++);
- * - at a digit after no digit, and every third digit of a run (\p{N}{1,3}+), and after the run;
- * - at a punctuation character after no punctuation, or at the space before it (' ?[^\s\p{L}\p{N}]++');
- *   the \r\n right after a punctuation run are its own ([\r\n]*+), and a chunk starts after them;
- * - at a run of other whitespace; after its last \r\n (\s*[\r\n]); at its last character when it
- *   has two or more after that (\s+(?!\S)); that last one joins a letter or (a space) a
- *   punctuation run after it, as above;
- * - after a contraction: an apostrophe that starts a chunk, then s, d, m, t or ll, ve, re in
- *   either case.
- * A letter outside ASCII is letter bytes. Boundaries are given up to the first other character
- * outside ASCII (or one the window cuts), or up to a run of whitespace that reaches it (whose
- * end is not known), or an apostrophe too near it. The hypothesis tests hold this to the regex
- * module. */
+/* Window scanners: a pattern on a window of UTF-8 text, the chunk boundaries of the 64 bytes
+ * from a chunk start from class masks of the whole window at once (bit k for the byte at k),
+ * instead of one chunk after another with a branch on each chunk's kind and end, as far as the
+ * window holds ASCII and letters (most of most text: the other characters outside ASCII end it).
+ * The chunks from a position depend only on the text from there on (no pattern looks behind),
+ * so the window is read as if the text began at its start. Boundaries are given up to the
+ * first other character outside ASCII (or one the window cuts), or up to a run of whitespace
+ * that reaches it (whose end is not known), or an apostrophe too near it. The hypothesis tests
+ * hold each window scanner to the regex module. */
+typedef struct {
+    /* letters (every byte of a letter outside ASCII), digits, \r\n, ' ', \s, apostrophes;
+     * with cased (o200k), the letters' cases: upper (U only: Lu, Lt), lower (W only: Ll) and
+     * caseless (both: Lm, Lo), and slashes */
+    uint64_t L, N, NL, SP, S, AP, upper, lower, caseless, slash;
+    int lim; /* the window's usable length: bits at lim and after are clear */
+} WindowClasses;
+
 INLINE uint64_t lanes16(__m128i m, int q) { return (uint64_t)(unsigned)_mm_movemask_epi8(m) << (16 * q); }
+INLINE uint64_t below_bit(int k) { return k >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << k) - 1; }
 
 /* The first byte past a run of the bits of m from k on (64 if the run reaches the window's end). */
 INLINE int run_past(uint64_t m, int k) {
@@ -439,21 +435,25 @@ INLINE int run_past(uint64_t m, int k) {
     return rest ? k + FIRST_SET_BIT(rest) : 64;
 }
 
-/* The ends of up to room chunks from s (a chunk start at position base, with at least 64 bytes of
- * text from it), as far as the window can tell, into ends; their number (0: the window cannot
- * tell one, and the caller takes a chunk the ordinary way). Where the window meets a character
- * outside ASCII that is no letter, *resume is set past it: no window is worth trying before. */
-static Py_ssize_t gpt4_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room,
-                              Py_ssize_t *resume) {
+/* The class masks of the 64 bytes from s (a chunk start at position base); 0 when fewer than 8
+ * bytes are usable (the caller takes a chunk the ordinary way). Where the window meets a
+ * character outside ASCII that is no letter, *resume is set past it: no window is worth trying
+ * before. */
+INLINE int window_classes(const uint8_t *s, Py_ssize_t base, int cased, WindowClasses *w, Py_ssize_t *resume) {
     if (!window_ok) {
         *resume = PY_SSIZE_T_MAX;
         return 0;
     }
-    uint64_t lead = 0, L = 0, N = 0, NL = 0, SP = 0, S = 0, AP = 0, CTL = 0;
+    uint64_t lead = 0, L = 0, N = 0, NL = 0, SP = 0, S = 0, AP = 0, CTL = 0, UP = 0, SL = 0;
     for (int q = 0; q < 4; q++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(s + 16 * q));
         __m128i d = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a'));
         L |= lanes16(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8('z' - 'a')), d), q);
+        if (cased) {
+            d = _mm_sub_epi8(v, _mm_set1_epi8('A'));
+            UP |= lanes16(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8('Z' - 'A')), d), q);
+            SL |= lanes16(_mm_cmpeq_epi8(v, _mm_set1_epi8('/')), q);
+        }
         d = _mm_sub_epi8(v, _mm_set1_epi8('0'));
         N |= lanes16(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d), q);
         __m128i nl = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r')));
@@ -466,33 +466,79 @@ static Py_ssize_t gpt4_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t bas
         /* (signed: 0xC0 and up are -64 .. -1) */
         lead |= lanes16(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)0xBF)), _mm_cmplt_epi8(v, _mm_setzero_si128())), q);
     }
-    /* a letter outside ASCII is letter bytes (its other classes do not matter to this pattern);
-     * the window ends at any other character outside ASCII, or one that it cuts */
+    uint64_t LO = L & ~UP, CL = 0; /* (ASCII so far) */
+    /* a letter outside ASCII is letter bytes; the window ends at any other character outside
+     * ASCII, or one that it cuts */
     int lim = 64;
     const Scan utf8 = {PRETOK_UTF8_KIND, s, 64, classes};
     for (; lead; lead &= lead - 1) {
         int q = FIRST_SET_BIT(lead), len = s[q] < 0xE0 ? 2 : s[q] < 0xF0 ? 3 : 4;
         if (q + len > 64) { lim = q; break; }
-        if (!(cls(&utf8, q) & LETTER)) {
+        int c = cls(&utf8, q);
+        if (!(c & LETTER)) {
             lim = q;
             *resume = base + q + 1;
             break;
         }
-        L |= (((uint64_t)1 << len) - 1) << q;
+        uint64_t bytes = (((uint64_t)1 << len) - 1) << q;
+        L |= bytes;
+        if (cased) {
+            if ((c & (UPPERISH | LOWERISH)) == (UPPERISH | LOWERISH)) CL |= bytes;
+            else if (c & UPPERISH) UP |= bytes;
+            else LO |= bytes;
+        }
     }
     if (lim < 8) return 0;
-    uint64_t valid = lim == 64 ? ~(uint64_t)0 : ((uint64_t)1 << lim) - 1;
+    uint64_t valid = below_bit(lim);
     for (uint64_t rare = CTL & ~S & valid; rare; rare &= rare - 1) { /* \v, \f, \x1c-\x1f: as the table says */
         int k = FIRST_SET_BIT(rare);
         if ((ctl_spaces >> s[k]) & 1) S |= (uint64_t)1 << k;
     }
-    L &= valid; N &= valid; NL &= valid; SP &= valid; S &= valid; AP &= valid;
-    uint64_t O = valid & ~(L | N | S);
+    w->L = L & valid; w->N = N & valid; w->NL = NL & valid; w->SP = SP & valid; w->S = S & valid;
+    w->AP = AP & valid; w->upper = UP & valid; w->lower = LO & valid; w->caseless = CL & valid;
+    w->slash = SL & valid;
+    w->lim = lim;
+    return 1;
+}
+
+/* The chunk ends at the window's starts below cut (bit 0 excepted, where the window begins) into
+ * ends, up to room of them; their number. */
+INLINE Py_ssize_t window_ends(uint64_t starts, int cut, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room) {
+    starts &= below_bit(cut) & ~(uint64_t)1;
+    Py_ssize_t count = 0;
+    for (; starts && count < room; starts &= starts - 1) ends[count++] = base + FIRST_SET_BIT(starts);
+    return count;
+}
+
+/* The chunk starts of GPT-4's pattern (and Llama 3's, which cuts whitespace alike but at the end
+ * of the text, which no window decides), or with o200k of o200k's, which cuts all but letters
+ * as GPT-4's does. A chunk starts:
+ * - at a letter that ends no run of letters, unless the character before it joins it: a space or
+ *   other \s but \r\n, or a punctuation character that starts a chunk; then there, instead
+ *   ([^\r\n\p{L}\p{N}]?+\p{L}++; o200k's X? before its letters);
+ * - o200k: also at an upper-case letter (U only) after a lower-case one (W only) in a run of
+ *   both cases (X?U*W+C?|X?U+W*C?); a run that mixes caseless letters with cased ones stops the
+ *   window at its start;
+ * - at a digit after no digit, and every third digit of a run (\p{N}{1,3}+), and after the run;
+ * - at a punctuation character after no punctuation, or at the space before it (' ?[^\s\p{L}\p{N}]++');
+ *   the \r\n right after a punctuation run are its own ([\r\n]*+), and a chunk starts after them;
+ * - at a run of other whitespace; after its last \r\n (\s*[\r\n]); at its last character when it
+ *   has two or more after that (\s+(?!\S)); that last one joins a letter or (a space) a
+ *   punctuation run after it, as above;
+ * - GPT-4: after a contraction: an apostrophe that starts a chunk, then s, d, m, t or ll, ve, re
+ *   in either case (U+017F for s too, as (?i) takes it); o200k: a contraction right after a
+ *   letter (C?) belongs to the letters' chunk, and a chunk starts after it. */
+INLINE uint64_t gpt4_family_starts(const uint8_t *s, const WindowClasses *w, int o200k, int *cut_out) {
+    const uint64_t L = w->L, N = w->N, NL = w->NL, SP = w->SP, S = w->S, AP = w->AP;
+    const uint64_t O = below_bit(w->lim) & ~(L | N | S);
     uint64_t starts = 1;
     /* the line breaks right after a punctuation run are its own (a chunk starts after them at
      * whatever follows, by the rules below) */
     uint64_t absorbed = NL & ~(NL + (NL & (O << 1)));
     uint64_t W = S & ~absorbed; /* whitespace of its own */
+    int cut = w->lim;
+    if (o200k && ((absorbed << 1) & w->slash)) /* [\r\n/]*: a slash after them is theirs too; not here */
+        cut = LAST_SET_BIT(O & ~(O << 1) & below_bit(FIRST_SET_BIT((absorbed << 1) & w->slash)));
     /* punctuation */
     uint64_t o_start = O & ~(O << 1), spaced = o_start & (SP << 1);
     uint64_t o_alone = o_start & ~spaced; /* a punctuation character that starts a chunk */
@@ -500,9 +546,15 @@ static Py_ssize_t gpt4_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t bas
     /* letters */
     uint64_t l_start = L & ~(L << 1), joined = l_start & (((W & ~NL) | o_alone) << 1);
     starts |= (joined >> 1) | (l_start & ~joined); /* (what follows a run starts a chunk by its own rule) */
+    if (o200k) {
+        uint64_t cased = w->upper | w->lower, mixed = w->caseless & ((cased << 1) | (cased >> 1));
+        int run = mixed ? LAST_SET_BIT(l_start & below_bit(FIRST_SET_BIT(mixed) + 1)) : 64;
+        if (run < cut) cut = run;
+        starts |= w->upper & (w->lower << 1);
+    }
     /* digits, three at a time */
     uint64_t n_start = N & ~(N << 1);
-    starts |= n_start | (~N & (N << 1) & valid);
+    starts |= n_start | (~N & (N << 1) & below_bit(w->lim));
     for (uint64_t runs = n_start; runs; runs &= runs - 1) {
         int a = FIRST_SET_BIT(runs), e = run_past(N, a);
         for (int k = a + 3; k < e; k += 3) starts |= (uint64_t)1 << k;
@@ -510,30 +562,80 @@ static Py_ssize_t gpt4_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t bas
     /* whitespace */
     uint64_t w_start = W & ~(W << 1);
     starts |= w_start;
-    int cut = lim;
     for (uint64_t runs = w_start & (W >> 1); runs; runs &= runs - 1) { /* runs of two or more */
         int a = FIRST_SET_BIT(runs), e = run_past(W, a);
-        if (e >= lim) { cut = a; break; } /* its end (and with it its chunks) is not known */
-        uint64_t breaks = NL & (((uint64_t)1 << e) - 1) & ~(((uint64_t)1 << a) - 1);
+        if (a >= cut) break;
+        if (e >= w->lim) { cut = a; break; } /* its end (and with it its chunks) is not known */
+        uint64_t breaks = NL & below_bit(e) & ~below_bit(a);
         int rest = breaks ? LAST_SET_BIT(breaks) + 1 : a; /* after its last line break */
         if (rest < e) starts |= (uint64_t)1 << rest;
         if (e - rest >= 2) starts |= (uint64_t)1 << (e - 1);
     }
     /* contractions */
-    for (uint64_t quotes = AP & o_alone; quotes; quotes &= quotes - 1) {
+    int after = -1; /* where the last one ended: in o200k the letter before is its own, no letters' */
+    for (uint64_t quotes = AP & o_alone & (o200k ? L << 1 : ~(uint64_t)0); quotes; quotes &= quotes - 1) {
         int k = FIRST_SET_BIT(quotes);
-        if (k + 3 > cut) { cut = k; break; }
+        if (o200k && k == after) continue;
+        if (k + 3 > cut) { if (k < cut) cut = k; break; }
         uint8_t c = s[k + 1] | 0x20, d = s[k + 2] | 0x20;
-        int long_s = s[k + 1] == 0xC5 && s[k + 2] == 0xBF; /* U+017F, which (?i) takes for s */
-        if (c == 's' || c == 'd' || c == 'm' || c == 't') starts |= (uint64_t)1 << (k + 2);
-        else if (((c == 'l' && d == 'l') || (c == 'v' && d == 'e') || (c == 'r' && d == 'e') || long_s) && k + 3 < 64)
-            starts |= (uint64_t)1 << (k + 3);
+        int len = c == 's' || c == 'd' || c == 'm' || c == 't' ? 2
+                  : (c == 'l' && d == 'l') || (c == 'v' && d == 'e') || (c == 'r' && d == 'e') ||
+                    (s[k + 1] == 0xC5 && s[k + 2] == 0xBF) /* U+017F */ ? 3 : 0;
+        if (!len) continue;
+        if (k + len >= 64) { cut = k; break; }
+        /* (a case change inside it starts nothing; in o200k the letters before take it) */
+        starts &= ~(below_bit(k + len) & ~below_bit(o200k ? k : k + 1));
+        starts |= (uint64_t)1 << (k + len);
+        after = k + len;
     }
-    starts &= ((cut == 64 ? ~(uint64_t)0 : ((uint64_t)1 << cut) - 1)) & ~(uint64_t)1;
-    Py_ssize_t count = 0;
-    for (; starts && count < room; starts &= starts - 1) ends[count++] = base + FIRST_SET_BIT(starts);
-    return count;
+    *cut_out = cut;
+    return starts;
 }
+
+/* The chunk starts of GPT-2's pattern, '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++
+ * |\s++$|\s+(?!\S)|\s. A chunk starts:
+ * - at every run of letters, of digits, of punctuation, unless a space before it joins it: the
+ *   last character of a run of whitespace, when that is ' ';
+ * - at a run of whitespace, and at its last character (\s+(?!\S), then \s or the space that joins);
+ * - after a contraction: an apostrophe that starts a chunk, then s, d, m, t or ll, ve, re (lower
+ *   case only: the pattern has no (?i)). */
+INLINE uint64_t gpt2_starts(const uint8_t *s, const WindowClasses *w, int *cut_out) {
+    const uint64_t L = w->L, N = w->N, W = w->S, O = below_bit(w->lim) & ~(L | N | W);
+    uint64_t runs = (L & ~(L << 1)) | (N & ~(N << 1)) | (O & ~(O << 1));
+    uint64_t w_start = W & ~(W << 1), w_last = W & ~(W >> 1);
+    int cut = w->lim;
+    if ((W >> (w->lim - 1)) & 1) cut = LAST_SET_BIT(w_start); /* a run that reaches the end: unknown */
+    uint64_t joined = runs & ((w_last & w->SP) << 1);
+    uint64_t starts = 1 | w_start | w_last | (runs & ~joined);
+    for (uint64_t quotes = w->AP & runs & ~joined; quotes; quotes &= quotes - 1) {
+        int k = FIRST_SET_BIT(quotes);
+        if (k + 3 > cut) { if (k < cut) cut = k; break; }
+        uint8_t c = s[k + 1], d = s[k + 2];
+        int len = c == 's' || c == 'd' || c == 'm' || c == 't' ? 2
+                  : (c == 'l' && d == 'l') || (c == 'v' && d == 'e') || (c == 'r' && d == 'e') ? 3 : 0;
+        if (!len) continue;
+        if (k + len >= 64) { cut = k; break; }
+        starts = (starts & ~((uint64_t)1 << (k + 1))) | ((uint64_t)1 << (k + len));
+    }
+    *cut_out = cut;
+    return starts;
+}
+
+/* Each pattern's window scanner: the ends of up to room chunks from s (a chunk start at position
+ * base, with at least 64 bytes of text from it), as far as the window can tell, into ends; their
+ * number (0: the window cannot tell one). */
+#define WINDOW_SCANNER(NAME, CASED, STARTS)                                                         \
+    static Py_ssize_t NAME(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room,  \
+                           Py_ssize_t *resume) {                                                    \
+        WindowClasses w;                                                                            \
+        if (!window_classes(s, base, CASED, &w, resume)) return 0;                                  \
+        int cut;                                                                                    \
+        uint64_t starts = STARTS;                                                                   \
+        return window_ends(starts, cut, ends, base, room);                                          \
+    }
+WINDOW_SCANNER(gpt4_window, 0, gpt4_family_starts(s, &w, 0, &cut))
+WINDOW_SCANNER(o200k_window, 1, gpt4_family_starts(s, &w, 1, &cut))
+WINDOW_SCANNER(gpt2_window, 0, gpt2_starts(s, &w, &cut))
 #endif
 
 /* no window: the scanner goes chunk by chunk */
@@ -589,11 +691,13 @@ INLINE Py_ssize_t no_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base,
     }
 
 #ifndef __SSE2__
+#define gpt2_window no_window
 #define gpt4_window no_window
+#define o200k_window no_window
 #endif
-SCANNER(gpt2, no_window)
+SCANNER(gpt2, gpt2_window)
 SCANNER(gpt4, gpt4_window)
-SCANNER(o200k, no_window)
+SCANNER(o200k, o200k_window)
 SCANNER(llama3, gpt4_window) /* (Llama 3 differs only at whitespace that ends the text, which no window decides) */
 
 static int check_classes(void) {
@@ -705,14 +809,16 @@ static PyObject *set_classes(PyObject *self, PyObject *args) {
     copy['\r'] |= NEWLINE;
     copy['\n'] |= NEWLINE;
     memcpy(latin1_classes, copy, sizeof latin1_classes);
-    /* the window scanner's view of ASCII: letters A-Z a-z, digits 0-9, \s space, \t \n \r and
-     * maybe other control characters; else it stays off */
+    /* the window scanners' view of ASCII: letters A-Z (upper case only) a-z (lower case only),
+     * digits 0-9, \s space, \t \n \r and maybe other control characters; else they stay off */
     int ok = 1;
     uint32_t ctl = 0;
     for (int c = 0; c < 128; c++) {
         int letter = (c | 0x20) >= 'a' && (c | 0x20) <= 'z', digit = c >= '0' && c <= '9';
         int space = (copy[c] & SPACE) != 0;
         if (((copy[c] & LETTER) != 0) != letter || ((copy[c] & NUMBER) != 0) != digit) ok = 0;
+        int cases = copy[c] & (UPPERISH | LOWERISH);
+        if (cases != (!letter ? 0 : c <= 'Z' ? UPPERISH : LOWERISH)) ok = 0;
         if (space && (letter || digit || (c >= 0x20 && c != ' '))) ok = 0;
         if (!space && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) ok = 0;
         if (space && c < 0x20) ctl |= (uint32_t)1 << c;

@@ -171,13 +171,15 @@ def test_utf8_instance_splits_alike(name, text, batch):
     assert patterns._native.chunk_ends(scanner, text, batch, True) == utf8_ends_of(findall(NATIVE_PATTERNS[name], text))
 
 
-# Every decision of the GPT-4 pattern, for the window scanner (64 bytes at a time, letters outside
-# ASCII included): contraction letters in both cases and U+017F (which (?i) takes for s), each
-# kind of ASCII space and line break, digits, punctuation, letters of 2, 3 and 4 bytes, and
+# Every decision of the GPT-2, GPT-4 and o200k patterns, for the window scanners (64 bytes at a
+# time, letters outside ASCII included): contraction letters in both cases and U+017F (which (?i)
+# takes for s), each kind of ASCII space and line break, digits, punctuation and o200k's slash,
+# letters of 2, 3 and 4 bytes of each case (Ll, Lu, Lt, Lm, Lo: o200k cuts words at case), and
 # characters outside ASCII that are no letter (where the window stops): × (Sm), a combining
 # mark, a no-break and an ideographic space, an ideographic full stop, an Arabic-Indic digit.
-WINDOW_CHARS = list("aZsSdDmMtTlLvVeErRxy") + list("0123") * 2 + ["'"] * 4 + list(" " * 8 + "\t\n\r\x0b\x0c\x1c\x1f") \
-    + list(".,!-/(") + list("\u00e9\u00c0\u017f\u0436\u03a9\u4f60\u4e00\U0001d400") \
+WINDOW_CHARS = list("aZsSdDmMtTlLvVeErRxyABC") + list("0123") * 2 + ["'"] * 4 \
+    + list(" " * 8 + "\t\n\r\x0b\x0c\x1c\x1f") + list(".,!-/(//") \
+    + list("\u00e9\u00c0\u017f\u0436\u03a9\u01c5\u02b0\u4f60\u4e00\U0001d400") \
     + list("\u00d7\u0301\u00a0\u3000\u3002\u0663")
 
 
@@ -186,11 +188,12 @@ WINDOW_CHARS = list("aZsSdDmMtTlLvVeErRxy") + list("0123") * 2 + ["'"] * 4 + lis
 @given(text=st.text(st.sampled_from(WINDOW_CHARS), min_size=60, max_size=400),
        words=st.lists(st.sampled_from(["don't", " it's", "'LL", " 're", "  ", "\n\n", ".\n\n ", "...", " (", "1234567",
                                        " \n x", "'s", "''", " '", "\t'", "x'y", "  \t", " .", "'\u017f", "'\u017fx", "x'\u017fz", " Straße",
-                                       " жизнь", "你好", "\u00e9t\u00e9's"]), max_size=30),
+                                       " жизнь", "你好", "\u00e9t\u00e9's", "McDONALD", "HTTPServer", "日本abc", "ABC日本",
+                                       "日Ab", "don't's", "I'M", "we'LL", ";\r\n//", ".\n/x", "ǅx", "xʰY"]), max_size=30),
        batch=st.sampled_from([64, 100, 128]))
 def test_utf8_windows_split_alike(name, text, words, batch):
     """Long ASCII stretches through the UTF-8 instance, many chunk ends at a time (where the
-    GPT-4 scanner takes 64 bytes at once): the regex module's chunks."""
+    scanners take 64 bytes at once): the regex module's chunks."""
     scanner = native_scanner(NATIVE_PATTERNS[name])
     for sample in (text, "".join(words) * 3, text[:70] + "".join(words) + text[70:]):
         expected = utf8_ends_of(findall(NATIVE_PATTERNS[name], sample))
