@@ -119,19 +119,21 @@ typedef struct {
     uint16_t nids;
 } PieceSlot;
 
-/* In front of both, a cache of short pieces of few ids, keyed by the piece's bytes themselves
- * (up to 16 bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one memory access,
- * where the vocabulary costs three (16 MB: the ~300K distinct short chunks of 16 MB of mixed text
- * fit with few collisions). Two-way: a set of two slots fills a cache line, the most recently used first, so that a
- * rare piece that lands on a frequent one's set pushes out the older of the two, not the
- * frequent one. */
+/* In front of both, a cache of short pieces, keyed by the piece's bytes themselves (up to 16
+ * bytes: two 64-bit words): a hit costs no hash loop, no memcmp and one memory access, where the
+ * vocabulary costs three (16 MB: the ~300K distinct short chunks of 16 MB of mixed text fit with
+ * few collisions). A slot holds up to FRONT_IDS ids; a piece of more (short words of a script the
+ * vocabulary has few merges for) holds where its ids are in the piece cache's arena, which only
+ * grows until the piece cache is emptied, and the front cache with it. Two-way: a set of two
+ * slots fills a cache line, the most recently used first, so that a rare piece that lands on a
+ * frequent one's set pushes out the older of the two, not the frequent one. */
 #define FRONT_BITS 19 /* slots, two per set */
 #define FRONT_MAX_PIECE 16
 #define FRONT_IDS 3
 
 typedef struct {
     uint64_t w0, w1;
-    int32_t ids[FRONT_IDS];
+    int32_t ids[FRONT_IDS]; /* nids > FRONT_IDS: ids[0] is the ids' offset in the piece cache's arena */
     uint16_t len; /* 0: an empty slot */
     uint16_t nids;
 } FrontSlot;
@@ -143,6 +145,7 @@ typedef struct {
     uint8_t *arena;
     size_t arena_len, arena_cap;
     uint32_t entries, refused, max_entries;
+    int reset_due; /* full and refused max_entries pieces: emptied before the next block of chunks */
 } PieceCache;
 
 /* A piece cache whose table has slots slots (a power of two, at least PCACHE_MIN_SLOTS). */
@@ -163,7 +166,7 @@ static void pcache_free(PieceCache *c) {
     if (c) {
         table_free(c->front, ((size_t)1 << FRONT_BITS) * sizeof(FrontSlot));
         table_free(c->slots, (c->slot_mask + 1) * sizeof(PieceSlot));
-        free(c->arena);
+        table_free(c->arena, c->arena_cap);
         free(c);
     }
 }
@@ -216,10 +219,21 @@ static int pcache_grow(PieceCache *c) {
     return 0;
 }
 
-/* Keep ids[0:m] as the piece data[0:n] in the empty slot s (the table grows first when half full;
- * the cache is emptied first when full). */
-static void pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash, const uint8_t *data, Py_ssize_t n,
-                       const int32_t *ids, Py_ssize_t m) {
+/* Empty the cache and its front cache (whose slots may hold offsets into the arena). */
+static void pcache_reset(PieceCache *c) {
+    memset(c->slots, 0, (c->slot_mask + 1) * sizeof(PieceSlot));
+    memset(c->front, 0, ((size_t)1 << FRONT_BITS) * sizeof(FrontSlot));
+    c->arena_len = 0;
+    c->entries = c->refused = 0;
+    c->reset_due = 0;
+}
+
+/* Keep ids[0:m] as the piece data[0:n] in the empty slot s (the table grows first when half
+ * full). The offset of the ids in the arena, or -1 when they were not kept: when full, as after
+ * max_entries such refusals the cache is emptied (pcache_reset, between two blocks of chunks,
+ * when no chunk holds an offset into the arena). */
+static int64_t pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash, const uint8_t *data, Py_ssize_t n,
+                          const int32_t *ids, Py_ssize_t m) {
     size_t need = (size_t)m * sizeof(int32_t) + (((size_t)n + 3) & ~(size_t)3);
     int full = c->entries >= c->max_entries || c->arena_len + need > PCACHE_ARENA_MAX;
     if (!full && (uint64_t)c->entries * 2 >= c->slot_mask) { /* half full: grow, or it is full */
@@ -227,17 +241,16 @@ static void pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash,
         else full = 1;
     }
     if (full) {
-        if (++c->refused < c->max_entries) return;
-        memset(c->slots, 0, (c->slot_mask + 1) * sizeof(PieceSlot));
-        c->arena_len = 0;
-        c->entries = c->refused = 0;
-        s = (PieceSlot *)pcache_find(c, h, m_hash, data, n);
+        if (++c->refused >= c->max_entries) c->reset_due = 1;
+        return -1;
     }
     if (c->arena_len + need > c->arena_cap) {
         size_t cap = c->arena_cap ? c->arena_cap : (size_t)1 << 16;
         while (cap < c->arena_len + need) cap *= 2;
-        uint8_t *arena = realloc(c->arena, cap);
-        if (!arena) return; /* not kept: the cache is only an accelerator */
+        uint8_t *arena = table_alloc(cap); /* (in huge pages when large: front hits read it at random) */
+        if (!arena) return -1; /* not kept: the cache is only an accelerator */
+        if (c->arena_len) memcpy(arena, c->arena, c->arena_len);
+        table_free(c->arena, c->arena_cap);
         c->arena = arena;
         c->arena_cap = cap;
     }
@@ -250,6 +263,7 @@ static void pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash,
     s->nids = (uint16_t)m;
     c->arena_len += need;
     c->entries++;
+    return s->off;
 }
 
 /* The pair table, open addressing with linear probing over any number of slots (fastrange of
@@ -341,14 +355,15 @@ static PieceCache *pcache_clone(const PieceCache *c) {
     if (!copy) return NULL;
     memcpy(copy->front, c->front, ((size_t)1 << FRONT_BITS) * sizeof(FrontSlot));
     memcpy(copy->slots, c->slots, (c->slot_mask + 1) * sizeof(PieceSlot));
-    if (c->arena_len && (copy->arena = malloc(c->arena_cap))) {
+    if (c->arena_len && (copy->arena = table_alloc(c->arena_cap))) {
         memcpy(copy->arena, c->arena, c->arena_len);
         copy->arena_len = c->arena_len;
         copy->arena_cap = c->arena_cap;
         copy->entries = c->entries;
         copy->refused = c->refused;
     } else if (c->arena_len) {
-        memset(copy->slots, 0, (copy->slot_mask + 1) * sizeof(PieceSlot)); /* no arena: keep only the front */
+        memset(copy->slots, 0, (copy->slot_mask + 1) * sizeof(PieceSlot)); /* no arena: no entry */
+        memset(copy->front, 0, ((size_t)1 << FRONT_BITS) * sizeof(FrontSlot));
     }
     return copy;
 }
@@ -762,15 +777,19 @@ static int seed_build(ChunkBPE *self) {
     return 0;
 }
 
+/* Keep the m ids of the piece of n bytes with keys w0, w1 in its front-cache set (NULL: none),
+ * first: the ids themselves, or where they are in the piece cache's arena (off; -1: nowhere, and
+ * a piece of more than FRONT_IDS ids is not kept). */
 static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssize_t n, const int32_t *ids,
-                             Py_ssize_t m) {
-    if (!front || m > FRONT_IDS) return;
+                             Py_ssize_t m, int64_t off) {
+    if (!front || (m > FRONT_IDS && off < 0)) return;
     if (front->w0 != w0 || front->w1 != w1 || front->len != (uint16_t)n) front[1] = front[0]; /* the older goes */
     front->w0 = w0;
     front->w1 = w1;
     front->len = (uint16_t)n;
     front->nids = (uint16_t)m;
-    for (Py_ssize_t k = 0; k < m; k++) front->ids[k] = ids[k];
+    if (m > FRONT_IDS) front->ids[0] = (int32_t)off;
+    else for (Py_ssize_t k = 0; k < m; k++) front->ids[k] = ids[k];
 }
 
 /* Append the ids of the piece data[0:n] (n >= 2) that the front cache does not hold: the
@@ -791,7 +810,7 @@ static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t
         if (t >= 0) {
             ids[0] = self->toks[t].id;
             out->len++;
-            front_put(front, w0, w1, n, ids, 1);
+            front_put(front, w0, w1, n, ids, 1, -1);
             return 0;
         }
     }
@@ -801,7 +820,7 @@ static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t
         if (entry->len) {
             memcpy(ids, cache->arena + entry->off, entry->nids * sizeof(int32_t));
             out->len += entry->nids;
-            front_put(front, w0, w1, n, ids, entry->nids);
+            front_put(front, w0, w1, n, ids, entry->nids, entry->off);
             return 0;
         }
     }
@@ -810,15 +829,15 @@ static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t
         if (id >= 0) {
             ids[0] = id;
             out->len++;
-            front_put(front, w0, w1, n, ids, 1);
+            front_put(front, w0, w1, n, ids, 1, -1);
             return 0;
         }
     }
     for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
     Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE, data) : merge_long(self, ids, n, NO_MERGE);
     if (m < 0) return -1;
-    if (entry) pcache_put(cache, entry, h, mixed >> 20, data, n, ids, m);
-    front_put(front, w0, w1, n, ids, m);
+    int64_t off = entry ? pcache_put(cache, entry, h, mixed >> 20, data, n, ids, m) : -1;
+    front_put(front, w0, w1, n, ids, m, off);
     out->len += m;
     return 0;
 }
@@ -927,6 +946,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
     const FrontSlot *seed = self->seed;
     int stop = 0, count = 0; /* count: chunks encoded */
     for (;;) {
+        if (cache && cache->reset_due) pcache_reset(cache);
         int k = (int)chunk_ends(scanner, t, i, ends, BLOCK_CHUNKS);
         for (int b = 0; b < k; b++) { /* pass 1 */
             BlockChunk *c = &block[b];
@@ -958,6 +978,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
             if (f && f->w0 == c->w0 && f->w1 == c->w1 && f->len == (uint16_t)c->n) {
                 for (int j = 0; j < FRONT_IDS; j++) c->ids[j] = f->ids[j];
                 c->nids = f->nids;
+                if (c->nids > FRONT_IDS) PREFETCH(cache->arena + c->ids[0]);
                 continue;
             }
             if (f && f[1].w0 == c->w0 && f[1].w1 == c->w1 && f[1].len == (uint16_t)c->n) {
@@ -966,6 +987,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
                 f[0] = hit;
                 for (int j = 0; j < FRONT_IDS; j++) c->ids[j] = hit.ids[j];
                 c->nids = hit.nids;
+                if (c->nids > FRONT_IDS) PREFETCH(cache->arena + c->ids[0]);
                 continue;
             }
             if (seed && c->n >= 2 && c->n <= FRONT_MAX_PIECE) {
@@ -985,7 +1007,10 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
         for (int b = 0; b < k; b++) { /* pass 3 */
             BlockChunk *c = &block[b];
             if (idbuf_reserve(out, c->n + FRONT_IDS) < 0) return DOC_NO_MEMORY;
-            if (c->nids > 0) {
+            if (c->nids > FRONT_IDS) { /* (the arena may have moved since pass 2, not emptied) */
+                memcpy(out->ids + out->len, cache->arena + c->ids[0], (size_t)c->nids * sizeof(int32_t));
+                out->len += c->nids;
+            } else if (c->nids > 0) {
                 int32_t *ids = out->ids + out->len;
                 for (int j = 0; j < FRONT_IDS; j++) ids[j] = c->ids[j]; /* all FRONT_IDS: no branch on nids */
                 out->len += c->nids;

@@ -35,6 +35,25 @@ def test_tiny_piece_cache_fills_refuses_and_empties_yet_ids_stay_exact(cache_max
             assert tok.encode_ordinary(doc) == twin_ids(tok, NATIVE_PATTERNS["gpt4"], doc) == reference.encode_ordinary(doc)
 
 
+@pytest.mark.parametrize("cache_max", [2, 40, 1 << 20])
+def test_front_cache_of_many_ids_through_resets_in_one_text(cache_max):
+    """Short pieces of more ids than a front slot holds (the slot then keeps where they are in
+    the piece cache's arena), repeated across many blocks of one long text, while a tiny piece
+    cache fills, refuses and is emptied between blocks: ids stay tiktoken's."""
+    ranks = random_ranks(5, 30, 6, shuffle=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunk_encoder, "_KERNEL_CACHE_MAX_ENTRIES", cache_max)
+        tok = Tokenizer.from_ranks(ranks, pattern="gpt4")
+    reference = tiktoken.Encoding("t", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=ranks, special_tokens={})
+    rng = random.Random(3)
+    words = ["".join(rng.choice("abcdefgh") for _ in range(rng.randint(6, 15))) for _ in range(60)]
+    assert sum(len(reference.encode_ordinary(w)) > 3 for w in words) > 40
+    text = " ".join(rng.choice(words) for _ in range(5000))
+    expected = reference.encode_ordinary(text)
+    for _ in range(3):
+        assert tok.encode_ordinary(text) == expected
+
+
 def test_piece_cache_grows_past_its_first_table():
     """More distinct pieces that need BPE than the piece cache's first table holds (it starts at
     2**16 slots, at most half full): the table doubles, moving its entries, and every piece is
