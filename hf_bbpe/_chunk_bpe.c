@@ -320,6 +320,7 @@ typedef struct {
     int seed_bits;
     PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
     int pcache_busy[PCACHE_POOL];
+    Py_ssize_t ids_per_kb; /* ids per 1024 bytes of UTF-8 in the last large text (see ids_estimate) */
 } ChunkBPE;
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -665,14 +666,36 @@ static int32_t *spare_ids;
 static Py_ssize_t spare_cap;
 
 /* idbuf_reserve of an empty buffer for a call, from the spare buffer when it is large enough to
- * be worth it. Needs the GIL. */
+ * be worth it and not more than twice what the call needs (a document's array keeps only its
+ * ids, see id_array_take: the rest of a larger spare would go back to the system and the next
+ * large call pay for it again). Needs the GIL. */
 static int idbuf_reserve_for_call(IdBuf *b, Py_ssize_t extra) {
-    if (!b->ids && extra >= SPARE_MIN_IDS && spare_ids) {
+    if (!b->ids && extra >= SPARE_MIN_IDS && spare_ids && spare_cap / 2 <= extra) {
         b->ids = spare_ids;
         b->cap = spare_cap;
         spare_ids = NULL;
     }
-    return idbuf_reserve(b, extra);
+    if (b->len + extra <= b->cap) return 0;
+    /* exactly what is asked (not doubled: the estimate is made for it) */
+    int32_t *ids = realloc(b->ids, (size_t)(b->len + extra) * sizeof(int32_t));
+    if (!ids) return -1;
+    b->ids = ids;
+    b->cap = b->len + extra;
+    return 0;
+}
+
+/* How many ids to make room for in a text of bytes of UTF-8: as many per byte as the last large
+ * text had, and a sixteenth more (the kernel starts from a third of the bytes, about what mixed
+ * text takes), so that the buffer a large call fills is neither regrown nor, in an array, cut
+ * back (see id_array_take). */
+static Py_ssize_t ids_estimate(const ChunkBPE *self, Py_ssize_t bytes) {
+    Py_ssize_t ids = bytes / 1024 * self->ids_per_kb + (bytes % 1024) * self->ids_per_kb / 1024;
+    return ids + ids / 16 + 64;
+}
+
+/* Remember the ids per byte of a large text (ids_estimate). Needs the GIL. */
+static void ids_learn(ChunkBPE *self, Py_ssize_t bytes, Py_ssize_t ids) {
+    if (bytes >= ((Py_ssize_t)1 << 16)) self->ids_per_kb = (Py_ssize_t)((double)ids * 1024 / (double)bytes) + 1;
 }
 
 /* Free ids (cap of them), or keep them as the spare buffer (the larger of the two is kept). Needs
@@ -1302,7 +1325,7 @@ static PyObject *encode_whole_text(ChunkBPE *self, PyObject *const *args, Py_ssi
     if (surrogate) return surrogate < 0 ? NULL : Py_NewRef(Py_None);
     IdBuf out = {NULL, 0, 0};
     /* ids are fewer than bytes, about a third of them in mixed text (more are made room for as needed) */
-    if (idbuf_reserve_for_call(&out, t.n / 3 + 64) < 0) return PyErr_NoMemory();
+    if (idbuf_reserve_for_call(&out, ids_estimate(self, t.n)) < 0) return PyErr_NoMemory();
     int status;
     if (t.n < GIL_HOLD_BYTES) {
         status = encode_text_parallel(self, scanner, &t, num_threads, &out);
@@ -1312,6 +1335,7 @@ static PyObject *encode_whole_text(ChunkBPE *self, PyObject *const *args, Py_ssi
         Py_END_ALLOW_THREADS
     }
     PyObject *result;
+    if (status == 0) ids_learn(self, t.n, out.len);
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
     else if (status == DOC_SURROGATE) result = Py_NewRef(Py_None);
     else result = as_array ? id_array_take(&out) : ids_to_list(self, out.ids, out.len);
@@ -1460,7 +1484,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
         if (utf8_text(text, &docs[d]) < 0) goto done;
         bytes += docs[d].n > 0 ? docs[d].n : 0;
     }
-    int failed = idbuf_reserve_for_call(&out, bytes / 3 + 64) < 0;
+    int failed = idbuf_reserve_for_call(&out, ids_estimate(self, bytes)) < 0;
     if (failed) {
         PyErr_NoMemory();
         goto done;
@@ -1473,6 +1497,7 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
         Py_END_ALLOW_THREADS
     }
     if (failed) { PyErr_NoMemory(); goto done; }
+    ids_learn(self, bytes, out.len);
     if (as_lists && out.len >= LISTS_UNLOCKED_MIN_IDS &&
         ((result = ids_to_lists_unlocked(self, out.ids, ends, status, count)) || PyErr_Occurred()))
         goto done;
@@ -1670,6 +1695,7 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
     free_tables(self);
     self->rank_mode = 0;
     self->unmergeable = unmergeable;
+    self->ids_per_kb = 1024 / 3;
     PyObject *seq = PySequence_Fast(byte_ids, "byte_ids must be a sequence of 256 ints");
     if (!seq) return -1;
     if (PySequence_Fast_GET_SIZE(seq) != 256) {

@@ -213,3 +213,19 @@ def test_large_calls_reuse_a_freed_ids_buffer_never_a_live_one(cl100k, cl100k_ra
     for argument, call in calls:
         assert call(argument) == reference.encode_ordinary(argument)
         assert kept.tolist() == want
+
+
+def test_large_calls_after_a_text_of_far_fewer_ids_per_byte(cl100k, cl100k_ranks):
+    """A large call makes room for as many ids per byte as the last large text had: after a
+    text of long English words (few ids per byte), texts of many ids per byte (emoji, digits and
+    CJK: about one id per two bytes or more) outgrow that room and are still whole, alone, in
+    arrays, in lists and in a batch, and an English text after them is too."""
+    reference = tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks,
+                                  special_tokens={})
+    sparse = " information technology" * 40_000
+    dense = "🙂 7 8 9 日本語の文 ∰ " * 30_000
+    for text in (sparse, dense, sparse, dense + sparse, dense):
+        want = reference.encode_ordinary(text)
+        assert cl100k.encode_to_numpy(text, disallowed_special=()).tolist() == want
+        assert cl100k.encode_ordinary(text) == want
+        assert cl100k.encode_batch_to_numpy([text], num_threads=1, disallowed_special=())[0].tolist() == want
