@@ -437,9 +437,10 @@ INLINE int run_past(uint64_t m, int k) {
 
 /* The class masks of the 64 bytes from s (a chunk start at position base); 0 when fewer than 8
  * bytes are usable (the caller takes a chunk the ordinary way). Where the window meets a
- * character outside ASCII that is no letter, *resume is set past it: no window is worth trying
- * before. */
-INLINE int window_classes(const uint8_t *s, Py_ssize_t base, int cased, WindowClasses *w, Py_ssize_t *resume) {
+ * character outside ASCII that is no letter (with others, GPT-2's runs of any class, one that is
+ * \s), *resume is set past it: no window is worth trying before. */
+INLINE int window_classes(const uint8_t *s, Py_ssize_t base, int cased, int others, WindowClasses *w,
+                          Py_ssize_t *resume) {
     if (!window_ok) {
         *resume = PY_SSIZE_T_MAX;
         return 0;
@@ -467,20 +468,25 @@ INLINE int window_classes(const uint8_t *s, Py_ssize_t base, int cased, WindowCl
         lead |= lanes16(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)0xBF)), _mm_cmplt_epi8(v, _mm_setzero_si128())), q);
     }
     uint64_t LO = L & ~UP, CL = 0; /* (ASCII so far) */
-    /* a letter outside ASCII is letter bytes; the window ends at any other character outside
-     * ASCII, or one that it cuts */
+    /* a letter outside ASCII is letter bytes (with others, a number is number bytes and any other
+     * character but \s is left as neither: punctuation); the window ends at any other character
+     * outside ASCII, or one that it cuts */
     int lim = 64;
     const Scan utf8 = {PRETOK_UTF8_KIND, s, 64, classes};
     for (; lead; lead &= lead - 1) {
         int q = FIRST_SET_BIT(lead), len = s[q] < 0xE0 ? 2 : s[q] < 0xF0 ? 3 : 4;
         if (q + len > 64) { lim = q; break; }
         int c = cls(&utf8, q);
+        uint64_t bytes = (((uint64_t)1 << len) - 1) << q;
         if (!(c & LETTER)) {
+            if (others && !(c & SPACE)) {
+                if (c & NUMBER) N |= bytes;
+                continue;
+            }
             lim = q;
             *resume = base + q + 1;
             break;
         }
-        uint64_t bytes = (((uint64_t)1 << len) - 1) << q;
         L |= bytes;
         if (cased) {
             if ((c & (UPPERISH | LOWERISH)) == (UPPERISH | LOWERISH)) CL |= bytes;
@@ -594,8 +600,9 @@ INLINE uint64_t gpt4_family_starts(const uint8_t *s, const WindowClasses *w, int
 
 /* The chunk starts of GPT-2's pattern, '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++
  * |\s++$|\s+(?!\S)|\s. A chunk starts:
- * - at every run of letters, of digits, of punctuation, unless a space before it joins it: the
- *   last character of a run of whitespace, when that is ' ';
+ * - at every run of letters, of numbers, of punctuation (in or outside ASCII alike: a run is of
+ *   one class), unless a space before it joins it: the last character of a run of whitespace,
+ *   when that is ' ';
  * - at a run of whitespace, and at its last character (\s+(?!\S), then \s or the space that joins);
  * - after a contraction: an apostrophe that starts a chunk, then s, d, m, t or ll, ve, re (lower
  *   case only: the pattern has no (?i)). */
@@ -624,18 +631,18 @@ INLINE uint64_t gpt2_starts(const uint8_t *s, const WindowClasses *w, int *cut_o
 /* Each pattern's window scanner: the ends of up to room chunks from s (a chunk start at position
  * base, with at least 64 bytes of text from it), as far as the window can tell, into ends; their
  * number (0: the window cannot tell one). */
-#define WINDOW_SCANNER(NAME, CASED, STARTS)                                                         \
+#define WINDOW_SCANNER(NAME, CASED, OTHERS, STARTS)                                                 \
     static Py_ssize_t NAME(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room,  \
                            Py_ssize_t *resume) {                                                    \
         WindowClasses w;                                                                            \
-        if (!window_classes(s, base, CASED, &w, resume)) return 0;                                  \
+        if (!window_classes(s, base, CASED, OTHERS, &w, resume)) return 0;                          \
         int cut;                                                                                    \
         uint64_t starts = STARTS;                                                                   \
         return window_ends(starts, cut, ends, base, room);                                          \
     }
-WINDOW_SCANNER(gpt4_window, 0, gpt4_family_starts(s, &w, 0, &cut))
-WINDOW_SCANNER(o200k_window, 1, gpt4_family_starts(s, &w, 1, &cut))
-WINDOW_SCANNER(gpt2_window, 0, gpt2_starts(s, &w, &cut))
+WINDOW_SCANNER(gpt4_window, 0, 0, gpt4_family_starts(s, &w, 0, &cut))
+WINDOW_SCANNER(o200k_window, 1, 0, gpt4_family_starts(s, &w, 1, &cut))
+WINDOW_SCANNER(gpt2_window, 0, 1, gpt2_starts(s, &w, &cut)) /* (its runs are of one class, whatever their bytes) */
 #endif
 
 /* no window: the scanner goes chunk by chunk */
