@@ -1,8 +1,11 @@
-"""Benchmark encoding with cl100k_base: hf_bbpe against tiktoken and the fastest exact native peers.
+"""Benchmark encoding with cl100k_base (or o200k_base, or GPT-2's r50k_base): hf_bbpe against
+tiktoken and the fastest exact native peers.
 
-    python scripts/bench_encode.py [CORPUS] [--mb 16] [--rounds 3] [--threads 2] [--skip NAME ...]
+    python scripts/bench_encode.py [CORPUS] [--encoding cl100k_base] [--mb 16] [--rounds 3] [--threads 2]
+                                   [--skip NAME ...]
 
-Loads cl100k_base in every system that installs here (the ``bench`` extra of pyproject.toml:
+Loads the encoding (its rank file from the shared data; GPT-2's made from its encoder.json and
+vocab.bpe) in every system that installs here (the ``bench`` extra of pyproject.toml:
 riptoken, gigatoken, quicktok-v1, toktok-rs; a peer that does not import is skipped and said so)
 and measures, in this one process, interleaved round by round (best round kept; every system is
 loaded afresh for each round and warmed up by one pass over every document, one by one (in each
@@ -29,7 +32,7 @@ printed; about 2 is linear).
 
 Every system's ids are checked against tiktoken's on every document, for the long string and for
 every batch; the script exits with status 1 if any differ. Memory: the RSS growth when each
-system loads cl100k (loaded one after the other, so an approximation), and the peak RSS of the run.
+system loads the encoding (loaded one after the other, so an approximation), and the peak RSS of the run.
 Throughput is UTF-8 MB per second of wall time; the machine is shared, so the CPU seconds of this
 process are printed beside each figure and ratios are only meaningful within one run.
 """
@@ -37,11 +40,15 @@ process are printed beside each figure and ratios are only meaningful within one
 from __future__ import annotations
 
 import argparse
+import atexit
+import base64
 import gc
 import lzma
 import os
 import resource
+import shutil
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("RAYON_NUM_THREADS", "2")  # the Rust peers' thread pools: as many as we use
@@ -50,8 +57,24 @@ import numpy as np  # noqa: E402
 import tiktoken  # noqa: E402
 from tiktoken.load import load_tiktoken_bpe  # noqa: E402
 
-DEFAULT_CORPUS = "/work/shared/data/bench/mix-49mb.txt.xz"
-RANKS_FILE = "/work/shared/data/tiktoken/cl100k_base.tiktoken"
+DATA = "/work/shared/data"
+DEFAULT_CORPUS = f"{DATA}/bench/mix-49mb.txt.xz"
+ENCODINGS = ("cl100k_base", "o200k_base", "r50k_base")
+
+
+def rank_file(encoding: str, workdir: str) -> str:
+    """The encoding's tiktoken rank file: the shared data's, or for r50k_base one written into
+    workdir from GPT-2's encoder.json and vocab.bpe (its file name names the encoding, which is how
+    gigatoken picks its split pattern)."""
+    if encoding != "r50k_base":
+        return f"{DATA}/tiktoken/{encoding}.tiktoken"
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+
+    ranks = data_gym_to_mergeable_bpe_ranks(f"{DATA}/gpt2/vocab.bpe", f"{DATA}/gpt2/encoder.json")
+    path = os.path.join(workdir, "r50k_base.tiktoken")
+    with open(path, "w") as f:
+        f.writelines(f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]))
+    return path
 
 
 def rss_mb() -> float:
@@ -72,10 +95,11 @@ def split_flat(result) -> list[list[int]]:
     return [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
 
 
-def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
+def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
     """name -> {"doc", "long", "batch" (-> list of id lists), "version"}; load RSS; skipped notes."""
-    from hf_bbpe.patterns import GPT4_SPLIT_PATTERN
+    from conversion.presets import PRESETS
 
+    pattern, specials = PRESETS[encoding].pattern, PRESETS[encoding].special_tokens
     systems, memory, skipped = {}, {}, []
 
     def add(name, loader):
@@ -93,8 +117,8 @@ def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
         memory[name] = rss_mb() - before
 
     def load_tiktoken():
-        enc = tiktoken.Encoding("cl100k_base", pat_str=GPT4_SPLIT_PATTERN, mergeable_ranks=load_tiktoken_bpe(RANKS_FILE),
-                                special_tokens={"<|endoftext|>": 100257})
+        enc = tiktoken.Encoding(encoding, pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(ranks_file),
+                                special_tokens=specials)
         return {"version": tiktoken.__version__ if hasattr(tiktoken, "__version__") else "", "doc": enc.encode_ordinary,
                 "long": enc.encode_ordinary,
                 "doc_numpy": lambda text: enc.encode_to_numpy(text, disallowed_special=()),
@@ -103,9 +127,8 @@ def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
 
     def load_hf_bbpe():
         import conversion
-        from conversion.presets import PRESETS
 
-        tok = conversion.from_tiktoken(RANKS_FILE, pattern=PRESETS["cl100k_base"].pattern)
+        tok = conversion.from_tiktoken(ranks_file, pattern=pattern)
         to_numpy = lambda text: tok.encode_to_numpy(text, disallowed_special=())  # noqa: E731
         system = {"version": "this tree", "doc": tok.encode_ordinary, "long": tok.encode_ordinary,
                   "doc_numpy": to_numpy, "long_numpy": to_numpy,
@@ -128,14 +151,14 @@ def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
     def load_riptoken():
         import riptoken
 
-        core = riptoken.CoreBPE(load_tiktoken_bpe(RANKS_FILE), {}, GPT4_SPLIT_PATTERN)
+        core = riptoken.CoreBPE(load_tiktoken_bpe(ranks_file), {}, pattern)
         return {"version": _version("riptoken"), "doc": core.encode_ordinary, "long": core.encode_ordinary,
                 "batch": core.encode_ordinary_batch}
 
     def load_gigatoken():
         import gigatoken
 
-        tok = gigatoken.Tokenizer.from_tiktoken(RANKS_FILE)
+        tok = gigatoken.Tokenizer.from_tiktoken(ranks_file)
         compat = tok.as_tiktoken()
         as_list = lambda text: tok.encode_batch_list([text], parallel=False)[0]  # noqa: E731  (one core)
         return {"version": _version("gigatoken"), "doc": as_list, "long": as_list,
@@ -145,14 +168,14 @@ def load_systems(threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
     def load_quicktok():
         import quicktok
 
-        tok = quicktok.get_encoding("cl100k_base")
+        tok = quicktok.get_encoding(encoding)
         return {"version": _version("quicktok-v1"), "doc": tok.encode_ordinary, "long": tok.encode_ordinary,
                 "batch": lambda docs: tok.encode_batch(docs, threads=threads), "flat": True}
 
     def load_toktok():
         import toktok
 
-        tok = toktok._encoding("cl100k_base")  # its full encode surface (the public API only counts)
+        tok = toktok._encoding(encoding)  # its full encode surface (the public API only counts)
         return {"version": _version("toktok-rs"), "doc": tok.encode_ordinary, "long": tok.encode_ordinary,
                 "doc_numpy": tok.encode_to_numpy, "long_numpy": tok.encode_to_numpy,
                 "batch": lambda docs: tok.encode_batch(docs, threads=threads), "flat": True}
@@ -221,6 +244,7 @@ def timed(fn, *args):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", nargs="?", default=DEFAULT_CORPUS)
+    parser.add_argument("--encoding", choices=ENCODINGS, default="cl100k_base")
     parser.add_argument("--mb", type=float, default=16, help="MB of the corpus to use (from its start)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
@@ -234,7 +258,11 @@ def main() -> None:
     mb = len(text.encode("utf-8")) / 1e6
     print(f"corpus {args.corpus}: first {mb:.1f} MB, {len(documents)} documents; CPUs: {len(os.sched_getaffinity(0))} "
           f"(shared machine: compare figures within this run only)")
-    systems, memory, skipped = load_systems(args.threads, set(args.skip))
+    workdir = tempfile.mkdtemp(prefix="bench_encode_")
+    atexit.register(shutil.rmtree, workdir, True)
+    ranks_file = rank_file(args.encoding, workdir)
+    print(f"encoding {args.encoding}: {ranks_file}")
+    systems, memory, skipped = load_systems(args.encoding, ranks_file, args.threads, set(args.skip))
     for note in skipped:
         print("skipped", note)
 
@@ -254,7 +282,8 @@ def main() -> None:
     equal = {name: True for name in systems}
     for round_ in range(args.rounds):
         if round_:  # fresh objects: no system keeps a cache warmed by the round before
-            systems = {name: fresh for name, fresh in load_systems(args.threads, set(args.skip))[0].items()
+            systems = {name: fresh for name, fresh in load_systems(args.encoding, ranks_file, args.threads,
+                                                                   set(args.skip))[0].items()
                        if name in systems}
         order = list(systems)[round_ % len(systems):] + list(systems)[: round_ % len(systems)]
         for name in order:  # the warm-up: once over every document, one by one and as a batch
@@ -300,7 +329,7 @@ def main() -> None:
 
     peers = [n for n in systems if n != "hf_bbpe"]
     print(f"\nMB/s, best of {args.rounds} interleaved rounds (CPUs busy per wall second in brackets)\n")
-    print("| system | " + " | ".join(label for label, _ in columns.values()) + " | RSS to load cl100k | ids equal |")
+    print("| system | " + " | ".join(label for label, _ in columns.values()) + f" | RSS to load {args.encoding} | ids equal |")
     print("|---|" + "---:|" * len(columns) + "---:|---|")
     for name in systems:
         flat = " (flat uint32 + offsets)" if systems[name].get("flat") else ""
