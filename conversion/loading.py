@@ -171,6 +171,6 @@ def _read(kind: str, files: tuple, pattern: str | None, special_tokens: Mapping[
         return load_preset(preset, files[0], check_hash=False)  # recognised by its hash already
     if pattern is None:
         raise FormatError(f"{files[0]}: a tiktoken rank file records no split pattern and this is no known file: "
-                          "pass pattern= (a regex or gpt2, gpt4, o200k, llama3) and special_tokens=, or use "
+                          "pass pattern= (a regex or gpt2, gpt4, o200k, llama3, qwen2, tekken) and special_tokens=, or use "
                           "load_preset(name, path)", option="pattern")
     return from_tiktoken(files[0], pattern=pattern, special_tokens=special_tokens)

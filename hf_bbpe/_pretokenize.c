@@ -1,5 +1,5 @@
 /*
- * Split text into chunks with the GPT-2, GPT-4 (cl100k), o200k or Llama 3 pattern, in C: the same chunks as
+ * Split text into chunks with the GPT-2, GPT-4 (cl100k), o200k, Llama 3, Qwen2 or Tekken pattern, in C: the same chunks as
  * regex.findall(pattern, text) (tests check it), several times faster. Used by patterns.py;
  * any other pattern goes to the regex module.
  *
@@ -15,6 +15,8 @@
  * Llama 3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
  *        |\s*[\r\n]+|\s+(?!\S)|\s+: GPT-4's alternatives up to the whitespace (its possessive
  *        quantifiers change nothing there), then o200k's whitespace alternatives.
+ * Qwen2: Llama 3's with \p{N} for \p{N}{1,3}. Mistral Tekken: o200k's with \p{N} for \p{N}{1,3}
+ *        and no contraction (C?).
  * At each position the first alternative that matches wins (the regex module's alternation);
  * every character matches some alternative, so the chunks cover the text.
  *
@@ -268,10 +270,10 @@ INLINE Py_ssize_t last_newline_end(const Scan *t, Py_ssize_t i, Py_ssize_t j) {
     return -1;
 }
 
-/* \p{N}{1,3} at a number i */
-INLINE Py_ssize_t up_to_three_numbers(const Scan *t, Py_ssize_t i) {
+/* \p{N}{1,most} at a number i (most: 3, or 1 for Qwen2's and Tekken's \p{N}) */
+INLINE Py_ssize_t numbers(const Scan *t, Py_ssize_t i, int most) {
     Py_ssize_t j = next(t, i);
-    for (int count = 1; count < 3 && is_number(t, j); count++) j = next(t, j);
+    for (int count = 1; count < most && is_number(t, j); count++) j = next(t, j);
     return j - i;
 }
 
@@ -301,8 +303,9 @@ INLINE Py_ssize_t spaces_to_last_newline(const Scan *t, Py_ssize_t i) {
     return j - i;
 }
 
-/* GPT-4's pattern, or with llama3 Llama 3's (which differs only in its whitespace alternatives). */
-INLINE Py_ssize_t gpt4_or_llama3(const Scan *t, Py_ssize_t i, int llama3) {
+/* GPT-4's pattern, or with llama3 Llama 3's (which differs only in its whitespace alternatives),
+ * whose numbers are cut digits at a time (Qwen2's: Llama 3's with \p{N} for \p{N}{1,3}). */
+INLINE Py_ssize_t gpt4_family(const Scan *t, Py_ssize_t i, int llama3, int digits) {
     int c = cls(t, i);
     /* [^\r\n\p{L}\p{N}]?+\p{L}++, tried first for the common " word" (a contraction starts
      * with "'", which is neither letter nor space, so the order of the two changes nothing) */
@@ -314,7 +317,7 @@ INLINE Py_ssize_t gpt4_or_llama3(const Scan *t, Py_ssize_t i, int llama3) {
     }
     if (is_letter(t, j)) return letters_end(t, next(t, j)) - i;
     /* \p{N}{1,3}+ */
-    if (c & NUMBER) return up_to_three_numbers(t, i);
+    if (c & NUMBER) return numbers(t, i, digits);
     /* ' ?[^\s\p{L}\p{N}]++[\r\n]*+' */
     j = (at(t, i) == ' ' && is_other(t, i + 1)) ? i + 1 : i;
     if (is_other(t, j)) {
@@ -325,8 +328,9 @@ INLINE Py_ssize_t gpt4_or_llama3(const Scan *t, Py_ssize_t i, int llama3) {
     return llama3 ? spaces_to_last_newline(t, i) : spaces(t, i, 1);
 }
 
-INLINE Py_ssize_t gpt4(const Scan *t, Py_ssize_t i) { return gpt4_or_llama3(t, i, 0); }
-INLINE Py_ssize_t llama3(const Scan *t, Py_ssize_t i) { return gpt4_or_llama3(t, i, 1); }
+INLINE Py_ssize_t gpt4(const Scan *t, Py_ssize_t i) { return gpt4_family(t, i, 0, 3); }
+INLINE Py_ssize_t llama3(const Scan *t, Py_ssize_t i) { return gpt4_family(t, i, 1, 3); }
+INLINE Py_ssize_t qwen2(const Scan *t, Py_ssize_t i) { return gpt4_family(t, i, 1, 1); }
 
 INLINE Py_ssize_t gpt2(const Scan *t, Py_ssize_t i) {
     Py_ssize_t len = contraction(t, i, 0);
@@ -356,12 +360,12 @@ INLINE Py_ssize_t upper_then_lower(const Scan *t, Py_ssize_t p) {
 }
 
 /* The letter alternatives of o200k, X?U*W+C? | X?U+W*C?, at i (x_here: whether X can match
- * there), or -1 */
-INLINE Py_ssize_t o200k_letters(const Scan *t, Py_ssize_t i, int x_here) {
+ * there; without contractions, Tekken's X?U*W+ | X?U+W*), or -1 */
+INLINE Py_ssize_t o200k_letters(const Scan *t, Py_ssize_t i, int x_here, int contractions) {
     /* X?U*W+C?, trying X first */
     for (int take_x = x_here; take_x >= 0; take_x--) {
         Py_ssize_t end = upper_then_lower(t, take_x ? next(t, i) : i);
-        if (end >= 0) return end + contraction(t, end, 1) - i;
+        if (end >= 0) return end + (contractions ? contraction(t, end, 1) : 0) - i;
     }
     /* X?U+W*C? */
     for (int take_x = x_here; take_x >= 0; take_x--) {
@@ -369,22 +373,23 @@ INLINE Py_ssize_t o200k_letters(const Scan *t, Py_ssize_t i, int x_here) {
         if (!has(t, q, UPPERISH)) continue;
         while (has(t, q, UPPERISH)) q = next(t, q);
         while (has(t, q, LOWERISH)) q = next(t, q);
-        return q + contraction(t, q, 1) - i;
+        return q + (contractions ? contraction(t, q, 1) : 0) - i;
     }
     return -1;
 }
 
-INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
+/* o200k's pattern, or without contractions and with digits 1 Mistral Tekken's (\p{N}, no C?). */
+INLINE Py_ssize_t o200k_family(const Scan *t, Py_ssize_t i, int contractions, int digits) {
     int c = cls(t, i);
     /* X is [^\r\n\p{L}\p{N}]: marks belong to it and to U and W alike */
     int x_here = !(c & (LETTER | NUMBER | NEWLINE));
     /* the letter alternatives need a U or W character at i, or at i + 1 after an X */
     if ((c & (UPPERISH | LOWERISH)) || (x_here && has(t, next(t, i), UPPERISH | LOWERISH))) {
-        Py_ssize_t len = o200k_letters(t, i, x_here);
+        Py_ssize_t len = o200k_letters(t, i, x_here, contractions);
         if (len > 0) return len;
     }
     /* \p{N}{1,3} */
-    if (is_number(t, i)) return up_to_three_numbers(t, i);
+    if (is_number(t, i)) return numbers(t, i, digits);
     /* ' ?[^\s\p{L}\p{N}]+[\r\n/]*' */
     Py_ssize_t j = (at(t, i) == ' ' && is_other(t, i + 1)) ? i + 1 : i;
     if (is_other(t, j)) {
@@ -394,6 +399,9 @@ INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) {
     }
     return spaces_to_last_newline(t, i);
 }
+
+INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) { return o200k_family(t, i, 1, 3); }
+INLINE Py_ssize_t tekken(const Scan *t, Py_ssize_t i) { return o200k_family(t, i, 0, 1); }
 
 static int window_ok;       /* ASCII's classes are as the window scanners assume (set_classes checks) */
 static uint32_t ctl_spaces; /* the control characters (below 0x20) that are \s */
@@ -518,14 +526,16 @@ INLINE Py_ssize_t window_ends(uint64_t starts, int cut, Py_ssize_t *ends, Py_ssi
 
 /* The chunk starts of GPT-4's pattern (and Llama 3's, which cuts whitespace alike but at the end
  * of the text, which no window decides), or with o200k of o200k's, which cuts all but letters
- * as GPT-4's does. A chunk starts:
+ * as GPT-4's does; with digits 1, numbers digit by digit (Qwen2's: Llama 3's but \p{N}; Tekken's:
+ * o200k's but \p{N} and no contractions). A chunk starts:
  * - at a letter that ends no run of letters, unless the character before it joins it: a space or
  *   other \s but \r\n, or a punctuation character that starts a chunk; then there, instead
  *   ([^\r\n\p{L}\p{N}]?+\p{L}++; o200k's X? before its letters);
  * - o200k: also at an upper-case letter (U only) after a lower-case one (W only) in a run of
  *   both cases (X?U*W+C?|X?U+W*C?); a run that mixes caseless letters with cased ones stops the
  *   window at its start;
- * - at a digit after no digit, and every third digit of a run (\p{N}{1,3}+), and after the run;
+ * - at a digit after no digit, and every third digit of a run (\p{N}{1,3}+; every digit with
+ *   digits 1), and after the run;
  * - at a punctuation character after no punctuation, or at the space before it (' ?[^\s\p{L}\p{N}]++');
  *   the \r\n right after a punctuation run are its own ([\r\n]*+), and a chunk starts after them;
  * - at a run of other whitespace; after its last \r\n (\s*[\r\n]); at its last character when it
@@ -534,7 +544,8 @@ INLINE Py_ssize_t window_ends(uint64_t starts, int cut, Py_ssize_t *ends, Py_ssi
  * - GPT-4: after a contraction: an apostrophe that starts a chunk, then s, d, m, t or ll, ve, re
  *   in either case (U+017F for s too, as (?i) takes it); o200k: a contraction right after a
  *   letter (C?) belongs to the letters' chunk, and a chunk starts after it. */
-INLINE uint64_t gpt4_family_starts(const uint8_t *s, const WindowClasses *w, int o200k, int *cut_out) {
+INLINE uint64_t gpt4_family_starts(const uint8_t *s, const WindowClasses *w, int o200k, int contractions, int digits,
+                                   int *cut_out) {
     const uint64_t L = w->L, N = w->N, NL = w->NL, SP = w->SP, S = w->S, AP = w->AP;
     const uint64_t O = below_bit(w->lim) & ~(L | N | S);
     uint64_t starts = 1;
@@ -558,10 +569,10 @@ INLINE uint64_t gpt4_family_starts(const uint8_t *s, const WindowClasses *w, int
         if (run < cut) cut = run;
         starts |= w->upper & (w->lower << 1);
     }
-    /* digits, three at a time */
-    uint64_t n_start = N & ~(N << 1);
+    /* digits, three at a time (or one) */
+    uint64_t n_start = digits == 1 ? N : N & ~(N << 1);
     starts |= n_start | (~N & (N << 1) & below_bit(w->lim));
-    for (uint64_t runs = n_start; runs; runs &= runs - 1) {
+    for (uint64_t runs = digits == 1 ? 0 : n_start; runs; runs &= runs - 1) {
         int a = FIRST_SET_BIT(runs), e = run_past(N, a);
         for (int k = a + 3; k < e; k += 3) starts |= (uint64_t)1 << k;
     }
@@ -579,7 +590,7 @@ INLINE uint64_t gpt4_family_starts(const uint8_t *s, const WindowClasses *w, int
     }
     /* contractions */
     int after = -1; /* where the last one ended: in o200k the letter before is its own, no letters' */
-    for (uint64_t quotes = AP & o_alone & (o200k ? L << 1 : ~(uint64_t)0); quotes; quotes &= quotes - 1) {
+    for (uint64_t quotes = contractions ? AP & o_alone & (o200k ? L << 1 : ~(uint64_t)0) : 0; quotes; quotes &= quotes - 1) {
         int k = FIRST_SET_BIT(quotes);
         if (o200k && k == after) continue;
         if (k + 3 > cut) { if (k < cut) cut = k; break; }
@@ -640,8 +651,10 @@ INLINE uint64_t gpt2_starts(const uint8_t *s, const WindowClasses *w, int *cut_o
         uint64_t starts = STARTS;                                                                   \
         return window_ends(starts, cut, ends, base, room);                                          \
     }
-WINDOW_SCANNER(gpt4_window, 0, 0, gpt4_family_starts(s, &w, 0, &cut))
-WINDOW_SCANNER(o200k_window, 1, 0, gpt4_family_starts(s, &w, 1, &cut))
+WINDOW_SCANNER(gpt4_window, 0, 0, gpt4_family_starts(s, &w, 0, 1, 3, &cut))
+WINDOW_SCANNER(qwen2_window, 0, 0, gpt4_family_starts(s, &w, 0, 1, 1, &cut))
+WINDOW_SCANNER(o200k_window, 1, 0, gpt4_family_starts(s, &w, 1, 1, 3, &cut))
+WINDOW_SCANNER(tekken_window, 1, 0, gpt4_family_starts(s, &w, 1, 0, 1, &cut))
 WINDOW_SCANNER(gpt2_window, 0, 1, gpt2_starts(s, &w, &cut)) /* (its runs are of one class, whatever their bytes) */
 #endif
 
@@ -700,12 +713,16 @@ INLINE Py_ssize_t no_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base,
 #ifndef __SSE2__
 #define gpt2_window no_window
 #define gpt4_window no_window
+#define qwen2_window no_window
 #define o200k_window no_window
+#define tekken_window no_window
 #endif
 SCANNER(gpt2, gpt2_window)
 SCANNER(gpt4, gpt4_window)
 SCANNER(o200k, o200k_window)
 SCANNER(llama3, gpt4_window) /* (Llama 3 differs only at whitespace that ends the text, which no window decides) */
+SCANNER(qwen2, qwen2_window)
+SCANNER(tekken, tekken_window)
 
 static int check_classes(void) {
     if (classes != NULL) return 0;
@@ -737,17 +754,22 @@ static PyObject *split(PyObject *args, const PretokScanner *scanner) {
     return out;
 }
 
-#define NSCANNERS 4
+#define NSCANNERS 6
 static const PretokScanner scanners[NSCANNERS] = {{gpt2_chunk, &classes, gpt2_chunks},
                                                   {gpt4_chunk, &classes, gpt4_chunks},
                                                   {o200k_chunk, &classes, o200k_chunks},
-                                                  {llama3_chunk, &classes, llama3_chunks}};
-static const char *scanner_names[NSCANNERS] = {"scanner_gpt2", "scanner_gpt4", "scanner_o200k", "scanner_llama3"};
+                                                  {llama3_chunk, &classes, llama3_chunks},
+                                                  {qwen2_chunk, &classes, qwen2_chunks},
+                                                  {tekken_chunk, &classes, tekken_chunks}};
+static const char *scanner_names[NSCANNERS] = {"scanner_gpt2", "scanner_gpt4", "scanner_o200k", "scanner_llama3",
+                                                "scanner_qwen2", "scanner_tekken"};
 
 static PyObject *split_gpt2(PyObject *self, PyObject *args) { return split(args, &scanners[0]); }
 static PyObject *split_gpt4(PyObject *self, PyObject *args) { return split(args, &scanners[1]); }
 static PyObject *split_o200k(PyObject *self, PyObject *args) { return split(args, &scanners[2]); }
 static PyObject *split_llama3(PyObject *self, PyObject *args) { return split(args, &scanners[3]); }
+static PyObject *split_qwen2(PyObject *self, PyObject *args) { return split(args, &scanners[4]); }
+static PyObject *split_tekken(PyObject *self, PyObject *args) { return split(args, &scanners[5]); }
 
 /* chunk_ends(scanner, text, max, utf8=False): the end of every chunk of text, from the scanner's
  * chunks() asked for max ends at a time, or from its chunk() with max 0; with utf8, of the text's
@@ -842,6 +864,8 @@ static PyMethodDef methods[] = {
     {"split_gpt2", split_gpt2, METH_VARARGS, "regex.findall(GPT2_SPLIT_PATTERN, text), in C."},
     {"split_o200k", split_o200k, METH_VARARGS, "regex.findall(O200K_SPLIT_PATTERN, text), in C."},
     {"split_llama3", split_llama3, METH_VARARGS, "regex.findall(LLAMA3_SPLIT_PATTERN, text), in C."},
+    {"split_qwen2", split_qwen2, METH_VARARGS, "regex.findall(QWEN2_SPLIT_PATTERN, text), in C."},
+    {"split_tekken", split_tekken, METH_VARARGS, "regex.findall(TEKKEN_SPLIT_PATTERN, text), in C."},
     {"chunk_ends", chunk_ends, METH_VARARGS,
      "chunk_ends(scanner, text, max, utf8=False): chunk end positions from chunks() (max at a time) or chunk() (max 0), "
      "of text's code points or (utf8) of its UTF-8 bytes; for tests."},

@@ -1,7 +1,7 @@
 """``encode_batch``: many texts on several threads (or processes), results in input order.
 
 Threads are the default. Where the C kernel encodes and the chunking is one of the patterns the C
-scanner knows (GPT-2, GPT-4, o200k, Llama 3, no normalizer), the whole batch is one C call that
+scanner knows (GPT-2, GPT-4, o200k, Llama 3, Qwen2, Tekken, no normalizer), the whole batch is one C call that
 releases the GIL once and runs its own threads over ranges of documents (``encode_texts``): no
 Python thread pool, no GIL taken back per range, and for lists the int objects are put in place
 without the GIL too, so threads scale with cores and nothing is copied between processes. Elsewhere (the pure-Python encoder, ``regex``-module patterns, normalizers and

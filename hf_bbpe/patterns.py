@@ -46,8 +46,29 @@ It is tiktoken's earlier cl100k pattern, and it is not GPT4_SPLIT_PATTERN: its `
 keeps the spaces after a text's last line break in the next chunk (GPT-4's ``\s++$`` takes them
 with the line break)."""
 
+QWEN2_SPLIT_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+"""Qwen2 and Qwen3, character for character as transformers' ``Qwen2Tokenizer`` (its
+``tokenizer.json`` holds the same regex): Llama 3's with one digit a chunk."""
+
+TEKKEN_SPLIT_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*""",
+        r"""\p{N}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+"""Mistral's Tekken, character for character as the ``pattern`` of mistral_common's ``tekken_*.json``:
+o200k's without contractions and with one digit a chunk."""
+
 NATIVE_PATTERNS: dict[str, str] = {"gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN,
-                                   "llama3": LLAMA3_SPLIT_PATTERN}
+                                   "llama3": LLAMA3_SPLIT_PATTERN, "qwen2": QWEN2_SPLIT_PATTERN,
+                                   "tekken": TEKKEN_SPLIT_PATTERN}
 """The canonical name of each built-in pattern (the C scanner in ``_pretokenize.c`` splits these)."""
 
 MINBPE_GPT4_SPLIT_PATTERN = (
@@ -114,7 +135,8 @@ def resolve_pattern(pattern: str | None) -> str | None:
 
 
 def pattern_name(pattern: str | None) -> str | None:
-    """The canonical short name ("gpt2", "gpt4", "o200k", "llama3") of a known pattern, else None."""
+    """The canonical short name ("gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken") of a known
+    pattern, else None."""
     return next((name for name, known in NATIVE_PATTERNS.items() if known == pattern), None)
 
 
@@ -141,8 +163,8 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
     the whole match even when the pattern has capturing groups, as in tiktoken and `tokenizers`
     (``regex.findall`` would return the groups and drop the rest of each match).
 
-    The GPT-2, GPT-4, o200k and Llama 3 patterns, and their other spellings, are split by a C
-    scanner (``_pretokenize.c``), several times faster than the regex module; tests check that
+    The GPT-2, GPT-4, o200k, Llama 3, Qwen2 and Tekken patterns, and their other spellings, are
+    split by a C scanner (``_pretokenize.c``), several times faster than the regex module; tests check that
     both give the same chunks. Every other pattern uses the regex module.
     """
     name = scanner_name(pattern)

@@ -1,7 +1,7 @@
 """Pre-tokenization as a pipeline of steps, run as the ``tokenizers`` library runs it.
 
 BPE never merges across the pieces that pre-tokenization cuts a text into. The common case is
-one split pattern (GPT-2, GPT-4, o200k, Llama 3); ``tokenizers`` files may chain several steps:
+one split pattern (GPT-2, GPT-4, o200k, Llama 3, Qwen2, Tekken); ``tokenizers`` files may chain several steps:
 
 ``Split(pattern, behavior, invert)``
     cut at the matches of a regex. The matches and the gaps between them form a list of pieces,

@@ -150,7 +150,7 @@ class Tokenizer:
         function that holds a tokenizer (it pickles it)."""
         state = self.__dict__.copy()
         for key in ("_split", "_scanner", "_encoder", "_vocab", "_rank_vocab", "_special_regex_cache",
-                    "_normalized_forms", "_policy_cache"):
+                    "_normalized_forms", "_policy_cache", "_last_policy"):
             state.pop(key, None)
         merges = state.get("_merges")
         if type(merges) is dict:
@@ -500,6 +500,7 @@ class Tokenizer:
         self._special_regex_cache: dict[frozenset[str], object] = {}
         self._normalized_forms: tuple[Normalizer | None, dict[str, str]] | None = None  # {normalized form: token}
         self._policy_cache: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
+        self._last_policy: tuple = (_NO_ARGUMENT, _NO_ARGUMENT, (frozenset(), frozenset()))
 
     @property
     def vocab(self) -> dict[int, bytes]:
@@ -870,16 +871,20 @@ class Tokenizer:
     def _special_policy(
         self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
     ) -> tuple[frozenset[str], frozenset[str]]:
+        last = self._last_policy  # the same arguments as the last call (one per document): no hashing
+        if last[0] is allowed_special and last[1] is disallowed_special:
+            return last[2]
         try:
             key = (allowed_special, disallowed_special)
-            return self._policy_cache[key]
+            policy = self._policy_cache[key]
         except TypeError:  # an unhashable set: resolve every time
             return resolve_special_policy(self._special_tokens, allowed_special, disallowed_special)
         except KeyError:
             policy = self._policy_cache[key] = resolve_special_policy(
                 self._special_tokens, allowed_special, disallowed_special
             )
-            return policy
+        self._last_policy = (allowed_special, disallowed_special, policy)  # (hashable, so immutable)
+        return policy
 
     def _special_regex(self, tokens: frozenset[str]):
         found = self._special_regex_cache.get(tokens)
@@ -1156,6 +1161,9 @@ def _checked_merges_one_by_one(
 
 
 _NUMPY_UINT32: tuple | None = None  # (numpy.frombuffer, its uint32 dtype), set on first use
+
+
+_NO_ARGUMENT = object()  # what no call passes: the last special-token policy before the first call
 
 
 def _load_numpy_uint32() -> tuple:

@@ -24,6 +24,7 @@ from tokenizers import Tokenizer as HFTokenizer
 
 import conversion
 from conversion.presets import PRESETS
+from hf_bbpe.patterns import TEKKEN_SPLIT_PATTERN, native_scanner
 from hf_bbpe.tokenizer import Tokenizer
 
 DOCS = mix_documents()
@@ -109,6 +110,7 @@ def test_tekken_equals_tekkenizer(name):
     reference = Tekkenizer.from_file(path)
     tok = conversion.load(path)
     assert conversion.detect_format(path) == "tekken" and tok.mode == "ranks"
+    assert tok.pattern == TEKKEN_SPLIT_PATTERN and native_scanner(tok.pattern) is not None  # the C scanner
     assert tok.n_vocab == reference.n_words == 131072
     assert len(tok.special_tokens) == reference.num_special_tokens == 1000
     assert all(reference.get_special_token(token) == idx for token, idx in tok.special_tokens.items())

@@ -29,6 +29,7 @@ from hf_bbpe import Tokenizer
 from hf_bbpe.pre_tokenizers import ByteLevel
 from hf_bbpe.tokenization_bbpe import BBPETokenizer
 from hf_bbpe.onig_regex import translate_pattern_from_onig
+from hf_bbpe.patterns import QWEN2_SPLIT_PATTERN, native_scanner
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DOCS = [doc for doc in (DATA / "text" / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n") if doc.strip()]
@@ -160,9 +161,9 @@ def test_family_imports_with_identical_ids_on_every_path(name, files, tmp_path):
 
 def test_the_pipelines_are_not_plain_patterns(files):
     """The families exercise the pipeline, not the single-pattern path (except GPT-NeoX, whose
-    ByteLevel regex is GPT-2's pattern, and the Llama 3 ones, whose isolated Split is of Llama 3's
-    pattern, which the C scanner knows); one isolated Split of a pattern of their own (Qwen2,
-    Llama 3) reports it as the tokenizer's pattern."""
+    ByteLevel regex is GPT-2's pattern, and the Llama 3 and Qwen2 ones, whose isolated Split is of
+    Llama 3's or Qwen2's pattern, which the C scanner knows); one isolated Split reports its
+    pattern as the tokenizer's pattern."""
     plain, single = set(), set()
     for name in FAMILIES:
         tok = conversion.from_tokenizer_json(_trained_file(name, files))
@@ -171,8 +172,10 @@ def test_the_pipelines_are_not_plain_patterns(files):
         if tok.pre_tokenizer.split_pattern is not None:
             single.add(name)
             assert tok.pattern == tok.pre_tokenizer.split_pattern
-    assert plain == {"gpt_neox", "nfkc_gpt2", "nfd_llama3", "nfkd_llama3"}
-    assert single == plain | {"qwen2", "nfd_llama3", "nfkd_llama3", "sequence_nfd_nfkc"}
+    assert plain == {"gpt_neox", "nfkc_gpt2", "nfd_llama3", "nfkd_llama3", "qwen2", "sequence_nfd_nfkc"}
+    assert single == plain
+    qwen2 = conversion.from_tokenizer_json(_trained_file("qwen2", files))
+    assert qwen2.pattern == QWEN2_SPLIT_PATTERN and native_scanner(qwen2.pattern) is not None
 
 
 def test_normalized_text_changes_ids_so_the_test_can_fail(files):

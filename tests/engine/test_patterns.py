@@ -14,18 +14,16 @@ from hypothesis import strategies as st
 from hf_bbpe import patterns
 from hf_bbpe.patterns import (
     EQUIVALENT_PATTERNS,
-    GPT2_SPLIT_PATTERN,
     GPT4_SPLIT_PATTERN,
     LLAMA3_SPLIT_PATTERN,
     NATIVE_PATTERNS,
-    O200K_SPLIT_PATTERN,
     chunk_splitter,
     native_scanner,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "text"
-NATIVE = [GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN]
-IDS = ["gpt2", "gpt4", "o200k", "llama3"]
+NATIVE = list(NATIVE_PATTERNS.values())
+IDS = list(NATIVE_PATTERNS)
 EQUIVALENT = list(EQUIVALENT_PATTERNS)
 
 # Characters at every decision of the patterns: contraction letters in both cases (and U+017F,

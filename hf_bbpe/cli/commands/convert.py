@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--pattern", default=None,
                    help="split pattern for formats that do not record one: tiktoken ranks (--from tiktoken: default "
                         "gpt4; auto: required unless the file is a known preset's) and GPT-2 files (default gpt2); "
-                        "gpt2, gpt4, o200k, llama3 or a regex")
+                        "gpt2, gpt4, o200k, llama3, qwen2, tekken or a regex")
     add_import_flags(p)
     p.add_argument("--special", metavar="TOKEN=ID", action="append", default=[],
                    help="add a special token with its id (repeatable)")
