@@ -971,6 +971,8 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
     for (;;) {
         if (cache && cache->reset_due) pcache_reset(cache);
         int k = (int)chunk_ends(scanner, t, i, ends, BLOCK_CHUNKS);
+        /* room for every chunk's ids (no more than its bytes), and the FRONT_IDS a hit copies */
+        if (idbuf_reserve(out, ends[k - 1] - i + FRONT_IDS) < 0) return DOC_NO_MEMORY;
         for (int b = 0; b < k; b++) { /* pass 1 */
             BlockChunk *c = &block[b];
             c->p = text + i;
@@ -1027,30 +1029,39 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
                 if (cache && c->n <= PCACHE_MAX_PIECE) PREFETCH(&cache->slots[(c->mixed >> 20) & cache->slot_mask]);
             }
         }
+        int32_t *ids = out->ids; /* (a local length and base: out's are not reloaded per chunk) */
+        Py_ssize_t len = out->len;
         for (int b = 0; b < k; b++) { /* pass 3 */
             BlockChunk *c = &block[b];
-            if (idbuf_reserve(out, c->n + FRONT_IDS) < 0) return DOC_NO_MEMORY;
             if (c->nids > FRONT_IDS) { /* (the arena may have moved since pass 2, not emptied) */
-                memcpy(out->ids + out->len, cache->arena + c->ids[0], (size_t)c->nids * sizeof(int32_t));
-                out->len += c->nids;
+                memcpy(ids + len, cache->arena + c->ids[0], (size_t)c->nids * sizeof(int32_t));
+                len += c->nids;
             } else if (c->nids > 0) {
-                int32_t *ids = out->ids + out->len;
-                for (int j = 0; j < FRONT_IDS; j++) ids[j] = c->ids[j]; /* all FRONT_IDS: no branch on nids */
-                out->len += c->nids;
-            } else if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed,
-                                       c->seeded, c->seed_slot) < 0) {
-                return DOC_NO_MEMORY;
+                for (int j = 0; j < FRONT_IDS; j++) ids[len + j] = c->ids[j]; /* all FRONT_IDS: no branch on nids */
+                len += c->nids;
+            } else {
+                out->len = len;
+                if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed,
+                                    c->seeded, c->seed_slot) < 0)
+                    return DOC_NO_MEMORY;
+                ids = out->ids;
+                len = out->len;
             }
             if (sync) {
                 Py_ssize_t j = c->end;
-                if (++count < sync->nmarks) sync->mark_ids[count] = out->len; /* marks[count] == j */
+                if (++count < sync->nmarks) sync->mark_ids[count] = len; /* marks[count] == j */
                 if (sync->stops && count >= sync->nmarks - 1) {
                     while (stop < sync->nstops && sync->stops[stop] < j) stop++;
                     if (stop == sync->nstops) sync->stops = NULL; /* no stop left: run to the end */
-                    else if (sync->stops[stop] == j) { sync->met = stop; return 0; }
+                    else if (sync->stops[stop] == j) {
+                        sync->met = stop;
+                        out->len = len;
+                        return 0;
+                    }
                 }
             }
         }
+        out->len = len;
         if (i >= t->n) return 0;
     }
 }
