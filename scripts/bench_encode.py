@@ -226,7 +226,7 @@ def pathological(systems: dict) -> bool:
                     except BaseException as exc:  # tiktoken's regex can overflow its stack (a Rust panic)
                         if name == "hf_bbpe":
                             raise
-                        failed = f"{type(exc).__name__}: {str(exc)[-60:]}"
+                        failed = f"{type(exc).__name__}: {str(exc).rsplit(': ', 1)[-1][-60:]}"
                         break
                     walls.append(wall)
                 times[(name, mb)] = min(walls) if walls else None
