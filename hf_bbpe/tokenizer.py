@@ -925,10 +925,15 @@ class Tokenizer:
     ):
         """:meth:`encode`'s ids as a uint32 numpy array, as tiktoken's ``encode_to_numpy``: with the C
         kernel and a pattern its scanner knows, no Python int is made per id."""
-        if num_threads == 1 and self._scanner is not None:  # the common call, kept short: one per document
-            allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        scanner = self._scanner
+        if num_threads == 1 and scanner is not None:  # the common call, kept short: one per document
+            last = self._last_policy  # (_special_policy's first step, inline)
+            if last[0] is allowed_special and last[1] is disallowed_special:
+                allowed, disallowed = last[2]
+            else:
+                allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
             if not allowed and not (disallowed and self._special_regex(disallowed).search(text)):
-                ids = self._encoder.encode_text_array(text, self._scanner)
+                ids = self._encoder.encode_text_array(text, scanner)
                 if ids is not None:
                     frombuffer, uint32 = _NUMPY_UINT32 or _load_numpy_uint32()
                     return frombuffer(ids, uint32)
