@@ -15,7 +15,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hf_bbpe import RegexTokenizer
+from hf_bbpe import DisallowedSpecialToken, RegexTokenizer, Tokenizer
 
 TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
 SPECIALS = {"<|endoftext|>": 512, "<|fim_prefix|>": 513, "<|im_start|>": 600}  # 514..599: a hole
@@ -279,3 +279,17 @@ def test_normalized_special_tokens_are_checked_and_follow_the_special_tokens(tok
         tok.encode("x<|a|>by")
     tok.special_tokens = {"<|a|>b": 601}
     assert tok.normalized_special_tokens == {"<|a|>b"}
+
+
+def test_the_same_policy_object_after_registering_tokens_sees_them():
+    """A call keeps the last policy by the identity of its arguments; registering special tokens
+    drops it, so that the same arguments then allow (or refuse) the new tokens."""
+    tok = Tokenizer.from_ranks({bytes([i]): i for i in range(256)}, pattern="gpt4")
+    policy = "all"
+    assert tok.encode_to_numpy("a <|x|>", allowed_special=policy).tolist() == list(b"a <|x|>")
+    assert tok.encode("a <|x|>", allowed_special=policy) == list(b"a <|x|>")
+    tok.register_special_tokens({"<|x|>": 300})
+    assert tok.encode_to_numpy("a <|x|>", allowed_special=policy).tolist() == [97, 32, 300]
+    assert tok.encode("a <|x|>", allowed_special=policy) == [97, 32, 300]
+    with pytest.raises(DisallowedSpecialToken, match=re.escape("<|x|>")):
+        tok.encode_to_numpy("a <|x|>")
