@@ -52,6 +52,7 @@ import tempfile
 import time
 
 os.environ.setdefault("RAYON_NUM_THREADS", "2")  # the Rust peers' thread pools: as many as we use
+os.environ["RUST_BACKTRACE"] = "0"  # a peer's expected panic (tiktoken on 1 MB of spaces) in its one-line message
 
 import numpy as np  # noqa: E402
 import tiktoken  # noqa: E402
