@@ -92,7 +92,6 @@ static void table_free(void *p, size_t size) {
 }
 
 #define SHORT_CHUNK 128
-#define CACHE_MAX_CHARS 128
 #define NO_MERGE INT64_MAX
 #define HASH_BASE 0x9E3779B97F4A7C15ULL
 
@@ -297,7 +296,6 @@ typedef struct {
     uint64_t *pair_filter; /* a Bloom filter of the pairs in the table */
     int pair_filter_shift; /* 64 - log2(its words) */
     int32_t byte_ids[256];
-    PyObject *cache;
     Py_ssize_t cache_max;
     int rank_mode;
     /* the vocabulary as a byte-string hash table (NULL in "merges" mode) */
@@ -1762,19 +1760,17 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
     if (!self->byte_pairs) { free_tables(self); PyErr_NoMemory(); return -1; }
     for (int x = 0; x < 256; x++)
         for (int y = 0; y < 256; y++) self->byte_pairs[(x << 8) | y] = (uint32_t)rank_of(self, self->byte_ids[x], self->byte_ids[y]);
-    Py_XSETREF(self->cache, PyDict_New());
     self->cache_max = cache_max;
 #if defined(__GLIBC__)
     /* Loading a large vocabulary leaves freed scratch (the importer's arrays) in the heap; give
      * it back to the system, so that a loaded tokenizer costs only what it keeps. */
     if (self->tok_count >= 10000 || PyDict_Size(merges) >= 10000) malloc_trim(0);
 #endif
-    return self->cache ? 0 : -1;
+    return 0;
 }
 
 static void ChunkBPE_dealloc(ChunkBPE *self) {
     free_tables(self);
-    Py_XDECREF(self->cache);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1786,51 +1782,104 @@ static PyObject *ChunkBPE_encode_bytes(ChunkBPE *self, PyObject *arg) {
     return out;
 }
 
-static PyObject *ChunkBPE_encode_chunks(ChunkBPE *self, PyObject *arg) {
-    PyObject *it = PyObject_GetIter(arg);
-    if (!it) return NULL;
-    PyObject *out = PyList_New(0), *chunk;
-    if (!out) { Py_DECREF(it); return NULL; }
-    while ((chunk = PyIter_Next(it))) {
-        PyObject *ids = PyDict_GetItemWithError(self->cache, chunk);  /* borrowed */
-        if (ids) Py_INCREF(ids);
-        else if (PyErr_Occurred()) goto fail;
-        else {
-            Py_ssize_t size;
-            const char *utf8 = PyUnicode_AsUTF8AndSize(chunk, &size);
-            if (!utf8) goto fail;
-            PyObject *list = encode_raw(self, (const unsigned char *)utf8, size);
-            if (!list) goto fail;
-            ids = PyList_AsTuple(list);
-            Py_DECREF(list);
-            if (!ids) goto fail;
-            if (PyUnicode_GET_LENGTH(chunk) <= CACHE_MAX_CHARS) {
-                if (PyDict_Size(self->cache) >= self->cache_max) PyDict_Clear(self->cache);
-                if (PyDict_SetItem(self->cache, chunk, ids) < 0) { Py_DECREF(ids); goto fail; }
-            }
-        }
-        Py_ssize_t n = PyTuple_GET_SIZE(ids);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (PyList_Append(out, PyTuple_GET_ITEM(ids, i)) < 0) { Py_DECREF(ids); goto fail; }
-        }
-        Py_DECREF(ids);
-        Py_DECREF(chunk);
-        continue;
-    fail:
-        Py_DECREF(chunk);
-        Py_DECREF(it);
-        Py_DECREF(out);
-        return NULL;
+/* Chunks given as strs (a split that no C scanner knows: the regex module's findall, a
+ * pre-tokenizer pipeline) take the same blocks and caches as a scanned text: their UTF-8 is
+ * joined in one buffer, and LIST_SCANNER hands encode_range the chunks' ends in it. */
+typedef struct {
+    PretokText text;        /* first: LIST_SCANNER's functions are given a pointer to it */
+    const Py_ssize_t *ends; /* where each chunk ends in text: increasing, the last is text.n */
+    Py_ssize_t count;
+} ChunkList;
+
+/* The index of the chunk of list that starts at i (0, or one of the ends). */
+static Py_ssize_t list_index(const ChunkList *list, Py_ssize_t i) {
+    Py_ssize_t lo = 0, hi = list->count;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (list->ends[mid] > i) hi = mid;
+        else lo = mid + 1;
     }
-    Py_DECREF(it);
-    if (PyErr_Occurred()) { Py_DECREF(out); return NULL; }
-    return out;
+    return lo;
+}
+
+static Py_ssize_t list_chunk(const PretokText *t, Py_ssize_t i) {
+    const ChunkList *list = (const ChunkList *)t;
+    return list->ends[list_index(list, i)] - i;
+}
+
+static Py_ssize_t list_chunks(const PretokText *t, Py_ssize_t i, Py_ssize_t *ends, Py_ssize_t max) {
+    const ChunkList *list = (const ChunkList *)t;
+    Py_ssize_t k = list_index(list, i), m = list->count - k < max ? list->count - k : max;
+    memcpy(ends, list->ends + k, (size_t)m * sizeof(Py_ssize_t));
+    return m;
+}
+
+static uint8_t *const NO_CLASSES = NULL;
+static const PretokScanner LIST_SCANNER = {list_chunk, &NO_CLASSES, list_chunks};
+
+static int encode_list(ChunkBPE *self, const ChunkList *list, IdBuf *out) {
+    int slot = -1;
+    PieceCache *cache = pcache_take(self, &slot);
+    int status = encode_range(self, &LIST_SCANNER, &list->text, 0, out, cache, NULL);
+    pcache_give(self, slot);
+    return status;
+}
+
+/* encode_chunks(chunks): the ids of every str of an iterable, in one list (empty strs have none). */
+static PyObject *ChunkBPE_encode_chunks(ChunkBPE *self, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "encode_chunks: chunks must be an iterable of str");
+    if (!seq) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq), total = 0, k = 0;
+    PyObject **items = PySequence_Fast_ITEMS(seq), *result = NULL;
+    Py_ssize_t *ends = malloc(((size_t)count + 1) * sizeof(Py_ssize_t));
+    uint8_t *buf = NULL;
+    IdBuf out = {NULL, 0, 0};
+    if (!ends) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t j = 0; j < count; j++) { /* every chunk's UTF-8 first: its length, and any error */
+        Py_ssize_t n;
+        if (!PyUnicode_Check(items[j])) {
+            PyErr_Format(PyExc_TypeError, "encode_chunks: chunk %zd is %.100s, not str", j, Py_TYPE(items[j])->tp_name);
+            goto done;
+        }
+        if (!PyUnicode_AsUTF8AndSize(items[j], &n)) goto done;
+        total += n;
+    }
+    if (!(buf = malloc((size_t)total + 1))) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t j = 0, at = 0; j < count; j++) {
+        Py_ssize_t n;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(items[j], &n); /* (kept by the str: no new work) */
+        if (n == 0) continue;
+        memcpy(buf + at, utf8, (size_t)n);
+        ends[k++] = at += n;
+    }
+    buf[total] = 0;
+    if (seed_build(self) < 0 || idbuf_reserve_for_call(&out, ids_estimate(self, total) + 1) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    ChunkList list = {{PRETOK_UTF8_KIND, buf, total}, ends, k};
+    int status;
+    if (total < GIL_HOLD_BYTES) {
+        status = encode_list(self, &list, &out);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        status = encode_list(self, &list, &out);
+        Py_END_ALLOW_THREADS
+    }
+    if (status < 0) { PyErr_NoMemory(); goto done; }
+    ids_learn(self, total, out.len);
+    result = ids_to_list(self, out.ids, out.len);
+done:
+    ids_release(out.ids, out.cap);
+    free(buf);
+    free(ends);
+    Py_DECREF(seq);
+    return result;
 }
 
 /* clear_cache(): empty the caches and give their memory back: the chunk dict, every piece cache
  * (with its front cache) no call holds at the moment, and the spare ids buffer. */
 static PyObject *ChunkBPE_clear_cache(ChunkBPE *self, PyObject *Py_UNUSED(ignored)) {
-    PyDict_Clear(self->cache);
 #if defined(__GNUC__) || defined(__clang__)
     for (int k = 0; k < PCACHE_POOL; k++) {
         if (__atomic_exchange_n(&self->pcache_busy[k], 1, __ATOMIC_ACQUIRE)) continue; /* in use: kept */
@@ -1901,7 +1950,8 @@ static PyObject *ChunkBPE_first_duplicate(ChunkBPE *self, PyObject *Py_UNUSED(ig
 
 static PyMethodDef ChunkBPE_methods[] = {
     {"encode_chunks", (PyCFunction)ChunkBPE_encode_chunks, METH_O,
-     "Encode each str of an iterable and return all ids in one list (cached)."},
+     "encode_chunks(chunks): the ids of every str of an iterable, in one list (through the same caches as "
+     "encode_text)."},
     {"encode_bytes", (PyCFunction)ChunkBPE_encode_bytes, METH_O, "Encode one chunk given as bytes (no cache)."},
     {"encode_text", (PyCFunction)(void (*)(void))ChunkBPE_encode_text, METH_FASTCALL,
      "encode_text(text, scanner, num_threads=1): split text with a _pretokenize scanner and encode every chunk, "

@@ -24,7 +24,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
-from .patterns import chunk_splitter, compile_pattern
+from .patterns import HOLD_GIL, chunk_splitter, compile_pattern
 from .worker_pool import forked_pool, shared, usable_workers
 
 _BATCH_CHARS = 1 << 20  # characters of text sent to a worker at a time
@@ -112,7 +112,7 @@ def _count_segment(job: tuple[int, int, int, str]) -> tuple[list[tuple[int, int]
     head: list[tuple[int, int]] = []
     middle: Counter[str] = Counter()
     tail: list[tuple[int, int]] = []
-    matches = compile_pattern(pattern).finditer(text, start)
+    matches = compile_pattern(pattern).finditer(text, start, **HOLD_GIL)
     for match in matches:
         if match.start() >= head_end:
             break

@@ -146,6 +146,12 @@ def scanner_name(pattern: str | None) -> str | None:
     return pattern_name(pattern) or EQUIVALENT_PATTERNS.get(pattern)
 
 
+HOLD_GIL = {"concurrent": False}
+"""Keyword arguments for splitting a text with the regex module: by default it releases and takes
+back the GIL around every match, which costs a fifth of its speed on one thread and makes two
+threads slower than one (they contend for the GIL at every match)."""
+
+
 @functools.lru_cache(maxsize=32)
 def compile_pattern(pattern: str) -> regex.Pattern:
     """Compile a split pattern once per process; a bad regex raises ValueError naming it."""
@@ -165,7 +171,8 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
 
     The GPT-2, GPT-4, o200k, Llama 3, Qwen2 and Tekken patterns, and their other spellings, are
     split by a C scanner (``_pretokenize.c``), several times faster than the regex module; tests check that
-    both give the same chunks. Every other pattern uses the regex module.
+    both give the same chunks. Every other pattern uses the regex module, holding the GIL (see
+    :data:`HOLD_GIL`).
     """
     name = scanner_name(pattern)
     if _native is not None and hasattr(_native, f"split_{name}"):
@@ -173,7 +180,7 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
         return getattr(_native, f"split_{name}")
     compiled = compile_pattern(pattern)
     if compiled.groups == 0:
-        return compiled.findall  # whole matches already, and faster than finditer
+        return functools.partial(compiled.findall, **HOLD_GIL)  # whole matches already, and faster than finditer
     return functools.partial(_whole_matches, compiled)
 
 
@@ -188,7 +195,7 @@ def native_scanner(pattern: str | None) -> object | None:
 
 
 def _whole_matches(compiled: regex.Pattern, text: str) -> list[str]:
-    return [match.group() for match in compiled.finditer(text)]
+    return [match.group() for match in compiled.finditer(text, **HOLD_GIL)]
 
 
 @functools.cache

@@ -51,7 +51,7 @@ import regex
 
 from .byte_unicode import bytes_to_unicode, unicode_to_token
 from .normalizers import Normalizer, resolve_normalizer
-from .patterns import SPLIT_PATTERNS, chunk_splitter, compile_pattern, pattern_name, resolve_pattern
+from .patterns import HOLD_GIL, SPLIT_PATTERNS, chunk_splitter, compile_pattern, pattern_name, resolve_pattern
 from .unicode_tables import regex_class
 
 BEHAVIORS = {
@@ -91,7 +91,7 @@ def match_spans(pattern: regex.Pattern, text: str) -> list[Span]:
     search starts where the last match ended, and an empty match right where the last match
     ended is skipped (the search moves on one character). Python's ``finditer`` agrees whenever
     it finds no empty match, which is checked first."""
-    spans = [m.span() for m in pattern.finditer(text)]
+    spans = [m.span() for m in pattern.finditer(text, **HOLD_GIL)]
     if all(start < end for start, end in spans):
         return spans
     spans = []
@@ -485,7 +485,7 @@ def isolated_split(compiled: regex.Pattern, text: str) -> list[str]:
     checked (a C-speed sum) before the exact, slower construction runs.
     """
     if not compiled.groups:
-        chunks = compiled.findall(text)
+        chunks = compiled.findall(text, **HOLD_GIL)
         if sum(map(len, chunks)) == len(text) and "" not in chunks:
             return chunks
     spans = apply_behavior(_marked(match_spans(compiled, text), len(text), False), "isolated")

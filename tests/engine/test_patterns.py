@@ -237,8 +237,11 @@ def test_every_code_point_alone_and_after_a_space():
             assert split(text) == findall(pattern, text), hex(start)
 
 
-def test_other_patterns_use_the_regex_module():
-    assert chunk_splitter(r"\w+|\W") == patterns.compile_pattern(r"\w+|\W").findall
+def test_other_patterns_use_the_regex_module_holding_the_gil():
+    split = chunk_splitter(r"\w+|\W")
+    assert split.func == patterns.compile_pattern(r"\w+|\W").findall
+    assert split.keywords == {"concurrent": False}
+    assert split("héllo, wörld") == ["héllo", ",", " ", "wörld"]
 
 
 @pytest.mark.parametrize("spelling", EQUIVALENT)
