@@ -19,7 +19,8 @@
  * Whole texts (encode_text, encode_text_array, encode_texts) are read as the str's UTF-8 (which
  * CPython keeps once made, see utf8_text), split by a _pretokenize scanner's UTF-8 instance, and
  * encoded without the GIL (a short text keeps it: GIL_HOLD_BYTES) and without a Python object per
- * chunk: a chunk is a slice of the UTF-8. Their
+ * chunk: a chunk is a slice of the UTF-8. Chunks split by other means (encode_chunks: the regex
+ * module's strs) are joined into one UTF-8 buffer and taken the same way (see ChunkList). All
  * chunks go through caches that live as long as the kernel: a front cache of short chunks keyed by
  * their bytes; on a miss, a short chunk asks the piece cache of the chunks that needed BPE (see
  * PieceCache), then the seed table of every short token (see seed_build); a longer one asks the
@@ -1877,8 +1878,8 @@ done:
     return result;
 }
 
-/* clear_cache(): empty the caches and give their memory back: the chunk dict, every piece cache
- * (with its front cache) no call holds at the moment, and the spare ids buffer. */
+/* clear_cache(): empty the caches and give their memory back: every piece cache (with its front
+ * cache) no call holds at the moment, and the spare ids buffer. */
 static PyObject *ChunkBPE_clear_cache(ChunkBPE *self, PyObject *Py_UNUSED(ignored)) {
 #if defined(__GNUC__) || defined(__clang__)
     for (int k = 0; k < PCACHE_POOL; k++) {
@@ -1965,7 +1966,7 @@ static PyMethodDef ChunkBPE_methods[] = {
      "the GIL, on up to num_threads threads; "
      "a list of lists (None: lone surrogate), or (uint32 ids buffer, int64 end offsets bytes, [surrogate texts])."},
     {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS,
-     "Empty the caches (chunks, pieces, the front cache, the spare ids buffer) and give their memory back."},
+     "Empty the caches (pieces, the front cache, the spare ids buffer) and give their memory back."},
     {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,
      "(id, id) of the first two vocabulary tokens found with the same bytes, or None."},
     {"recover_merges", (PyCFunction)ChunkBPE_recover_merges, METH_NOARGS,
