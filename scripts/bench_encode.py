@@ -1,11 +1,12 @@
-"""Benchmark encoding with cl100k_base (or o200k_base, or GPT-2's r50k_base): hf_bbpe against
-tiktoken and the fastest exact native peers.
+"""Benchmark encoding with cl100k_base (or o200k_base, GPT-2's r50k_base, Llama 3's or Llama 4's
+vocabulary): hf_bbpe against tiktoken and the fastest exact native peers.
 
     python scripts/bench_encode.py [CORPUS] [--encoding cl100k_base] [--mb 16] [--rounds 3] [--threads 2]
                                    [--skip NAME ...]
 
 Loads the encoding (its rank file from the shared data; GPT-2's made from its encoder.json and
-vocab.bpe) in every system that installs here (the ``bench`` extra of pyproject.toml:
+vocab.bpe; Llama's from the llama-models package, with its pattern) in every system that installs
+here and can take that vocabulary with that exact pattern (the ``bench`` extra of pyproject.toml:
 riptoken, gigatoken, quicktok-v1, toktok-rs; a peer that does not import is skipped and said so)
 and measures, in this one process, interleaved round by round (best round kept; every system is
 loaded afresh for each round and warmed up by one pass over every document, one by one (in each
@@ -62,13 +63,18 @@ from tiktoken.load import load_tiktoken_bpe  # noqa: E402
 
 DATA = "/work/shared/data"
 DEFAULT_CORPUS = f"{DATA}/bench/mix-49mb.txt.xz"
-ENCODINGS = ("cl100k_base", "o200k_base", "r50k_base")
+ENCODINGS = ("cl100k_base", "o200k_base", "r50k_base", "llama3", "llama4")
+GIGATOKEN_SCHEMES = {"llama4": "o200k"}  # its split scheme that is the encoding's pattern (it has none for Llama 3's)
 
 
 def rank_file(encoding: str, workdir: str) -> str:
     """The encoding's tiktoken rank file: the shared data's, or for r50k_base one written into
     workdir from GPT-2's encoder.json and vocab.bpe (its file name names the encoding, which is how
     gigatoken picks its split pattern)."""
+    if encoding.startswith("llama"):
+        import llama_models
+
+        return os.path.join(os.path.dirname(llama_models.__file__), encoding, "tokenizer.model")
     if encoding != "r50k_base":
         return f"{DATA}/tiktoken/{encoding}.tiktoken"
     from tiktoken.load import data_gym_to_mergeable_bpe_ranks
@@ -161,7 +167,10 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str]) -
     def load_gigatoken():
         import gigatoken
 
-        tok = gigatoken.Tokenizer.from_tiktoken(ranks_file)
+        if encoding.startswith("llama") and encoding not in GIGATOKEN_SCHEMES:
+            raise ValueError(f"no split scheme of its own is {encoding}'s pattern")
+        scheme = {"pretokenizer": GIGATOKEN_SCHEMES[encoding]} if encoding in GIGATOKEN_SCHEMES else {}
+        tok = gigatoken.Tokenizer.from_tiktoken(ranks_file, **scheme)
         compat = tok.as_tiktoken()
         as_list = lambda text: tok.encode_batch_list([text], parallel=False)[0]  # noqa: E731  (one core)
         return {"version": _version("gigatoken"), "doc": as_list, "long": as_list,
