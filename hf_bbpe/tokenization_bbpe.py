@@ -38,7 +38,7 @@ from transformers import AddedToken, BatchEncoding
 from .added_tokens import AddedTokenMatcher, ids_above, initial_added_tokens, not_normalized
 from .atomic_write import write_text_atomic
 from .byte_unicode import spell_vocab, unicode_to_token
-from .encode_outputs import Offsets, plain_batch_output, plain_output, with_offset_mapping
+from .encode_outputs import Offsets, collector_paused, plain_batch_output, plain_output, with_offset_mapping
 from .normalizers import original_span, resolve_normalizer
 from .patterns import resolve_pattern
 from .pre_tokenizers import resolve_pre_tokenizer
@@ -466,7 +466,8 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
                 if encoding is not None:
                     return encoding
             elif type(text) in (list, tuple) and text and all(type(item) is str and item for item in text):
-                encoding = plain_batch_output(self, self._request_inputs(text, kwargs), kwargs)
+                with collector_paused():
+                    encoding = plain_batch_output(self, self._request_inputs(text, kwargs), kwargs)
                 if encoding is not None:
                     return encoding
         return super().__call__(text, *args, **kwargs)

@@ -270,6 +270,28 @@ def test_a_batch_call_goes_the_engine_batch_path_and_returns_what_transformers_r
                                            for i, text in enumerate(texts)]
 
 
+def test_a_batch_call_leaves_the_garbage_collector_as_it_found_it(engine):
+    """The batch path pauses Python's cyclic collector while it builds its lists (they hold only
+    ints) and gives it back as it was: on when it was on, off when the caller had turned it off;
+    the result is the general path's."""
+    import gc
+
+    hf = BBPETokenizer.from_engine(engine, eos_token=EOT)
+    docs = mix_docs()[:20]
+    assert gc.isenabled()
+    direct = hf(docs)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert dict(hf(docs)) == dict(direct)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    general = hf(docs, return_length=True)
+    general.pop("length")
+    assert dict(direct) == dict(general)
+
+
 def test_datasets_map_batched_and_a_stable_fingerprint(engine):
     """datasets.map(batched=True) through the batch path; the tokenizer hashes the same every time
     (datasets pickles it for the fingerprint of the map function) and its spelled vocabulary,
