@@ -34,7 +34,8 @@ hf_bbpe (the regex module splits) against tiktoken with the same pattern and ran
 and one string, on the first 4 million characters.
 
 Every system's ids are checked against tiktoken's on every document, for the long string and for
-every batch; the script exits with status 1 if any differ. Memory: the RSS growth when each
+every batch: a peer whose ids differ is reported and left out of the ratios, and the script exits
+with status 1 if hf_bbpe's differ. Memory: the RSS growth when each
 system loads the encoding (loaded one after the other, so an approximation), and the peak RSS of the run.
 Throughput is UTF-8 MB per second of wall time; the machine is shared, so the CPU seconds of this
 process are printed beside each figure and ratios are only meaningful within one run.
@@ -389,7 +390,7 @@ def main() -> None:
         wall, cpu = best[(name, column)]
         return f"{size / wall:.1f} ({cpu / wall:.1f} CPU)"
 
-    peers = [n for n in systems if n != "hf_bbpe"]
+    peers = [n for n in systems if n != "hf_bbpe" and equal[n]]  # a peer whose ids differ is no anchor
     print(f"\nMB/s, best of {args.rounds} interleaved rounds (CPUs busy per wall second in brackets)\n")
     print("| system | " + " | ".join(label for label, _ in columns.values()) + f" | RSS to load {args.encoding} | ids equal |")
     print("|---|" + "---:|" * len(columns) + "---:|---|")
@@ -421,7 +422,10 @@ def main() -> None:
     if "hf_bbpe" in systems and "tiktoken" in systems and not custom_pattern(ranks_file, text, args.rounds):
         print("IDS DIFFER: hf_bbpe with a custom pattern")
         equal["hf_bbpe"] = False
-    if not all(equal.values()):
+    inexact = [name for name in systems if name != "hf_bbpe" and not equal[name]]
+    if inexact:
+        print(f"not compared (ids differ from tiktoken's): {', '.join(inexact)}")
+    if not equal.get("hf_bbpe", True):
         sys.exit(1)
 
 
