@@ -2009,17 +2009,93 @@ static PyTypeObject ChunkBPEType = {
     .tp_methods = ChunkBPE_methods,
 };
 
+/* PlainArrayCall(kernel, scanner, allowed_special, disallowed_special, frombuffer, dtype): the common
+ * call of Tokenizer.encode_to_numpy (one document, special-token arguments that need no handling)
+ * in one C call. Called as f(text, allowed_special, disallowed_special, num_threads), with the same
+ * two argument objects it was made for, one thread and a str, it encodes text as encode_text_array
+ * does and returns frombuffer(ids, dtype); otherwise, or for a text with a lone surrogate, None
+ * (the caller takes its general path). Immutable: the Tokenizer makes a new one when its special
+ * tokens change. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *kernel, *scanner, *allowed, *disallowed, *frombuffer, *dtype;
+} PlainArrayCall;
+
+static PyObject *PlainArrayCall_vectorcall(PlainArrayCall *self, PyObject *const *args, size_t nargsf,
+                                           PyObject *kwnames) {
+    if (PyVectorcall_NARGS(nargsf) != 4 || kwnames) {
+        PyErr_SetString(PyExc_TypeError, "PlainArrayCall(text, allowed_special, disallowed_special, num_threads)");
+        return NULL;
+    }
+    if (args[1] != self->allowed || args[2] != self->disallowed || !PyUnicode_Check(args[0]) ||
+        !PyLong_CheckExact(args[3]) || PyLong_AsLong(args[3]) != 1)
+        Py_RETURN_NONE;
+    PyObject *call[2] = {args[0], self->scanner};
+    PyObject *ids = encode_whole_text((ChunkBPE *)self->kernel, call, 2, 1);
+    if (!ids || ids == Py_None) return ids;
+    PyObject *array_args[2] = {ids, self->dtype};
+    PyObject *array = PyObject_Vectorcall(self->frombuffer, array_args, 2, NULL);
+    Py_DECREF(ids);
+    return array;
+}
+
+static PyObject *PlainArrayCall_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *kernel, *scanner, *allowed, *disallowed, *frombuffer, *dtype;
+    if (kwds && PyDict_Size(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "PlainArrayCall takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!OOOOO:PlainArrayCall", &ChunkBPEType, &kernel, &scanner, &allowed, &disallowed,
+                          &frombuffer, &dtype) || !get_scanner(scanner))
+        return NULL;
+    PlainArrayCall *self = (PlainArrayCall *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->vectorcall = (vectorcallfunc)PlainArrayCall_vectorcall;
+    self->kernel = Py_NewRef(kernel);
+    self->scanner = Py_NewRef(scanner);
+    self->allowed = Py_NewRef(allowed);
+    self->disallowed = Py_NewRef(disallowed);
+    self->frombuffer = Py_NewRef(frombuffer);
+    self->dtype = Py_NewRef(dtype);
+    return (PyObject *)self;
+}
+
+static void PlainArrayCall_dealloc(PlainArrayCall *self) {
+    Py_XDECREF(self->kernel);
+    Py_XDECREF(self->scanner);
+    Py_XDECREF(self->allowed);
+    Py_XDECREF(self->disallowed);
+    Py_XDECREF(self->frombuffer);
+    Py_XDECREF(self->dtype);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject PlainArrayCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hf_bbpe._chunk_bpe.PlainArrayCall",
+    .tp_basicsize = sizeof(PlainArrayCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(PlainArrayCall, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_doc = "PlainArrayCall(kernel, scanner, allowed_special, disallowed_special, frombuffer, dtype): "
+              "encode_to_numpy's common call in C; f(text, allowed_special, disallowed_special, num_threads) gives "
+              "the array, or None when the call is not that one.",
+    .tp_new = PlainArrayCall_new,
+    .tp_dealloc = (destructor)PlainArrayCall_dealloc,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_chunk_bpe", "The chunk encoder's kernel in C (see hf_bbpe/chunk_encoder.py).", -1, NULL,
 };
 
 PyMODINIT_FUNC PyInit__chunk_bpe(void) {
-    if (PyType_Ready(&ChunkBPEType) < 0 || PyType_Ready(&IdArrayType) < 0) return NULL;
+    if (PyType_Ready(&ChunkBPEType) < 0 || PyType_Ready(&IdArrayType) < 0 || PyType_Ready(&PlainArrayCallType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    Py_INCREF(&ChunkBPEType);
-    if (PyModule_AddObject(m, "ChunkBPE", (PyObject *)&ChunkBPEType) < 0) {
-        Py_DECREF(&ChunkBPEType);
+    if (PyModule_AddObjectRef(m, "ChunkBPE", (PyObject *)&ChunkBPEType) < 0 ||
+        PyModule_AddObjectRef(m, "PlainArrayCall", (PyObject *)&PlainArrayCallType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

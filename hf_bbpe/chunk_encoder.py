@@ -30,11 +30,12 @@ the copy of the tokenizer code that transformers saves beside a model for
 
 from __future__ import annotations
 
+import functools
 import heapq
 import importlib
 import operator
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
@@ -177,6 +178,7 @@ class ChunkEncoder:
             self._wide = wide
             if wide is None and not self._stand_ins:  # else the ids need translating or checking
                 self.encode_text_array = kernel.encode_text_array
+                self.plain_array_call = functools.partial(_native.PlainArrayCall, kernel)
             if wide is not None:
                 self._translate_outputs(wide)
             if self._stand_ins:
@@ -310,6 +312,14 @@ class ChunkEncoder:
         """:meth:`encode_text`'s ids as a writable uint32 buffer (``numpy.frombuffer`` takes it
         without a copy), or None where :meth:`encode_text` gives None or the kernel's ids are
         not the real ones (renumbered wide ids, stand-ins for missing bytes)."""
+        return None
+
+    def plain_array_call(self, scanner: object, allowed_special: object, disallowed_special: object,
+                         frombuffer: Callable, dtype: object) -> Callable | None:
+        """``f(text, allowed_special, disallowed_special, num_threads)``: ``frombuffer`` of
+        :meth:`encode_text_array`'s ids in one C call, for these two argument objects (a call
+        that needs no special-token handling) and one thread, else None; or None here when
+        :meth:`encode_text_array` is not the kernel's own."""
         return None
 
     def encode_chunks(self, chunks: Iterable[str]) -> list[int]:

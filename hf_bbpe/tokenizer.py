@@ -22,7 +22,7 @@ import operator
 import os
 import sys
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -150,7 +150,7 @@ class Tokenizer:
         function that holds a tokenizer (it pickles it)."""
         state = self.__dict__.copy()
         for key in ("_split", "_scanner", "_encoder", "_vocab", "_rank_vocab", "_special_regex_cache",
-                    "_normalized_forms", "_policy_cache", "_last_policy"):
+                    "_normalized_forms", "_policy_cache", "_last_policy", "_plain_array"):
             state.pop(key, None)
         merges = state.get("_merges")
         if type(merges) is dict:
@@ -501,6 +501,9 @@ class Tokenizer:
         self._normalized_forms: tuple[Normalizer | None, dict[str, str]] | None = None  # {normalized form: token}
         self._policy_cache: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
         self._last_policy: tuple = (_NO_ARGUMENT, _NO_ARGUMENT, (frozenset(), frozenset()))
+        # encode_to_numpy's call for the special-token arguments of its last call that needed no
+        # special-token handling (the C kernel's PlainArrayCall; None for any other call)
+        self._plain_array: Callable = _no_plain_array
 
     @property
     def vocab(self) -> dict[int, bytes]:
@@ -925,17 +928,19 @@ class Tokenizer:
     ):
         """:meth:`encode`'s ids as a uint32 numpy array, as tiktoken's ``encode_to_numpy``: with the C
         kernel and a pattern its scanner knows, no Python int is made per id."""
+        array = self._plain_array(text, allowed_special, disallowed_special, num_threads)
+        if array is not None:  # the common call (one per document) in one C call: see _plain_array
+            return array
         scanner = self._scanner
-        if num_threads == 1 and scanner is not None:  # the common call, kept short: one per document
-            last = self._last_policy  # (_special_policy's first step, inline)
-            if last[0] is allowed_special and last[1] is disallowed_special:
-                allowed, disallowed = last[2]
-            else:
-                allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        if num_threads == 1 and scanner is not None:
+            allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
             if not allowed and not (disallowed and self._special_regex(disallowed).search(text)):
                 ids = self._encoder.encode_text_array(text, scanner)
                 if ids is not None:
                     frombuffer, uint32 = _NUMPY_UINT32 or _load_numpy_uint32()
+                    if not disallowed and {type(allowed_special), type(disallowed_special)} <= _IMMUTABLE_ARGUMENTS:
+                        self._plain_array = self._encoder.plain_array_call(
+                            scanner, allowed_special, disallowed_special, frombuffer, uint32) or _no_plain_array
                     return frombuffer(ids, uint32)
         from .batch_encoding import encode_to_numpy
 
@@ -1169,6 +1174,15 @@ _NUMPY_UINT32: tuple | None = None  # (numpy.frombuffer, its uint32 dtype), set 
 
 
 _NO_ARGUMENT = object()  # what no call passes: the last special-token policy before the first call
+
+# special-token arguments whose objects are kept by identity for encode_to_numpy's C call: only
+# immutable ones (a set could change between two calls)
+_IMMUTABLE_ARGUMENTS = frozenset({str, tuple, frozenset})
+
+
+def _no_plain_array(text: str, allowed_special: object, disallowed_special: object, num_threads: int) -> None:
+    """encode_to_numpy's C call before there is one: no array (the general path runs)."""
+    return None
 
 
 def _load_numpy_uint32() -> tuple:

@@ -193,6 +193,43 @@ def test_encode_to_numpy_equals_tiktoken(cl100k, cl100k_ranks):
         reference.encode_ordinary(long_text)
 
 
+def test_encode_to_numpy_in_one_c_call_only_for_the_arguments_it_was_made_for(cl100k_ranks):
+    """After a call that needs no special-token handling, encode_to_numpy's next calls with the same
+    argument objects run in one C call (PlainArrayCall) and give the same ids; other arguments, a
+    set (which could change between calls), threads, a lone surrogate and a pickled copy all take
+    the general path, with its ids and errors."""
+    import pickle
+
+    from hf_bbpe import _chunk_bpe
+
+    tok = Tokenizer.from_ranks(cl100k_ranks, pattern="gpt4", special_tokens={"<|endoftext|>": 100257})
+    reference = tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks,
+                                  special_tokens={"<|endoftext|>": 100257})
+    text = "\n\n".join(mix_documents())
+    assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == reference.encode_ordinary(text)
+    assert isinstance(tok._plain_array, _chunk_bpe.PlainArrayCall)
+    assert tok.encode_to_numpy("a <|endoftext|>", disallowed_special=()).tolist() == \
+        reference.encode_ordinary("a <|endoftext|>")
+    assert tok._plain_array("a", "none_raise", (), 2) is None  # threads: not this call
+    assert tok.encode_to_numpy(text, disallowed_special=(), num_threads=2).tolist() == reference.encode_ordinary(text)
+    assert tok.encode_to_numpy("ok \ud800 then", disallowed_special=()).tolist() == tok.encode_ordinary("ok \ud800 then")
+    with pytest.raises(DisallowedSpecialToken):
+        tok.encode_to_numpy("a <|endoftext|>")
+    assert tok.encode_to_numpy("a <|endoftext|>", allowed_special="all").tolist() == \
+        reference.encode("a <|endoftext|>", allowed_special="all")
+    changing: set[str] = set()
+    assert tok.encode_to_numpy("a <|endoftext|>", disallowed_special=changing).tolist() == \
+        reference.encode_ordinary("a <|endoftext|>")
+    assert tok._plain_array("a", "none_raise", changing, 1) is None  # a set is not kept
+    changing.add("<|endoftext|>")
+    with pytest.raises(DisallowedSpecialToken):
+        tok.encode_to_numpy("a <|endoftext|>", disallowed_special=changing)
+    copy = pickle.loads(pickle.dumps(tok))
+    assert copy.encode_to_numpy(text, disallowed_special=()).tolist() == reference.encode_ordinary(text)
+    with pytest.raises(TypeError):
+        tok._plain_array("a", "none_raise", ())
+
+
 def test_large_calls_reuse_a_freed_ids_buffer_never_a_live_one(cl100k, cl100k_ranks):
     """A large call's ids buffer is kept when its owner is freed and filled by the next large call
     (no fresh pages to fault in): arrays still alive keep their ids, whatever the calls after them
