@@ -1311,6 +1311,17 @@ static const PretokScanner *get_scanner(PyObject *capsule) {
 
 #define GIL_HOLD_BYTES 2048 /* a text shorter than this is encoded holding the GIL: releasing it costs more */
 
+/* encode_text_parallel, called holding the GIL: it is released for a text of GIL_HOLD_BYTES or more. */
+static int encode_text_unlocked(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t,
+                                int num_threads, IdBuf *out) {
+    if (t->n < GIL_HOLD_BYTES) return encode_text_parallel(self, scanner, t, num_threads, out);
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = encode_text_parallel(self, scanner, t, num_threads, out);
+    Py_END_ALLOW_THREADS
+    return status;
+}
+
 /* The UTF-8 of the str text as a PretokText: 0; 1 when text has a lone surrogate (no UTF-8: the
  * caller encodes it the slow way, see DOC_SURROGATE); -1 with an error. CPython keeps the UTF-8
  * of a non-ASCII str once made (an ASCII str's data is its UTF-8), so a text encoded again is not
@@ -1357,14 +1368,7 @@ static PyObject *encode_whole_text(ChunkBPE *self, PyObject *const *args, Py_ssi
     IdBuf out = {NULL, 0, 0};
     /* ids are fewer than bytes, about a third of them in mixed text (more are made room for as needed) */
     if (idbuf_reserve_for_call(&out, ids_estimate(self, t.n)) < 0) return PyErr_NoMemory();
-    int status;
-    if (t.n < GIL_HOLD_BYTES) {
-        status = encode_text_parallel(self, scanner, &t, num_threads, &out);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        status = encode_text_parallel(self, scanner, &t, num_threads, &out);
-        Py_END_ALLOW_THREADS
-    }
+    int status = encode_text_unlocked(self, scanner, &t, num_threads, &out);
     PyObject *result;
     if (status == 0) ids_learn(self, t.n, out.len);
     if (status == DOC_NO_MEMORY) result = PyErr_NoMemory();
@@ -1839,14 +1843,6 @@ static Py_ssize_t list_chunks(const PretokText *t, Py_ssize_t i, Py_ssize_t *end
 static uint8_t *const NO_CLASSES = NULL;
 static const PretokScanner LIST_SCANNER = {list_chunk, &NO_CLASSES, list_chunks};
 
-static int encode_list(ChunkBPE *self, const ChunkList *list, IdBuf *out) {
-    int slot = -1;
-    PieceCache *cache = pcache_take(self, &slot);
-    int status = encode_range(self, &LIST_SCANNER, &list->text, 0, out, cache, NULL);
-    pcache_give(self, slot);
-    return status;
-}
-
 /* encode_chunks(chunks): the ids of every str of an iterable, in one list (empty strs have none). */
 static PyObject *ChunkBPE_encode_chunks(ChunkBPE *self, PyObject *arg) {
     PyObject *seq = PySequence_Fast(arg, "encode_chunks: chunks must be an iterable of str");
@@ -1880,15 +1876,7 @@ static PyObject *ChunkBPE_encode_chunks(ChunkBPE *self, PyObject *arg) {
         goto done;
     }
     ChunkList list = {{PRETOK_UTF8_KIND, buf, total}, ends, k};
-    int status;
-    if (total < GIL_HOLD_BYTES) {
-        status = encode_list(self, &list, &out);
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        status = encode_list(self, &list, &out);
-        Py_END_ALLOW_THREADS
-    }
-    if (status < 0) { PyErr_NoMemory(); goto done; }
+    if (encode_text_unlocked(self, &LIST_SCANNER, &list.text, 1, &out) < 0) { PyErr_NoMemory(); goto done; }
     ids_learn(self, total, out.len);
     result = ids_to_list(self, out.ids, out.len);
 done:

@@ -501,8 +501,8 @@ class Tokenizer:
         self._normalized_forms: tuple[Normalizer | None, dict[str, str]] | None = None  # {normalized form: token}
         self._policy_cache: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
         self._last_policy: tuple = (_NO_ARGUMENT, _NO_ARGUMENT, (frozenset(), frozenset()))
-        # encode_to_numpy's call for the special-token arguments of its last call that needed no
-        # special-token handling (the C kernel's PlainArrayCall; None for any other call)
+        # encode_to_numpy's one C call for the special-token arguments of its last call that needed
+        # no special-token handling (the kernel's PlainArrayCall); it answers None to any other call
         self._plain_array: Callable = _no_plain_array
 
     @property
