@@ -71,6 +71,32 @@ def test_piece_cache_grows_past_its_first_table():
     assert tok.encode_batch(words[::7], num_threads=2) == reference.encode_ordinary_batch(words[::7])
 
 
+def test_front_cache_doubles_once_on_a_large_job_and_ids_stay():
+    """The front cache starts at 2**19 slots and doubles (emptied) once a review finds that more
+    than one probe in 32 missed (every 2**21 probes, about 12 MB of text): here 2.2 million short
+    pieces, 150K of them distinct, some of more ids than a front slot holds. Ids equal tiktoken's
+    across the growth, after it from the larger table, and on two threads, whose second cache
+    starts as a copy of the grown one."""
+    ranks = random_ranks(13, 40, 8, shuffle=True)
+    tok = Tokenizer.from_ranks(ranks, pattern="gpt4")
+    reference = tiktoken.Encoding("t", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=ranks, special_tokens={})
+    rng = random.Random(2)
+    words = list({"".join(rng.choice("abcdefgh") for _ in range(rng.randint(3, 14))) for _ in range(150_000)})
+    kernel = tok._encoder._kernel
+    assert tok.encode_ordinary(" ".join(words[:50])) == reference.encode_ordinary(" ".join(words[:50]))
+    assert kernel.cache_sizes()[0][0] == 2**19
+    text = " ".join(rng.choices(words, k=2_200_000))
+    expected = reference.encode_ordinary(text)
+    assert tok.encode_ordinary(text) == expected
+    assert kernel.cache_sizes()[0][0] == 2**20
+    assert tok.encode_ordinary(text) == expected
+    assert kernel.cache_sizes()[0][0] == 2**20  # once only
+    half = len(words) // 2
+    assert tok.encode_batch(words[half:half + 4000], num_threads=2) == reference.encode_ordinary_batch(words[half:half + 4000])
+    assert tok.encode_ordinary(text, num_threads=2) == expected
+    assert [sizes[0] for sizes in kernel.cache_sizes()[:2]] == [2**20, 2**20]
+
+
 def test_many_distinct_long_pieces_through_the_caches():
     """Pieces of 2-40 bytes (both sides of the 16-byte front cache and the 32-token short loop),
     most of them distinct, each encoded twice: cold, then from the caches."""
