@@ -8,16 +8,22 @@ HASH_H = "hf_bbpe/_hash.h"  # mix64, included by two kernels (pyproject's packag
 PRETOK_H = "hf_bbpe/_pretokenize.h"  # the scanner interface _pretokenize.c gives _chunk_bpe.c
 
 
-def kernel(name: str, source: str, depends: tuple[str, ...] = ()) -> Extension:
+def kernel(name: str, source: str, depends: tuple[str, ...] = (), numpy_headers: bool = False) -> Extension:
+    """One C extension; numpy_headers: it uses numpy's C API (pyproject's build requirement)."""
     threads = ["-pthread"] if os.name == "posix" else []  # _chunk_bpe cuts a long text over pthreads
+    include_dirs = []
+    if numpy_headers:
+        import numpy
+
+        include_dirs.append(numpy.get_include())
     return Extension(name, [source], depends=list(depends), extra_compile_args=["-O3", "-std=c99", *threads],
-                     extra_link_args=threads)
+                     extra_link_args=threads, include_dirs=include_dirs)
 
 
 setup(
     ext_modules=[
         kernel("hf_bbpe._merge_loop", "hf_bbpe/_merge_loop.c", (HASH_H,)),
-        kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", (HASH_H, PRETOK_H)),
+        kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", (HASH_H, PRETOK_H), numpy_headers=True),  # encode_to_numpy's arrays
         kernel("hf_bbpe._pretokenize", "hf_bbpe/_pretokenize.c", (PRETOK_H,)),
     ]
 )

@@ -36,6 +36,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_22_API_VERSION
+#define NPY_TARGET_VERSION NPY_1_22_API_VERSION
+#include <numpy/arrayobject.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2060,17 +2063,19 @@ static PyTypeObject ChunkBPEType = {
     .tp_methods = ChunkBPE_methods,
 };
 
-/* PlainArrayCall(kernel, scanner, allowed_special, disallowed_special, frombuffer, dtype): the common
- * call of Tokenizer.encode_to_numpy (one document, special-token arguments that need no handling)
- * in one C call. Called as f(text, allowed_special, disallowed_special, num_threads), with the same
- * two argument objects it was made for, one thread and a str, it encodes text as encode_text_array
- * does and returns frombuffer(ids, dtype); otherwise, or for a text with a lone surrogate, None
- * (the caller takes its general path). Immutable: the Tokenizer makes a new one when its special
- * tokens change. */
+/* PlainArrayCall(kernel, scanner, allowed_special, disallowed_special): the common call of
+ * Tokenizer.encode_to_numpy (one document, special-token arguments that need no handling) in one C
+ * call. Called as f(text, allowed_special, disallowed_special, num_threads), with the same two
+ * argument objects it was made for, one thread and a str, it encodes text as encode_text_array
+ * does and returns the ids as a uint32 numpy array over that buffer, made with numpy's C API
+ * (numpy.frombuffer's argument parsing costs more than encoding a short document); otherwise, or
+ * for a text with a lone surrogate, None (the caller takes its general path). Immutable: the
+ * Tokenizer makes a new one when its special tokens change. numpy's C API is imported when the
+ * first one is made (import hf_bbpe does not import numpy). */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *kernel, *scanner, *allowed, *disallowed, *frombuffer, *dtype;
+    PyObject *kernel, *scanner, *allowed, *disallowed;
 } PlainArrayCall;
 
 static PyObject *PlainArrayCall_vectorcall(PlainArrayCall *self, PyObject *const *args, size_t nargsf,
@@ -2085,21 +2090,28 @@ static PyObject *PlainArrayCall_vectorcall(PlainArrayCall *self, PyObject *const
     PyObject *call[2] = {args[0], self->scanner};
     PyObject *ids = encode_whole_text((ChunkBPE *)self->kernel, call, 2, 1);
     if (!ids || ids == Py_None) return ids;
-    PyObject *array_args[2] = {ids, self->dtype};
-    PyObject *array = PyObject_Vectorcall(self->frombuffer, array_args, 2, NULL);
-    Py_DECREF(ids);
+    IdArray *a = (IdArray *)ids; /* the array's base: it frees the ids with the array */
+    npy_intp dims[1] = {a->len};
+    PyObject *array = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(NPY_UINT32), 1, dims, NULL, a->ids,
+                                           NPY_ARRAY_CARRAY, NULL);
+    if (!array || PyArray_SetBaseObject((PyArrayObject *)array, ids) < 0) {
+        Py_XDECREF(array);
+        Py_DECREF(ids);
+        return NULL;
+    }
     return array;
 }
 
 static PyObject *PlainArrayCall_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    PyObject *kernel, *scanner, *allowed, *disallowed, *frombuffer, *dtype;
+    PyObject *kernel, *scanner, *allowed, *disallowed;
     if (kwds && PyDict_Size(kwds)) {
         PyErr_SetString(PyExc_TypeError, "PlainArrayCall takes positional arguments only");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!OOOOO:PlainArrayCall", &ChunkBPEType, &kernel, &scanner, &allowed, &disallowed,
-                          &frombuffer, &dtype) || !get_scanner(scanner))
+    if (!PyArg_ParseTuple(args, "O!OOO:PlainArrayCall", &ChunkBPEType, &kernel, &scanner, &allowed, &disallowed) ||
+        !get_scanner(scanner))
         return NULL;
+    if (!PyArray_API && _import_array() < 0) return NULL;
     PlainArrayCall *self = (PlainArrayCall *)type->tp_alloc(type, 0);
     if (!self) return NULL;
     self->vectorcall = (vectorcallfunc)PlainArrayCall_vectorcall;
@@ -2107,8 +2119,6 @@ static PyObject *PlainArrayCall_new(PyTypeObject *type, PyObject *args, PyObject
     self->scanner = Py_NewRef(scanner);
     self->allowed = Py_NewRef(allowed);
     self->disallowed = Py_NewRef(disallowed);
-    self->frombuffer = Py_NewRef(frombuffer);
-    self->dtype = Py_NewRef(dtype);
     return (PyObject *)self;
 }
 
@@ -2117,8 +2127,6 @@ static void PlainArrayCall_dealloc(PlainArrayCall *self) {
     Py_XDECREF(self->scanner);
     Py_XDECREF(self->allowed);
     Py_XDECREF(self->disallowed);
-    Py_XDECREF(self->frombuffer);
-    Py_XDECREF(self->dtype);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -2129,7 +2137,7 @@ static PyTypeObject PlainArrayCallType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(PlainArrayCall, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_doc = "PlainArrayCall(kernel, scanner, allowed_special, disallowed_special, frombuffer, dtype): "
+    .tp_doc = "PlainArrayCall(kernel, scanner, allowed_special, disallowed_special): "
               "encode_to_numpy's common call in C; f(text, allowed_special, disallowed_special, num_threads) gives "
               "the array, or None when the call is not that one.",
     .tp_new = PlainArrayCall_new,

@@ -314,11 +314,11 @@ class ChunkEncoder:
         not the real ones (renumbered wide ids, stand-ins for missing bytes)."""
         return None
 
-    def plain_array_call(self, scanner: object, allowed_special: object, disallowed_special: object,
-                         frombuffer: Callable, dtype: object) -> Callable | None:
-        """``f(text, allowed_special, disallowed_special, num_threads)``: ``frombuffer`` of
-        :meth:`encode_text_array`'s ids in one C call, for these two argument objects (a call
-        that needs no special-token handling) and one thread, else None; or None here when
+    def plain_array_call(self, scanner: object, allowed_special: object,
+                         disallowed_special: object) -> Callable | None:
+        """``f(text, allowed_special, disallowed_special, num_threads)``: :meth:`encode_text_array`'s
+        ids as a uint32 numpy array in one C call, for these two argument objects (a call that
+        needs no special-token handling) and one thread, else None; or None here when
         :meth:`encode_text_array` is not the kernel's own."""
         return None
 

@@ -940,7 +940,7 @@ class Tokenizer:
                     frombuffer, uint32 = _NUMPY_UINT32 or _load_numpy_uint32()
                     if not disallowed and {type(allowed_special), type(disallowed_special)} <= _IMMUTABLE_ARGUMENTS:
                         self._plain_array = self._encoder.plain_array_call(
-                            scanner, allowed_special, disallowed_special, frombuffer, uint32) or _no_plain_array
+                            scanner, allowed_special, disallowed_special) or _no_plain_array
                     return frombuffer(ids, uint32)
         from .batch_encoding import encode_to_numpy
 

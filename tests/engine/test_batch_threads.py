@@ -206,8 +206,15 @@ def test_encode_to_numpy_in_one_c_call_only_for_the_arguments_it_was_made_for(cl
     reference = tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks,
                                   special_tokens={"<|endoftext|>": 100257})
     text = "\n\n".join(mix_documents())
-    assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == reference.encode_ordinary(text)
+    general = tok.encode_to_numpy(text, disallowed_special=())
+    assert general.tolist() == reference.encode_ordinary(text)
     assert isinstance(tok._plain_array, _chunk_bpe.PlainArrayCall)
+    fast = tok.encode_to_numpy(text, disallowed_special=())  # the array numpy's C API made, as frombuffer's
+    assert fast.tolist() == general.tolist()
+    assert (type(fast), fast.dtype, fast.shape, fast.flags.writeable, fast.flags.c_contiguous, fast.flags.owndata) == \
+        (type(general), general.dtype, general.shape, True, True, False)
+    fast[0] = general[0] + 1  # its own ids: writing them changes no other array
+    assert tok.encode_to_numpy(text, disallowed_special=())[0] == general[0]
     assert tok.encode_to_numpy("a <|endoftext|>", disallowed_special=()).tolist() == \
         reference.encode_ordinary("a <|endoftext|>")
     assert tok._plain_array("a", "none_raise", (), 2) is None  # threads: not this call
