@@ -27,7 +27,8 @@
  * run of ASCII letters is found 16 (1-byte text, UTF-8) or 8 (2-byte) characters at a time with
  * SSE2, else 8 bytes at a time in 1-byte text and UTF-8 and class by class otherwise. With SSE2,
  * the UTF-8 instance of every pattern takes 64 bytes at a time where it can (the window scanners
- * below: the chunk starts of a window from class masks). A PretokScanner (see _pretokenize.h)
+ * below: the chunk starts of a window from class masks), built twice on x86-64: with SSE2, and
+ * with AVX-512 BW, which runs where the CPU has it (wide_windows). A PretokScanner (see _pretokenize.h)
  * gives _chunk_bpe
  * one chunk (chunk) or the ends of a batch of chunks (chunks); split_* and chunk_ends (for
  * tests) are the Python side.
@@ -41,6 +42,17 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+/* With GCC or Clang on x86-64, the window scanners are compiled a second time for AVX-512 (64
+ * bytes in one register, class masks straight from compares), which runs where the CPU has it
+ * (wide_windows, set at import; see the Python function of that name). */
+#if defined(__SSE2__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define WIDE_WINDOWS 1
+#include <immintrin.h>
+#define WIDE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,bmi,bmi2")))
+#else
+#define WIDE_WINDOWS 0
+#endif
+static int wide_windows; /* the AVX-512 window scanners run (only where the CPU has AVX-512 BW) */
 
 #define LETTER 1
 #define NUMBER 2
@@ -443,16 +455,16 @@ INLINE int run_past(uint64_t m, int k) {
     return rest ? k + FIRST_SET_BIT(rest) : 64;
 }
 
-/* The class masks of the 64 bytes from s (a chunk start at position base); 0 when fewer than 8
- * bytes are usable (the caller takes a chunk the ordinary way). Where the window meets a
- * character outside ASCII that is no letter (with others, GPT-2's runs of any class, one that is
- * \s), *resume is set past it: no window is worth trying before. */
-INLINE int window_classes(const uint8_t *s, Py_ssize_t base, int cased, int others, WindowClasses *w,
-                          Py_ssize_t *resume) {
-    if (!window_ok) {
-        *resume = PY_SSIZE_T_MAX;
-        return 0;
-    }
+/* The classes of the 64 bytes from s, bit k for the byte at s + k, before characters outside ASCII
+ * are read: the lead bytes of those (0xC0 and up), ASCII letters (L), upper-case ones (UP, with
+ * cased), digits (N), \r\n (NL), ' ' (SP), ' ' \t \r \n (S), control characters (CTL),
+ * apostrophes (AP) and slashes (SL, with cased). */
+typedef struct {
+    uint64_t lead, L, N, NL, SP, S, AP, CTL, UP, SL;
+} ByteMasks;
+
+/* ByteMasks 16 bytes at a time with SSE2. */
+INLINE void byte_masks_sse2(const uint8_t *s, int cased, ByteMasks *m) {
     uint64_t lead = 0, L = 0, N = 0, NL = 0, SP = 0, S = 0, AP = 0, CTL = 0, UP = 0, SL = 0;
     for (int q = 0; q < 4; q++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(s + 16 * q));
@@ -475,6 +487,38 @@ INLINE int window_classes(const uint8_t *s, Py_ssize_t base, int cased, int othe
         /* (signed: 0xC0 and up are -64 .. -1) */
         lead |= lanes16(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)0xBF)), _mm_cmplt_epi8(v, _mm_setzero_si128())), q);
     }
+    *m = (ByteMasks){lead, L, N, NL, SP, S, AP, CTL, UP, SL};
+}
+
+#if WIDE_WINDOWS
+/* ByteMasks of all 64 bytes at once with AVX-512 BW: each class is one compare into a mask. */
+WIDE_TARGET INLINE void byte_masks_avx512(const uint8_t *s, int cased, ByteMasks *m) {
+    __m512i v = _mm512_loadu_si512((const void *)s);
+    m->L = _mm512_cmple_epu8_mask(_mm512_sub_epi8(_mm512_or_si512(v, _mm512_set1_epi8(0x20)), _mm512_set1_epi8('a')),
+                                  _mm512_set1_epi8('z' - 'a'));
+    m->UP = m->SL = 0;
+    if (cased) {
+        m->UP = _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('A')), _mm512_set1_epi8('Z' - 'A'));
+        m->SL = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('/'));
+    }
+    m->N = _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(9));
+    m->NL = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\n')) | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\r'));
+    m->SP = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(' '));
+    m->S = m->NL | m->SP | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\t'));
+    m->CTL = _mm512_cmple_epu8_mask(v, _mm512_set1_epi8(0x1F));
+    m->AP = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\''));
+    m->lead = _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8((char)0xC0));
+}
+#endif
+
+/* The class masks of the window of 64 bytes from s (a chunk start at position base), from its
+ * ByteMasks m; 0 when fewer than 8 bytes are usable (the caller takes a chunk the ordinary way).
+ * Where the window meets a character outside ASCII that is no letter (with others, GPT-2's runs
+ * of any class, one that is \s), *resume is set past it: no window is worth trying before. */
+INLINE int window_classes(const uint8_t *s, const ByteMasks *m, Py_ssize_t base, int cased, int others,
+                          WindowClasses *w, Py_ssize_t *resume) {
+    uint64_t lead = m->lead, L = m->L, N = m->N, NL = m->NL, SP = m->SP, S = m->S, AP = m->AP, CTL = m->CTL,
+             UP = m->UP, SL = m->SL;
     uint64_t LO = L & ~UP, CL = 0; /* (ASCII so far) */
     /* a letter outside ASCII is letter bytes (with others, a number is number bytes and any other
      * character but \s is left as neither: punctuation); the window ends at any other character
@@ -642,20 +686,32 @@ INLINE uint64_t gpt2_starts(const uint8_t *s, const WindowClasses *w, int *cut_o
 /* Each pattern's window scanner: the ends of up to room chunks from s (a chunk start at position
  * base, with at least 64 bytes of text from it), as far as the window can tell, into ends; their
  * number (0: the window cannot tell one). */
-#define WINDOW_SCANNER(NAME, CASED, OTHERS, STARTS)                                                 \
-    static Py_ssize_t NAME(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room,  \
-                           Py_ssize_t *resume) {                                                    \
+#define WINDOW_SCANNER(ATTR, NAME, MASKS, CASED, OTHERS, STARTS)                                   \
+    ATTR static Py_ssize_t NAME(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room, \
+                                Py_ssize_t *resume) {                                               \
+        if (!window_ok) {                                                                           \
+            *resume = PY_SSIZE_T_MAX;                                                               \
+            return 0;                                                                               \
+        }                                                                                           \
+        ByteMasks m;                                                                                \
+        MASKS(s, CASED, &m);                                                                        \
         WindowClasses w;                                                                            \
-        if (!window_classes(s, base, CASED, OTHERS, &w, resume)) return 0;                          \
+        if (!window_classes(s, &m, base, CASED, OTHERS, &w, resume)) return 0;                      \
         int cut;                                                                                    \
         uint64_t starts = STARTS;                                                                   \
         return window_ends(starts, cut, ends, base, room);                                          \
     }
-WINDOW_SCANNER(gpt4_window, 0, 0, gpt4_family_starts(s, &w, 0, 1, 3, &cut))
-WINDOW_SCANNER(qwen2_window, 0, 0, gpt4_family_starts(s, &w, 0, 1, 1, &cut))
-WINDOW_SCANNER(o200k_window, 1, 0, gpt4_family_starts(s, &w, 1, 1, 3, &cut))
-WINDOW_SCANNER(tekken_window, 1, 0, gpt4_family_starts(s, &w, 1, 0, 1, &cut))
-WINDOW_SCANNER(gpt2_window, 0, 1, gpt2_starts(s, &w, &cut)) /* (its runs are of one class, whatever their bytes) */
+/* (SUFFIX names the instance: _wide for AVX-512) */
+#define WINDOW_SCANNERS(ATTR, SUFFIX, MASKS)                                                        \
+    WINDOW_SCANNER(ATTR, gpt4_window##SUFFIX, MASKS, 0, 0, gpt4_family_starts(s, &w, 0, 1, 3, &cut)) \
+    WINDOW_SCANNER(ATTR, qwen2_window##SUFFIX, MASKS, 0, 0, gpt4_family_starts(s, &w, 0, 1, 1, &cut)) \
+    WINDOW_SCANNER(ATTR, o200k_window##SUFFIX, MASKS, 1, 0, gpt4_family_starts(s, &w, 1, 1, 3, &cut)) \
+    WINDOW_SCANNER(ATTR, tekken_window##SUFFIX, MASKS, 1, 0, gpt4_family_starts(s, &w, 1, 0, 1, &cut)) \
+    WINDOW_SCANNER(ATTR, gpt2_window##SUFFIX, MASKS, 0, 1, gpt2_starts(s, &w, &cut)) /* (runs of one class, any bytes) */
+WINDOW_SCANNERS(, , byte_masks_sse2)
+#if WIDE_WINDOWS
+WINDOW_SCANNERS(WIDE_TARGET, _wide, byte_masks_avx512)
+#endif
 #endif
 
 /* no window: the scanner goes chunk by chunk */
@@ -692,7 +748,20 @@ INLINE Py_ssize_t no_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base,
         } while (k < max && i < s.n);                                                               \
         return k;                                                                                   \
     }
+/* With WIDE_WINDOWS, a pattern's UTF-8 chunks again, with the AVX-512 window scanner inlined (the
+ * chunk-by-chunk scanner too), and the switch of NAME_chunks that runs it when wide_windows. */
+#if WIDE_WINDOWS
+#define WIDE_CHUNKS(NAME, WINDOW)                                                                   \
+    WIDE_TARGET static Py_ssize_t NAME##_utf8_chunks_wide(const PretokText *t, Py_ssize_t i, Py_ssize_t *ends, \
+                                                          Py_ssize_t max)                           \
+        CHUNKS_OF_KIND(NAME, PRETOK_UTF8_KIND, WINDOW##_wide)
+#define WIDE_DISPATCH(NAME) if (wide_windows) return NAME##_utf8_chunks_wide(t, i, ends, max);
+#else
+#define WIDE_CHUNKS(NAME, WINDOW)
+#define WIDE_DISPATCH(NAME)
+#endif
 #define SCANNER(NAME, WINDOW)                                                                       \
+    WIDE_CHUNKS(NAME, WINDOW)                                                                       \
     static Py_ssize_t NAME##_chunk(const PretokText *t, Py_ssize_t i) {                             \
         switch (t->kind) {                                                                          \
         case PyUnicode_1BYTE_KIND: CHUNK_OF_KIND(NAME, PyUnicode_1BYTE_KIND)                        \
@@ -705,7 +774,9 @@ INLINE Py_ssize_t no_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base,
         switch (t->kind) {                                                                          \
         case PyUnicode_1BYTE_KIND: CHUNKS_OF_KIND(NAME, PyUnicode_1BYTE_KIND, WINDOW)               \
         case PyUnicode_2BYTE_KIND: CHUNKS_OF_KIND(NAME, PyUnicode_2BYTE_KIND, WINDOW)               \
-        case PRETOK_UTF8_KIND: CHUNKS_OF_KIND(NAME, PRETOK_UTF8_KIND, WINDOW)                       \
+        case PRETOK_UTF8_KIND:                                                                      \
+            WIDE_DISPATCH(NAME)                                                                     \
+            CHUNKS_OF_KIND(NAME, PRETOK_UTF8_KIND, WINDOW)                                          \
         default: CHUNKS_OF_KIND(NAME, PyUnicode_4BYTE_KIND, WINDOW)                                 \
         }                                                                                           \
     }
@@ -858,6 +929,24 @@ static PyObject *set_classes(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Whether the CPU (and its OS) runs the AVX-512 window scanners. */
+static int wide_windows_supported(void) {
+#if WIDE_WINDOWS
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+#else
+    return 0;
+#endif
+}
+
+static PyObject *set_wide_windows(PyObject *self, PyObject *args) {
+    int on = -1;
+    if (!PyArg_ParseTuple(args, "|p:wide_windows", &on)) return NULL;
+    if (on >= 0) wide_windows = on && wide_windows_supported();
+    return PyBool_FromLong(wide_windows);
+}
+
 static PyMethodDef methods[] = {
     {"set_classes", set_classes, METH_VARARGS, "Set the class bits of every code point (see the top of _pretokenize.c); later calls change nothing."},
     {"split_gpt4", split_gpt4, METH_VARARGS, "regex.findall(GPT4_SPLIT_PATTERN, text), in C."},
@@ -866,6 +955,10 @@ static PyMethodDef methods[] = {
     {"split_llama3", split_llama3, METH_VARARGS, "regex.findall(LLAMA3_SPLIT_PATTERN, text), in C."},
     {"split_qwen2", split_qwen2, METH_VARARGS, "regex.findall(QWEN2_SPLIT_PATTERN, text), in C."},
     {"split_tekken", split_tekken, METH_VARARGS, "regex.findall(TEKKEN_SPLIT_PATTERN, text), in C."},
+    {"wide_windows", set_wide_windows, METH_VARARGS,
+     "wide_windows(on=None): whether UTF-8 text is scanned with the AVX-512 window scanners (the default where the "
+     "CPU has AVX-512 BW; else SSE2); on=False / True switches (True only where the CPU has it); for tests, not "
+     "while another thread encodes."},
     {"chunk_ends", chunk_ends, METH_VARARGS,
      "chunk_ends(scanner, text, max, utf8=False): chunk end positions from chunks() (max at a time) or chunk() (max 0), "
      "of text's code points or (utf8) of its UTF-8 bytes; for tests."},
@@ -875,6 +968,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pretokenize", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__pretokenize(void) {
+    wide_windows = wide_windows_supported();
     PyObject *m = PyModule_Create(&module);
     for (int k = 0; m && k < NSCANNERS; k++) {
         PyObject *capsule = PyCapsule_New((void *)&scanners[k], PRETOK_CAPSULE_NAME, NULL);

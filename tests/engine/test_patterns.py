@@ -4,6 +4,8 @@ scanner (``patterns.EQUIVALENT_PATTERNS``) split like their own spelling in the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -150,6 +152,23 @@ def test_batch_of_chunks_on_real_paragraphs(name):
         assert patterns._native.chunk_ends(scanner, paragraph, 7) == expected
 
 
+# The UTF-8 instance's window scanners come in two builds: SSE2 (16 bytes a register) and AVX-512
+# (64 bytes; the default where the CPU has it). Each UTF-8 test runs both.
+AVX512 = patterns._native.wide_windows()
+WINDOW_BUILDS = ["sse2", pytest.param("avx512", marks=pytest.mark.skipif(not AVX512, reason="this CPU has no AVX-512 BW"))]
+
+
+@contextmanager
+def window_build(build: str) -> Iterator[None]:
+    """The UTF-8 instance with the window scanners of that build, then as it was."""
+    before = patterns._native.wide_windows()
+    assert patterns._native.wide_windows(build == "avx512") == (build == "avx512")
+    try:
+        yield
+    finally:
+        patterns._native.wide_windows(before)
+
+
 def utf8_ends_of(chunks: list[str]) -> list[int]:
     """The end of each chunk of a text cut into chunks, in bytes of its UTF-8."""
     return ends_of([chunk.encode("utf-8") for chunk in chunks])
@@ -158,15 +177,18 @@ def utf8_ends_of(chunks: list[str]) -> list[int]:
 NO_SURROGATE = [c for c in TRICKY if not "\ud800" <= c <= "\udfff"]
 
 
+@pytest.mark.parametrize("build", WINDOW_BUILDS)
 @pytest.mark.parametrize("name", NATIVE_PATTERNS)
 @settings(max_examples=600, deadline=None)
 @given(text=st.text(alphabet=st.sampled_from(NO_SURROGATE), max_size=40) | st.text(st.sampled_from(WORDY), max_size=60),
        batch=st.sampled_from([0, 1, 2, 3, 64]))
-def test_utf8_instance_splits_alike(name, text, batch):
+def test_utf8_instance_splits_alike(build, name, text, batch):
     """The scanners' UTF-8 instance (what the encoder splits: a str's UTF-8, positions in bytes)
     cuts tricky and wordy text where the regex module does, whatever the str's kind."""
     scanner = native_scanner(NATIVE_PATTERNS[name])
-    assert patterns._native.chunk_ends(scanner, text, batch, True) == utf8_ends_of(findall(NATIVE_PATTERNS[name], text))
+    with window_build(build):
+        got = patterns._native.chunk_ends(scanner, text, batch, True)
+    assert got == utf8_ends_of(findall(NATIVE_PATTERNS[name], text))
 
 
 # Every decision of the GPT-2, GPT-4 and o200k patterns, for the window scanners (64 bytes at a
@@ -181,6 +203,7 @@ WINDOW_CHARS = list("aZsSdDmMtTlLvVeErRxyABC") + list("0123") * 2 + ["'"] * 4 \
     + list("\u00d7\u0301\u00a0\u3000\u3002\u0663")
 
 
+@pytest.mark.parametrize("build", WINDOW_BUILDS)
 @pytest.mark.parametrize("name", NATIVE_PATTERNS)
 @settings(max_examples=1500, deadline=None)
 @given(text=st.text(st.sampled_from(WINDOW_CHARS), min_size=60, max_size=400),
@@ -189,24 +212,40 @@ WINDOW_CHARS = list("aZsSdDmMtTlLvVeErRxyABC") + list("0123") * 2 + ["'"] * 4 \
                                        " жизнь", "你好", "\u00e9t\u00e9's", "McDONALD", "HTTPServer", "日本abc", "ABC日本",
                                        "日Ab", "don't's", "I'M", "we'LL", ";\r\n//", ".\n/x", "ǅx", "xʰY"]), max_size=30),
        batch=st.sampled_from([64, 100, 128]))
-def test_utf8_windows_split_alike(name, text, words, batch):
+def test_utf8_windows_split_alike(build, name, text, words, batch):
     """Long ASCII stretches through the UTF-8 instance, many chunk ends at a time (where the
     scanners take 64 bytes at once): the regex module's chunks."""
     scanner = native_scanner(NATIVE_PATTERNS[name])
     for sample in (text, "".join(words) * 3, text[:70] + "".join(words) + text[70:]):
         expected = utf8_ends_of(findall(NATIVE_PATTERNS[name], sample))
-        assert patterns._native.chunk_ends(scanner, sample, batch, True) == expected, sample
+        with window_build(build):
+            got = patterns._native.chunk_ends(scanner, sample, batch, True)
+        assert got == expected, sample
 
 
+@pytest.mark.parametrize("build", WINDOW_BUILDS)
 @pytest.mark.parametrize("name", NATIVE_PATTERNS)
-def test_utf8_instance_on_real_text(name):
+def test_utf8_instance_on_real_text(build, name):
     """The UTF-8 instance on real multilingual text and code, whole and paragraph by paragraph."""
     pattern = NATIVE_PATTERNS[name]
     scanner = native_scanner(pattern)
     text = (DATA / "mix-sample.txt").read_text(encoding="utf-8")
-    assert patterns._native.chunk_ends(scanner, text, 64, True) == utf8_ends_of(findall(pattern, text))
-    for paragraph in text.split("\n\n"):
-        assert patterns._native.chunk_ends(scanner, paragraph, 7, True) == utf8_ends_of(findall(pattern, paragraph))
+    with window_build(build):
+        assert patterns._native.chunk_ends(scanner, text, 64, True) == utf8_ends_of(findall(pattern, text))
+        for paragraph in text.split("\n\n"):
+            assert patterns._native.chunk_ends(scanner, paragraph, 7, True) == utf8_ends_of(findall(pattern, paragraph))
+
+
+def test_wide_windows_switch():
+    """wide_windows() says which build runs, and switching to AVX-512 holds only where the CPU has it."""
+    before = patterns._native.wide_windows()
+    try:
+        assert patterns._native.wide_windows(False) is False
+        assert patterns._native.wide_windows() is False
+        assert patterns._native.wide_windows(True) is AVX512
+    finally:
+        patterns._native.wide_windows(before)
+    assert patterns._native.wide_windows() is before
 
 
 def test_chunk_ends_checks_its_arguments():
