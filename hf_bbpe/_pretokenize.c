@@ -929,12 +929,15 @@ static PyObject *set_classes(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* Whether the CPU (and its OS) runs the AVX-512 window scanners. */
+/* Whether the CPU (and its OS) runs the AVX-512 window scanners well: AVX-512 BW and VL, and VBMI
+ * as the mark of a core that does not slow its clock for 512-bit work (Ice Lake, Zen 4 and later;
+ * not Skylake-X). */
 static int wide_windows_supported(void) {
 #if WIDE_WINDOWS
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+           __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
 #else
     return 0;
 #endif
