@@ -456,16 +456,17 @@ INLINE int run_past(uint64_t m, int k) {
 }
 
 /* The classes of the 64 bytes from s, bit k for the byte at s + k, before characters outside ASCII
- * are read: the lead bytes of those (0xC0 and up), ASCII letters (L), upper-case ones (UP, with
+ * are read: the lead bytes of those (0xC0 and up; lead3: of 3 or 4 bytes, 0xE0 and up; lead4: of 4,
+ * 0xF0 and up), ASCII letters (L), upper-case ones (UP, with
  * cased), digits (N), \r\n (NL), ' ' (SP), ' ' \t \r \n (S), control characters (CTL),
  * apostrophes (AP) and slashes (SL, with cased). */
 typedef struct {
-    uint64_t lead, L, N, NL, SP, S, AP, CTL, UP, SL;
+    uint64_t lead, lead3, lead4, L, N, NL, SP, S, AP, CTL, UP, SL;
 } ByteMasks;
 
 /* ByteMasks 16 bytes at a time with SSE2. */
 INLINE void byte_masks_sse2(const uint8_t *s, int cased, ByteMasks *m) {
-    uint64_t lead = 0, L = 0, N = 0, NL = 0, SP = 0, S = 0, AP = 0, CTL = 0, UP = 0, SL = 0;
+    uint64_t lead = 0, lead3 = 0, lead4 = 0, L = 0, N = 0, NL = 0, SP = 0, S = 0, AP = 0, CTL = 0, UP = 0, SL = 0;
     for (int q = 0; q < 4; q++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(s + 16 * q));
         __m128i d = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a'));
@@ -485,9 +486,12 @@ INLINE void byte_masks_sse2(const uint8_t *s, int cased, ByteMasks *m) {
         CTL |= lanes16(_mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v), q);
         AP |= lanes16(_mm_cmpeq_epi8(v, _mm_set1_epi8('\'')), q);
         /* (signed: 0xC0 and up are -64 .. -1) */
-        lead |= lanes16(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)0xBF)), _mm_cmplt_epi8(v, _mm_setzero_si128())), q);
+        __m128i high = _mm_cmplt_epi8(v, _mm_setzero_si128());
+        lead |= lanes16(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)0xBF)), high), q);
+        lead3 |= lanes16(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)0xDF)), high), q);
+        lead4 |= lanes16(_mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)0xEF)), high), q);
     }
-    *m = (ByteMasks){lead, L, N, NL, SP, S, AP, CTL, UP, SL};
+    *m = (ByteMasks){lead, lead3, lead4, L, N, NL, SP, S, AP, CTL, UP, SL};
 }
 
 #if WIDE_WINDOWS
@@ -508,6 +512,8 @@ WIDE_TARGET INLINE void byte_masks_avx512(const uint8_t *s, int cased, ByteMasks
     m->CTL = _mm512_cmple_epu8_mask(v, _mm512_set1_epi8(0x1F));
     m->AP = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\''));
     m->lead = _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8((char)0xC0));
+    m->lead3 = _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8((char)0xE0));
+    m->lead4 = _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8((char)0xF0));
 }
 #endif
 
@@ -515,36 +521,60 @@ WIDE_TARGET INLINE void byte_masks_avx512(const uint8_t *s, int cased, ByteMasks
  * ByteMasks m; 0 when fewer than 8 bytes are usable (the caller takes a chunk the ordinary way).
  * Where the window meets a character outside ASCII that is no letter (with others, GPT-2's runs
  * of any class, one that is \s), *resume is set past it: no window is worth trying before. */
-INLINE int window_classes(const uint8_t *s, const ByteMasks *m, Py_ssize_t base, int cased, int others,
-                          WindowClasses *w, Py_ssize_t *resume) {
-    uint64_t lead = m->lead, L = m->L, N = m->N, NL = m->NL, SP = m->SP, S = m->S, AP = m->AP, CTL = m->CTL,
-             UP = m->UP, SL = m->SL;
-    uint64_t LO = L & ~UP, CL = 0; /* (ASCII so far) */
-    /* a letter outside ASCII is letter bytes (with others, a number is number bytes and any other
-     * character but \s is left as neither: punctuation); the window ends at any other character
-     * outside ASCII, or one that it cuts */
-    int lim = 64;
-    const Scan utf8 = {PRETOK_UTF8_KIND, s, 64, classes};
-    for (; lead; lead &= lead - 1) {
-        int q = FIRST_SET_BIT(lead), len = s[q] < 0xE0 ? 2 : s[q] < 0xF0 ? 3 : 4;
-        if (q + len > 64) { lim = q; break; }
-        int c = cls(&utf8, q);
+/* The characters outside ASCII of len bytes whose lead bytes are leads, in order, below *lim: a
+ * letter's bytes join L (and with cased, UP, LO or CL by its case), with others a number's join N;
+ * at any other character, or one the window cuts, *lim becomes its position (*stop: 1 for a
+ * character that is no letter, 0 for a cut). One loop per length (len a constant): no branch on
+ * a character's length, which text mixing 2- and 3-byte characters would mispredict. */
+INLINE void window_letters(const uint8_t *s, uint64_t leads, int len, int cased, int others, int *lim, int *stop,
+                           uint64_t *L, uint64_t *N, uint64_t *UP, uint64_t *LO, uint64_t *CL) {
+    for (leads &= below_bit(*lim); leads; leads &= leads - 1) {
+        int q = FIRST_SET_BIT(leads);
+        if (q + len > 64) {
+            *lim = q;
+            *stop = 0;
+            return;
+        }
+        const uint8_t *p = s + q;
+        Py_UCS4 cp = len == 2   ? ((Py_UCS4)(p[0] & 0x1F) << 6) | (p[1] & 0x3F)
+                     : len == 3 ? ((Py_UCS4)(p[0] & 0x0F) << 12) | ((Py_UCS4)(p[1] & 0x3F) << 6) | (p[2] & 0x3F)
+                                : ((Py_UCS4)(p[0] & 0x07) << 18) | ((Py_UCS4)(p[1] & 0x3F) << 12) |
+                                      ((Py_UCS4)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+        int c = classes[cp];
         uint64_t bytes = (((uint64_t)1 << len) - 1) << q;
         if (!(c & LETTER)) {
             if (others && !(c & SPACE)) {
-                if (c & NUMBER) N |= bytes;
+                if (c & NUMBER) *N |= bytes;
                 continue;
             }
-            lim = q;
-            *resume = base + q + 1;
-            break;
+            *lim = q;
+            *stop = 1;
+            return;
         }
-        L |= bytes;
+        *L |= bytes;
         if (cased) {
-            if ((c & (UPPERISH | LOWERISH)) == (UPPERISH | LOWERISH)) CL |= bytes;
-            else if (c & UPPERISH) UP |= bytes;
-            else LO |= bytes;
+            if ((c & (UPPERISH | LOWERISH)) == (UPPERISH | LOWERISH)) *CL |= bytes;
+            else if (c & UPPERISH) *UP |= bytes;
+            else *LO |= bytes;
         }
+    }
+}
+
+INLINE int window_classes(const uint8_t *s, const ByteMasks *m, Py_ssize_t base, int cased, int others,
+                          WindowClasses *w, Py_ssize_t *resume) {
+    uint64_t L = m->L, N = m->N, NL = m->NL, SP = m->SP, S = m->S, AP = m->AP, CTL = m->CTL, UP = m->UP, SL = m->SL;
+    uint64_t LO = L & ~UP, CL = 0; /* (ASCII so far) */
+    /* a letter outside ASCII is letter bytes (with others, a number is number bytes and any other
+     * character but \s is left as neither: punctuation); the window ends at the first other
+     * character outside ASCII, or one that it cuts (the loops lower lim to the first of them) */
+    int lim = 64, stop = 0;
+    if (m->lead) {
+        window_letters(s, m->lead & ~m->lead3, 2, cased, others, &lim, &stop, &L, &N, &UP, &LO, &CL);
+        if (m->lead3) {
+            window_letters(s, m->lead3 & ~m->lead4, 3, cased, others, &lim, &stop, &L, &N, &UP, &LO, &CL);
+            if (m->lead4) window_letters(s, m->lead4, 4, cased, others, &lim, &stop, &L, &N, &UP, &LO, &CL);
+        }
+        if (stop) *resume = base + lim + 1;
     }
     if (lim < 8) return 0;
     uint64_t valid = below_bit(lim);
