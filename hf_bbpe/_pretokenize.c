@@ -52,7 +52,7 @@
 #else
 #define WIDE_WINDOWS 0
 #endif
-static int wide_windows; /* the AVX-512 window scanners run (only where the CPU has AVX-512 BW) */
+static int wide_windows; /* the AVX-512 window scanners run (only where wide_windows_supported) */
 
 #define LETTER 1
 #define NUMBER 2
@@ -83,15 +83,21 @@ typedef struct {
     const uint8_t *table; /* latin1_classes or classes */
 } Scan;
 
+/* The code point of the UTF-8 character of len (2 .. 4) bytes at p. */
+INLINE Py_UCS4 utf8_decode(const uint8_t *p, int len) {
+    if (len == 2) return ((Py_UCS4)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
+    if (len == 3) return ((Py_UCS4)(p[0] & 0x0F) << 12) | ((Py_UCS4)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+    return ((Py_UCS4)(p[0] & 0x07) << 18) | ((Py_UCS4)(p[1] & 0x3F) << 12) | ((Py_UCS4)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+}
 /* The code point at i (i < t->n), the position after it (next) and the position of the one before
  * it (prev; -1 before the first): in a str's data one step, in UTF-8 one character's bytes. */
 INLINE Py_UCS4 at(const Scan *t, Py_ssize_t i) {
     if (t->kind != PRETOK_UTF8_KIND) return PyUnicode_READ(t->kind, t->data, i);
     const uint8_t *s = (const uint8_t *)t->data + i;
     if (s[0] < 0x80) return s[0];
-    if (s[0] < 0xE0) return ((Py_UCS4)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
-    if (s[0] < 0xF0) return ((Py_UCS4)(s[0] & 0x0F) << 12) | ((Py_UCS4)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-    return ((Py_UCS4)(s[0] & 0x07) << 18) | ((Py_UCS4)(s[1] & 0x3F) << 12) | ((Py_UCS4)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+    if (s[0] < 0xE0) return utf8_decode(s, 2);
+    if (s[0] < 0xF0) return utf8_decode(s, 3);
+    return utf8_decode(s, 4);
 }
 INLINE Py_ssize_t next(const Scan *t, Py_ssize_t i) {
     if (t->kind != PRETOK_UTF8_KIND) return i + 1;
@@ -517,10 +523,6 @@ WIDE_TARGET INLINE void byte_masks_avx512(const uint8_t *s, int cased, ByteMasks
 }
 #endif
 
-/* The class masks of the window of 64 bytes from s (a chunk start at position base), from its
- * ByteMasks m; 0 when fewer than 8 bytes are usable (the caller takes a chunk the ordinary way).
- * Where the window meets a character outside ASCII that is no letter (with others, GPT-2's runs
- * of any class, one that is \s), *resume is set past it: no window is worth trying before. */
 /* The characters outside ASCII of len bytes whose lead bytes are leads, in order, below *lim: a
  * letter's bytes join L (and with cased, UP, LO or CL by its case), with others a number's join N;
  * at any other character, or one the window cuts, *lim becomes its position (*stop: 1 for a
@@ -535,12 +537,7 @@ INLINE void window_letters(const uint8_t *s, uint64_t leads, int len, int cased,
             *stop = 0;
             return;
         }
-        const uint8_t *p = s + q;
-        Py_UCS4 cp = len == 2   ? ((Py_UCS4)(p[0] & 0x1F) << 6) | (p[1] & 0x3F)
-                     : len == 3 ? ((Py_UCS4)(p[0] & 0x0F) << 12) | ((Py_UCS4)(p[1] & 0x3F) << 6) | (p[2] & 0x3F)
-                                : ((Py_UCS4)(p[0] & 0x07) << 18) | ((Py_UCS4)(p[1] & 0x3F) << 12) |
-                                      ((Py_UCS4)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
-        int c = classes[cp];
+        int c = classes[utf8_decode(s + q, len)];
         uint64_t bytes = (((uint64_t)1 << len) - 1) << q;
         if (!(c & LETTER)) {
             if (others && !(c & SPACE)) {
@@ -560,6 +557,10 @@ INLINE void window_letters(const uint8_t *s, uint64_t leads, int len, int cased,
     }
 }
 
+/* The class masks of the window of 64 bytes from s (a chunk start at position base), from its
+ * ByteMasks m; 0 when fewer than 8 bytes are usable (the caller takes a chunk the ordinary way).
+ * Where the window meets a character outside ASCII that is no letter (with others, GPT-2's runs
+ * of any class, one that is \s), *resume is set past it: no window is worth trying before. */
 INLINE int window_classes(const uint8_t *s, const ByteMasks *m, Py_ssize_t base, int cased, int others,
                           WindowClasses *w, Py_ssize_t *resume) {
     uint64_t L = m->L, N = m->N, NL = m->NL, SP = m->SP, S = m->S, AP = m->AP, CTL = m->CTL, UP = m->UP, SL = m->SL;
