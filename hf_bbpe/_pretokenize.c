@@ -962,9 +962,12 @@ static PyObject *set_classes(PyObject *self, PyObject *args) {
 
 /* Whether the CPU (and its OS) runs the AVX-512 window scanners well: AVX-512 BW and VL, and VBMI
  * as the mark of a core that does not slow its clock for 512-bit work (Ice Lake, Zen 4 and later;
- * not Skylake-X). */
+ * not Skylake-X). HF_BBPE_NO_AVX512=1 makes the process behave as on a CPU without it, so that the
+ * SSE2 build can be run and measured on any machine. */
 static int wide_windows_supported(void) {
 #if WIDE_WINDOWS
+    const char *off = getenv("HF_BBPE_NO_AVX512");
+    if (off && *off && strcmp(off, "0") != 0) return 0;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
@@ -991,7 +994,8 @@ static PyMethodDef methods[] = {
     {"split_tekken", split_tekken, METH_VARARGS, "regex.findall(TEKKEN_SPLIT_PATTERN, text), in C."},
     {"wide_windows", set_wide_windows, METH_VARARGS,
      "wide_windows(on=None): whether UTF-8 text is scanned with the AVX-512 window scanners (the default where the "
-     "CPU has AVX-512 BW; else SSE2); on=False / True switches (True only where the CPU has it); for tests, not "
+     "CPU has AVX-512 BW and HF_BBPE_NO_AVX512 is not set; else SSE2); on=False / True switches (True only where "
+     "the CPU has it); for tests, not "
      "while another thread encodes."},
     {"chunk_ends", chunk_ends, METH_VARARGS,
      "chunk_ends(scanner, text, max, utf8=False): chunk end positions from chunks() (max at a time) or chunk() (max 0), "

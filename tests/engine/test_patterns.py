@@ -22,6 +22,7 @@ from hf_bbpe.patterns import (
     chunk_splitter,
     native_scanner,
 )
+from tests.support.cpu import HAS_AVX512, needs_avx512
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "text"
 NATIVE = list(NATIVE_PATTERNS.values())
@@ -154,8 +155,7 @@ def test_batch_of_chunks_on_real_paragraphs(name):
 
 # The UTF-8 instance's window scanners come in two builds: SSE2 (16 bytes a register) and AVX-512
 # (64 bytes; the default where the CPU has it). Each UTF-8 test runs both.
-AVX512 = patterns._native.wide_windows()
-WINDOW_BUILDS = ["sse2", pytest.param("avx512", marks=pytest.mark.skipif(not AVX512, reason="this CPU has no AVX-512 BW"))]
+WINDOW_BUILDS = ["sse2", pytest.param("avx512", marks=needs_avx512)]
 
 
 @contextmanager
@@ -242,7 +242,7 @@ def test_wide_windows_switch():
     try:
         assert patterns._native.wide_windows(False) is False
         assert patterns._native.wide_windows() is False
-        assert patterns._native.wide_windows(True) is AVX512
+        assert patterns._native.wide_windows(True) is HAS_AVX512
     finally:
         patterns._native.wide_windows(before)
     assert patterns._native.wide_windows() is before
