@@ -157,6 +157,17 @@ def non_negative_int(text: str) -> int:
     return _int_at_least(text, 0)
 
 
+def open_fraction(text: str) -> float:
+    """argparse type: a float strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 and < 1, got {text}")
+    return value
+
+
 def parse_special_assignment(text: str) -> tuple[str, int]:
     """``TOKEN=ID`` (the last ``=`` separates, so a token may contain ``=``)."""
     token, sep, idx = text.rpartition("=")

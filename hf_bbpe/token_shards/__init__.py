@@ -7,6 +7,9 @@
   interrupted run, and the folder is byte-identical however the encoding ran (one process, all
   cores, a Ray cluster).
 * :func:`open_token_shards` memory-maps them back.
+* ``format=`` writes the same tokens for a pretraining loader instead: ``nanogpt``
+  (``train.bin``/``val.bin``), ``llmc`` (llm.c / modded-nanogpt), ``megatron`` (Megatron-Core's
+  ``.bin``/``.idx``), ``olmo`` (OLMo-core's memmaps); one module each, listed in ``formats.py``.
 
 ``hf-bbpe encode-corpus`` is the command line for it. Nothing here imports Ray; the Ray encoder
 comes from ``hf_bbpe.distributed``.
@@ -14,10 +17,12 @@ comes from ``hf_bbpe.distributed``.
 
 from __future__ import annotations
 
+from .formats import FORMATS
 from .layout import MANIFEST, TokenShard, open_token_shards, read_manifest, token_dtype
 from .writer import local_encoder, tokenizer_sha256, write_token_shards
 
 __all__ = [
+    "FORMATS",
     "MANIFEST",
     "TokenShard",
     "local_encoder",

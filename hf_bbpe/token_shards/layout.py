@@ -1,8 +1,9 @@
-"""The on-disk layout of token shards: the files of one shard, the manifest, and reading them back.
+"""The on-disk layout of token shards: the manifest, and the ``npy`` format's files and reading them back.
 
-A folder holds ``manifest.json`` and, per shard ``k``, ``shard-{k:05d}.tokens.npy`` (1-D, uint16
-or uint32: every document's ids followed by the EOS id) and ``shard-{k:05d}.offsets.npy`` (1-D
-int64, ``documents + 1`` entries from 0 to the shard's length). Both are ``.npy`` files, so
+A folder holds ``manifest.json`` (every format) and, in the ``npy`` format, per shard ``k``,
+``shard-{k:05d}.tokens.npy`` (1-D, uint16 or uint32: every document's ids followed by the EOS id)
+and ``shard-{k:05d}.offsets.npy`` (1-D int64, ``documents + 1`` entries from 0 to the shard's
+length). Both are ``.npy`` files, so
 ``np.load(path, mmap_mode="r")`` maps them without copying and the dtype travels with the data.
 Every file is written atomically (``atomic_write``), and a shard is recorded in the manifest only
 after both of its files are in place.
@@ -61,6 +62,7 @@ def read_manifest(folder: str | os.PathLike) -> dict[str, Any] | None:
         raise ValueError(f"{path}: not a token-shard manifest (no \"format\": {FORMAT!r})")
     if manifest.get("version") != VERSION:
         raise ValueError(f"{path}: token-shard format version {manifest.get('version')!r}, this hf_bbpe reads {VERSION}")
+    manifest.setdefault("shard_format", "npy")  # written before there were other formats
     return manifest
 
 
@@ -93,6 +95,9 @@ def open_token_shards(folder: str | os.PathLike, *, complete: bool = True) -> li
     manifest = read_manifest(folder)
     if manifest is None:
         raise FileNotFoundError(f"{folder / MANIFEST}: no such file (not a token-shard folder)")
+    if manifest["shard_format"] != "npy":
+        raise ValueError(f"{folder}: holds {manifest['shard_format']} shards, which open_token_shards does not "
+                         "read (their loader does: see the README)")
     if complete and not manifest.get("complete"):
         raise ValueError(f"{folder}: the encoding has not finished (run the same command again to resume it)")
     shards = []

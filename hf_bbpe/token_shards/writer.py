@@ -2,10 +2,12 @@
 
 Shard boundaries depend only on the documents (a shard ends after the document that brings its
 UTF-8 text to ``shard_bytes``), and ids are the engine's ``encode_ordinary`` ids whichever encoder
-computes them, so the folder is byte-identical however the encoding ran. A shard's two files are
-written atomically, then the manifest, atomically too, records it: after an interruption the
-manifest says which documents are done, and a new run with the same settings skips them and
-rewrites whatever came after (a shard written but not yet recorded is written again, identically).
+computes them, so the folder is byte-identical however the encoding ran. The shard format
+(``formats.py``) writes a shard's files, each atomically (or appends to a file that takes its name
+only at the end, ``growing_file.py``), then the manifest, atomically too, records it: after an
+interruption the manifest says which documents are done, and a new run with the same settings
+skips them and rewrites whatever came after (a shard written but not yet recorded is written
+again, identically).
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from typing import Any
 
 from ..progress import progress_bar
 from ..tokenizer import Tokenizer
-from .layout import FORMAT, MANIFEST, VERSION, read_manifest, token_dtype, write_manifest, write_shard
+from .formats import shard_format
+from .growing_file import PARTIAL
+from .layout import FORMAT, MANIFEST, VERSION, read_manifest, write_manifest
+from .shard_format import ShardFormat
+from .val_split import DEFAULT_VAL_FRACTION, DEFAULT_VAL_SEED, check_val_fraction
 
 DEFAULT_SHARD_BYTES = 256 << 20  # of UTF-8 text: about 64M tokens, 128 MB of uint16
 DEFAULT_BATCH_BYTES = 16 << 20  # text handed to the encoder at a time (the progress bar moves per batch)
@@ -59,6 +65,9 @@ def write_token_shards(
     *,
     eos_id: int,
     encoder: Encoder | None = None,
+    format: str = "npy",
+    val_fraction: float | None = None,
+    val_seed: int = DEFAULT_VAL_SEED,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
     source: Mapping[str, Any] | None = None,
@@ -66,27 +75,36 @@ def write_token_shards(
 ) -> dict[str, Any]:
     """Encode ``documents`` into token shards in the folder ``out``; returns the manifest.
 
+    ``format`` is the files' layout, for a pretraining loader: ``npy`` (this package's shards, see
+    :func:`open_token_shards`), ``nanogpt`` (``train.bin``/``val.bin``), ``llmc`` (llm.c and
+    modded-nanogpt), ``megatron`` (Megatron-Core's ``.bin``/``.idx``) or ``olmo`` (OLMo-core's
+    memmaps); the ids are the same in every one. ``nanogpt`` and ``llmc`` put about
+    ``val_fraction`` of the documents (default 0.0005, nanoGPT's), picked by a hash of
+    ``val_seed`` and each document's position (``val_split.py``), in their val file.
+
     ``encoder`` computes the ids (default: :func:`local_encoder` on every CPU; Ray's is
     ``hf_bbpe.distributed.encode_texts``); it never changes the result. ``source`` describes the
     input (file names and sizes, how documents are cut) and is kept in the manifest: a folder
-    left by an interrupted run resumes only with the same tokenizer, EOS id, ``shard_bytes`` and
-    ``source``, and ``documents`` must yield the same documents again. A finished folder is
-    returned as it is.
+    left by an interrupted run resumes only with the same tokenizer, EOS id, format, split,
+    ``shard_bytes`` and ``source``, and ``documents`` must yield the same documents again. A
+    finished folder is returned as it is.
     """
     if shard_bytes < 1 or batch_bytes < 1:
         raise ValueError(f"shard_bytes and batch_bytes must be >= 1, got {shard_bytes} and {batch_bytes}")
     n_vocab = tokenizer.n_vocab
     if not 0 <= eos_id < n_vocab:
         raise ValueError(f"eos_id {eos_id} is not an id of the tokenizer (0 <= id < {n_vocab})")
+    fmt = shard_format(format)
     settings = {
-        "format": FORMAT, "version": VERSION, "dtype": token_dtype(n_vocab), "vocab_size": n_vocab,
-        "eos_id": eos_id, "tokenizer_sha256": tokenizer_sha256(tokenizer), "shard_bytes": shard_bytes,
-        "source": dict(source or {}),
+        "format": FORMAT, "version": VERSION, "shard_format": fmt.name, "dtype": fmt.dtype(n_vocab),
+        "vocab_size": n_vocab, "eos_id": eos_id, "tokenizer_sha256": tokenizer_sha256(tokenizer),
+        "shard_bytes": shard_bytes, **_split_settings(fmt, val_fraction, val_seed), "source": dict(source or {}),
     }
     folder = Path(out)
     manifest = _start_or_resume(folder, settings)
     if manifest["complete"]:
         return manifest
+    fmt.resume(folder, manifest)
     encode = encoder or local_encoder(tokenizer)
     stream = iter(documents)
     done = manifest["documents"]
@@ -99,15 +117,16 @@ def write_token_shards(
         for texts in _shard_texts(stream, shard_bytes):
             jobs = _start_batches(texts, encode, submit, batch_bytes)
             if pending is not None:
-                _commit_shard(folder, manifest, *pending, eos_id, n_vocab, bar)
+                _commit_shard(fmt, folder, manifest, *pending, eos_id, n_vocab, bar)
             pending = (texts, jobs)
             if submit is None:
-                _commit_shard(folder, manifest, *pending, eos_id, n_vocab, bar)
+                _commit_shard(fmt, folder, manifest, *pending, eos_id, n_vocab, bar)
                 pending = None
         if pending is not None:
-            _commit_shard(folder, manifest, *pending, eos_id, n_vocab, bar)
+            _commit_shard(fmt, folder, manifest, *pending, eos_id, n_vocab, bar)
     if not manifest["documents"]:
         raise ValueError("no documents to encode (empty input)")
+    fmt.finish(folder, manifest)
     manifest["complete"] = True
     write_manifest(folder, manifest)
     return manifest
@@ -124,7 +143,7 @@ def _start_or_resume(folder: Path, settings: dict[str, Any]) -> dict[str, Any]:
         manifest = None  # a run that committed nothing: start afresh, whatever its settings were
         (folder / MANIFEST).unlink()
     if manifest is None:
-        others = sorted(p.name for p in folder.iterdir() if not _is_temp_file(p.name))
+        others = sorted(p.name for p in folder.iterdir() if not _is_temp_file(p.name) and not p.name.endswith(PARTIAL))
         if others:
             raise ValueError(f"{folder}: holds files but no {MANIFEST} ({', '.join(others[:3])}...): "
                              "give a new or empty folder")
@@ -145,8 +164,21 @@ def _start_or_resume(folder: Path, settings: dict[str, Any]) -> dict[str, Any]:
     return manifest
 
 
+def _split_settings(fmt: ShardFormat, val_fraction: float | None, val_seed: int) -> dict[str, Any]:
+    """The manifest's record of the val split: for the formats that have one, else nothing."""
+    if not fmt.has_splits:
+        if val_fraction is not None:
+            raise ValueError(f"val_fraction is for the formats with a val file (nanogpt, llmc); {fmt.name} "
+                             "shards are split by their loader")
+        return {}
+    val_fraction = DEFAULT_VAL_FRACTION if val_fraction is None else val_fraction
+    check_val_fraction(val_fraction)
+    return {"val_fraction": val_fraction, "val_seed": val_seed}
+
+
 def _is_temp_file(name: str) -> bool:
-    return name.endswith(".tmp") and (name.startswith(".shard-") or name.startswith(f".{MANIFEST}."))
+    """An atomic write's temp file (``atomic_open``'s ``.NAME.XXXX.tmp``)."""
+    return name.startswith(".") and name.endswith(".tmp")
 
 
 def _shard_texts(documents: Iterator[str], shard_bytes: int) -> Iterator[list[str]]:
@@ -173,10 +205,10 @@ def _start_batches(texts: list[str], encode: Encoder, submit: Any, batch_bytes: 
     return [(batch, lambda batch=batch: encode(batch)) for batch in _batches(texts, batch_bytes)]
 
 
-def _commit_shard(folder: Path, manifest: dict[str, Any], texts: list[str], jobs: list[tuple[list[str], Any]],
-                  eos_id: int, n_vocab: int, bar: Any) -> None:
-    """Write the next shard (each document's ids, then ``eos_id``, as the manifest's dtype, and
-    its int64 offsets) and record it in the manifest."""
+def _commit_shard(fmt: ShardFormat, folder: Path, manifest: dict[str, Any], texts: list[str],
+                  jobs: list[tuple[list[str], Any]], eos_id: int, n_vocab: int, bar: Any) -> None:
+    """Write the next shard in ``fmt`` (each document's ids, then ``eos_id``, as the manifest's
+    dtype, and its int64 offsets) and record it in the manifest."""
     import numpy as np
 
     from ..batch_encoding import append_to_each
@@ -195,7 +227,7 @@ def _commit_shard(folder: Path, manifest: dict[str, Any], texts: list[str], jobs
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(length_parts), out=offsets[1:])
     tokens, offsets = append_to_each(np.concatenate(id_parts), offsets, eos_id, np.dtype(manifest["dtype"]))
-    entry = write_shard(folder, len(manifest["shards"]), tokens, offsets)
+    entry = fmt.write_shard(folder, manifest, tokens, offsets)
     manifest["shards"].append(entry)
     manifest["documents"] += entry["documents"]
     manifest["tokens"] += entry["tokens"]

@@ -14,10 +14,11 @@ import os
 import sys
 from pathlib import Path
 
-from ...token_shards import local_encoder, write_token_shards
+from ...token_shards import FORMATS, local_encoder, write_token_shards
+from ...token_shards.val_split import DEFAULT_VAL_FRACTION, DEFAULT_VAL_SEED
 from ...token_shards.writer import DEFAULT_SHARD_BYTES
 from ...tokenizer import Tokenizer
-from ..arguments import add_pattern_for_ranks, load, positive_int
+from ..arguments import add_pattern_for_ranks, load, open_fraction, positive_int
 from ..errors import CommandError
 from ..output_dir import check_output
 from ..text_input import DOCUMENT_MODES, STDIN, expand_inputs, iter_corpus_documents
@@ -29,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "encode-corpus", help="encode a corpus into token shards for pretraining",
         description="Encode text, .jsonl and .parquet files into flat token shards (uint16 when the vocabulary "
-                    "fits, else uint32; EOS after every document) with a document-offset index and a manifest.json. "
+                    "fits, else uint32; EOS after every document) with a document-offset index and a manifest.json, "
+                    "or in the files of nanoGPT, llm.c, Megatron-Core or OLMo-core (--format). "
                     "Runs on every core, or on a Ray cluster with --ray; run the same command again to resume an "
                     "interrupted run. The folder is byte-identical however it ran.",
     )
@@ -47,6 +49,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(default: text)")
     p.add_argument("--docs", choices=DOCUMENT_MODES, default="file",
                    help="how text files are cut into documents: whole files (default), per line, or at blank lines")
+    p.add_argument("--format", choices=list(FORMATS), default="npy",
+                   help="the files' layout: npy (default: .npy tokens and document offsets), nanogpt "
+                        "(train.bin/val.bin, uint16), llmc (llm.c / modded-nanogpt .bin shards), megatron "
+                        "(Megatron-Core .bin/.idx), olmo (OLMo-core memmaps); the same ids in each")
+    p.add_argument("--val-fraction", type=open_fraction, default=None, metavar="F",
+                   help=f"nanogpt, llmc: the share of documents in the val file, picked at random by --val-seed and "
+                        f"each document's position (default {DEFAULT_VAL_FRACTION}, nanoGPT's)")
+    p.add_argument("--val-seed", type=int, default=DEFAULT_VAL_SEED,
+                   help=f"nanogpt, llmc: the seed of that choice (default {DEFAULT_VAL_SEED})")
     p.add_argument("--eos-token", metavar="TOKEN", default=None,
                    help=f"the special token put after every document (default: the folder's eos_token, else {DEFAULT_EOS})")
     p.add_argument("--shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20,
@@ -65,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
     shard_bytes = int(args.shard_mb * 2**20)
     if shard_bytes < 1:
         raise CommandError(f"--shard-mb must be positive, got {args.shard_mb}")
+    if args.val_fraction is not None and not FORMATS[args.format].has_splits:
+        raise CommandError(f"--val-fraction is for --format nanogpt or llmc; {args.format} shards are split by "
+                           "their loader")
     if STDIN in args.inputs:
         raise CommandError("encode-corpus reads files, not stdin ('-'): it must read them again to resume")
     paths = expand_inputs(args.inputs)
@@ -81,12 +95,15 @@ def run(args: argparse.Namespace) -> int:
     encoder = _ray_encoder(tok, args.ray, args.workers) if args.ray else local_encoder(tok, args.workers)
     manifest = write_token_shards(
         iter_corpus_documents(paths, args.docs, args.text_column), tok, args.out, eos_id=eos_id, encoder=encoder,
-        shard_bytes=shard_bytes, batch_bytes=shard_bytes if args.ray else 16 << 20, source=source,
+        format=args.format, val_fraction=args.val_fraction, val_seed=args.val_seed, shard_bytes=shard_bytes,
+        batch_bytes=shard_bytes if args.ray else 16 << 20, source=source,
         progress=False if args.no_progress else None,
     )
     if not args.quiet:
-        print(f"{manifest['documents']:,} documents, {manifest['tokens']:,} tokens ({manifest['dtype']}, EOS "
-              f"{eos_token!r} = {eos_id}) in {len(manifest['shards'])} shard(s): wrote {args.out}/", file=sys.stderr)
+        val = sum(entry.get("val_documents", 0) for entry in manifest["shards"])
+        print(f"{manifest['documents']:,} documents{f' ({val:,} in val)' if val else ''}, {manifest['tokens']:,} "
+              f"tokens ({args.format}, {manifest['dtype']}, EOS {eos_token!r} = {eos_id}) in "
+              f"{len(manifest['shards'])} shard(s): wrote {args.out}/", file=sys.stderr)
     return 0
 
 
