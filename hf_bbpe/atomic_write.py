@@ -26,8 +26,8 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
         encoding = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    except OSError as exc:  # name the file asked for, not the temp file
-        raise type(exc)(exc.errno, f"cannot write {path}: {exc.strerror}") from None
+    except OSError as exc:
+        raise _naming(path, exc) from None
     try:
         with os.fdopen(fd, mode, encoding=encoding, newline="" if encoding else None) as handle:
             yield handle
@@ -64,9 +64,18 @@ def temp_dir_beside(path: str | os.PathLike) -> Path:
     """A new empty folder next to ``path`` (same file system, so it can be renamed onto it),
     with the mode ``mkdir`` would give it; the caller renames or removes it."""
     path = Path(path)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    except OSError as exc:
+        raise _naming(path, exc) from None
     os.chmod(tmp, 0o777 & ~_umask())
     return tmp
+
+
+def _naming(path: Path, exc: OSError) -> OSError:
+    """``exc`` (from making a temp file or folder beside ``path``) naming ``path`` instead: the
+    temp name is ours, the caller gave ``path``."""
+    return type(exc)(exc.errno, exc.strerror, str(path))
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -6,8 +6,14 @@ class CommandError(Exception):
 
 
 def one_line(exc: BaseException) -> str:
-    """The first line of an exception's message (a KeyError's key unquoted), or its type's name."""
-    text = str(exc.args[0]) if isinstance(exc, KeyError) and len(exc.args) == 1 else str(exc)
+    """The first line of an exception's message (a KeyError's key unquoted, an OSError's without
+    its ``[Errno N]``), or its type's name."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        text = str(exc.args[0])
+    elif isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror
+    else:
+        text = str(exc)
     text = text.strip()
     return text.splitlines()[0] if text else type(exc).__name__
 

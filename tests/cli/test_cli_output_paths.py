@@ -93,3 +93,14 @@ def test_train_into_a_new_folder_still_works(place):
     """The checks do not reject what worked: a new folder beside the corpus."""
     run_cli("train", MIX, "--vocab-size", 260, "--out", "tok", "--no-progress", cwd=place)
     assert (place / "tok" / "tokenizer.model").is_file()
+
+
+@pytest.mark.parametrize("command", [
+    ["train", "bad.txt", "--vocab-size", 300, "--no-progress", "--out", "/proc/nope"],
+    ["convert", "--from", "minbpe", "missing.model", "--to", "tiktoken", "-o", "/proc/nope.tiktoken"],
+])
+def test_an_output_that_cannot_be_made_is_named_as_given(place, command):
+    """/proc takes no new entry, even from root (to whom os.access says yes): the error names the
+    path given, not the temp name the writer would have made beside it, and comes before any work."""
+    line = assert_one_line_error(run_cli(*command, cwd=place, check=False), f"cannot write {command[-1]}")
+    assert ".tmp" not in line and "bad.txt" not in line and "missing" not in line, line
