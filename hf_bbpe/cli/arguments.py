@@ -41,7 +41,7 @@ def add_pattern_for_ranks(parser: argparse.ArgumentParser) -> None:
     """``--pattern`` and the flags for lossy or unverified imports (``--no-strict``, ``--no-check-hash``)."""
     parser.add_argument("--pattern", default=None,
                         help="split pattern for files that record none: tiktoken rank files that are not a known "
-                             f"preset's, GPT-2 files (default gpt2); {PATTERN_NAMES}, llama3 or a regex")
+                             f"preset's, GPT-2 files (default gpt2); {PATTERN_NAMES} or a regex")
     add_import_flags(parser)
 
 

@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Continue BPE on new text on top of an existing tokenizer: every old token, merge and "
                     "special token keeps its id, new merges get ids above them, so text without the new merges "
                     "encodes as before. Writes a folder like 'train'. Grow a model for the new tokens with "
-                    "hf_bbpe.surgery.resize_for_extension (rows from each new merge's parents).",
+                    "hf_bbpe.surgery.resize_for_extension (default init subtoken_scaled: each new token's rows "
+                    "from the old tokens its bytes encode to, the output rows halved; README: 'Which init').",
     )
     add_tokenizer(p)
     p.add_argument("files", metavar="FILE", nargs="+", help="new text files or globs; '-' reads stdin")
