@@ -22,9 +22,11 @@ libraries.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,11 +70,31 @@ def conversion_function(name: str):
 
 def conversion_module():
     """The conversion package, imported on first use (it is only needed for foreign formats)."""
+    _check_not_shadowed()
     try:
         import conversion
     except ImportError as exc:
         raise CommandError(f"the conversion package is not available ({exc})") from None
     return conversion
+
+
+def _check_not_shadowed() -> None:
+    """A CommandError naming the file when ``import conversion`` would load another package of
+    that name than the one installed beside hf_bbpe: ``python -m`` puts the current folder first on
+    ``sys.path``, and llama.cpp's source tree, for one, has a ``conversion`` package."""
+    ours = Path(__file__).resolve().parents[2] / "conversion"
+    if not (ours / "__init__.py").is_file():
+        return  # installed some other way: nothing to compare with
+    loaded = sys.modules.get("conversion")
+    if loaded is not None:
+        found = getattr(loaded, "__file__", None)
+    else:
+        spec = importlib.util.find_spec("conversion")  # finds the package without running it
+        found = spec and (spec.origin if spec.has_location else next(iter(spec.submodule_search_locations or ()), None))
+    if found and Path(found).resolve() not in (ours, ours / "__init__.py"):
+        raise CommandError(f"{found} shadows hf_bbpe's conversion package ({ours}): Python finds it first on "
+                           "sys.path ('python -m' puts the current folder first); run the hf-bbpe command, or "
+                           "run from another folder")
 
 
 def load_tokenizer(spec: str, *, pattern: str | None = None, strict: bool = True,
