@@ -46,11 +46,16 @@ def expand_inputs(patterns: Sequence[str]) -> list[str]:
 
 
 def decode_utf8(data: bytes, source: str) -> str:
-    """``data`` as text; invalid UTF-8 is an error naming ``source`` and the byte offset."""
+    """``data`` as text; invalid UTF-8 is an error naming ``source``, the line and the byte offset."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CommandError(f"{source}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 4]!r})") from None
+        raise _not_utf8(source, data.count(b"\n", 0, exc.start) + 1, exc.start, data[exc.start:exc.start + 4]) from None
+
+
+def _not_utf8(source: str, line: int, offset: int, found: bytes) -> CommandError:
+    return CommandError(f"{source}, line {line}: not UTF-8 text (byte {offset}: {found!r}; a binary file, or "
+                        "another encoding such as Latin-1?)")
 
 
 def read_bytes(path: str) -> bytes:
@@ -138,12 +143,11 @@ def _iter_lines(path: str) -> Iterator[str]:
     handle = sys.stdin.buffer if path == STDIN else _open(path)
     offset = 0
     try:
-        for raw in handle:
+        for lineno, raw in enumerate(handle, 1):
             try:
                 yield raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise CommandError(f"{name}: not UTF-8 text (byte {offset + exc.start}: "
-                                   f"{raw[exc.start:exc.start + 4]!r})") from None
+                raise _not_utf8(name, lineno, offset + exc.start, raw[exc.start:exc.start + 4]) from None
             offset += len(raw)
     finally:
         if path != STDIN:
@@ -183,8 +187,8 @@ def iter_corpus_documents(paths: Sequence[str], mode: str = "file", text_column:
     """The documents of a corpus, file after file: each record's ``text_column`` in a ``.jsonl``
     file (one JSON object a line) or a ``.parquet`` file (one row each), and text files cut by
     ``mode`` (see :func:`iter_documents`). A bad record is an error naming the file and the line
-    or row; input with no document at all is an error."""
-    count = 0
+    or row; input with no text at all is an error, as everywhere (:func:`reject_empty`)."""
+    n_chars = 0
     for path in paths:
         if path.endswith(".jsonl"):
             documents = _jsonl_documents(path, text_column)
@@ -193,10 +197,9 @@ def iter_corpus_documents(paths: Sequence[str], mode: str = "file", text_column:
         else:
             documents = [read_text(path)] if mode == "file" else _split_lines(_iter_lines(path), mode)
         for doc in documents:
-            count += 1
+            n_chars += len(doc)
             yield doc
-    if not count:
-        reject_empty(paths, 0)
+    reject_empty(paths, n_chars)
 
 
 def _jsonl_documents(path: str, column: str) -> Iterator[str]:
@@ -205,16 +208,23 @@ def _jsonl_documents(path: str, column: str) -> Iterator[str]:
             continue
         try:
             record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"{path}, line {lineno}: not JSON ({exc.msg} at column {exc.pos + 1})") from None
         except ValueError as exc:
             raise CommandError(f"{path}, line {lineno}: not JSON ({exc})") from None
         if not isinstance(record, dict) or column not in record:
-            fields = ", ".join(map(repr, record)) if isinstance(record, dict) else f"a JSON {type(record).__name__}"
+            fields = ", ".join(map(repr, record)) if isinstance(record, dict) else \
+                f"a JSON {_JSON_TYPES.get(type(record), type(record).__name__)}"
             raise CommandError(f"{path}, line {lineno}: no field {column!r} (it has {fields or 'no field'}; "
                                "--text-column names the field)")
         text = record[column]
         if not isinstance(text, str):
-            raise CommandError(f"{path}, line {lineno}: field {column!r} is not a string")
+            raise CommandError(f"{path}, line {lineno}: field {column!r} is not a string "
+                               f"(a JSON {_JSON_TYPES.get(type(text), type(text).__name__)})")
         yield text
+
+
+_JSON_TYPES = {int: "number", float: "number", bool: "boolean", type(None): "null", list: "array", dict: "object"}
 
 
 def _parquet_documents(path: str, column: str) -> Iterator[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -104,7 +105,8 @@ def write_token_shards(
     manifest = _start_or_resume(folder, settings)
     if manifest["complete"]:
         return manifest
-    fmt.resume(folder, manifest)
+    if manifest["shards"]:  # an interrupted run's growing files, back to what its manifest records
+        fmt.resume(folder, manifest)
     encode = encoder or local_encoder(tokenizer)
     stream = iter(documents)
     done = manifest["documents"]
@@ -133,23 +135,22 @@ def write_token_shards(
 
 
 def _start_or_resume(folder: Path, settings: dict[str, Any]) -> dict[str, Any]:
-    """The manifest to continue from: a new one for a new or empty folder, the folder's own if it
+    """The manifest to continue from: a new one for a new or empty folder (written with the first
+    shard, so that input that fails before a shard is whole leaves nothing), the folder's own if it
     was made with the same settings; else a ValueError naming what differs."""
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder}: exists and is not a folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    manifest = read_manifest(folder)
+    manifest = read_manifest(folder) if folder.is_dir() else None
     if manifest is not None and not manifest["shards"] and not manifest.get("complete"):
         manifest = None  # a run that committed nothing: start afresh, whatever its settings were
         (folder / MANIFEST).unlink()
     if manifest is None:
-        others = sorted(p.name for p in folder.iterdir() if not _is_temp_file(p.name) and not p.name.endswith(PARTIAL))
+        others = sorted(p.name for p in folder.iterdir() if not _is_temp_file(p.name) and not p.name.endswith(PARTIAL)) \
+            if folder.is_dir() else []
         if others:
             raise ValueError(f"{folder}: holds files but no {MANIFEST} ({', '.join(others[:3])}...): "
                              "give a new or empty folder")
-        manifest = {**settings, "complete": False, "documents": 0, "tokens": 0, "shards": []}
-        write_manifest(folder, manifest)
-        return manifest
+        return {**settings, "complete": False, "documents": 0, "tokens": 0, "shards": []}
     for key, value in settings.items():
         before = manifest.get(key)
         if before != value:
@@ -162,6 +163,22 @@ def _start_or_resume(folder: Path, settings: dict[str, Any]) -> dict[str, Any]:
         if _is_temp_file(leftover.name):
             leftover.unlink()
     return manifest
+
+
+def discard_new_run(folder: str | os.PathLike, before: Iterable[str] | None) -> None:
+    """Remove what a run that started ``folder`` afresh wrote there: every entry but ``before``
+    (the names it held when the run began; None: the folder did not exist, and goes too). For a
+    run stopped by bad input, which every run of the same command would meet again, so that its
+    shards could never be resumed into a finished folder."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    if before is None:
+        shutil.rmtree(folder)
+        return
+    for path in folder.iterdir():
+        if path.name not in before:
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
 
 
 def _split_settings(fmt: ShardFormat, val_fraction: float | None, val_seed: int) -> dict[str, Any]:
@@ -227,6 +244,9 @@ def _commit_shard(fmt: ShardFormat, folder: Path, manifest: dict[str, Any], text
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(length_parts), out=offsets[1:])
     tokens, offsets = append_to_each(np.concatenate(id_parts), offsets, eos_id, np.dtype(manifest["dtype"]))
+    if not manifest["shards"]:  # a new run's first shard makes the folder and the format's files
+        folder.mkdir(parents=True, exist_ok=True)
+        fmt.resume(folder, manifest)
     entry = fmt.write_shard(folder, manifest, tokens, offsets)
     manifest["shards"].append(entry)
     manifest["documents"] += entry["documents"]

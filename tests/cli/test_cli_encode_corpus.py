@@ -195,3 +195,50 @@ def test_no_eos_token_is_a_clear_error(corpus, tmp_path):
     trained_engine(1024, eot_id=None).save(plain / "tokenizer")
     proc = encode_corpus(corpus[0], plain, tmp_path / "out", check=False)
     assert_one_line_error(proc, str(plain), "no special token '<|endoftext|>'", "--eos-token")
+
+
+BAD_INPUTS = {  # name -> (content, what the error says besides the file)
+    "binary.bin": (bytes(range(256)) * 4, ", line 2: not UTF-8 text (byte 128"),  # byte 10 ends line 1
+    "latin1.txt": ("première ligne\ndeuxième ligne\n".encode("latin-1"), ", line 1: not UTF-8 text (byte 5"),
+    "no_field.jsonl": (b'{"text": "fine"}\n{"body": "x"}\n', ", line 2: no field 'text'"),
+    "not_a_string.jsonl": (b'{"text": "fine"}\n\n{"text": 7}\n', ", line 3: field 'text' is not a string (a JSON number)"),
+    "bad_json.jsonl": (b'{"text": "fine"}\n{"text": "cut\n', ", line 2: not JSON"),
+    "empty.txt": (b"", ": empty input"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_INPUTS)
+def test_bad_input_is_named_and_leaves_nothing(name, mix_tok_dir, tmp_path):
+    content, says = BAD_INPUTS[name]
+    bad = tmp_path / name
+    bad.write_bytes(content)
+    proc = encode_corpus([bad], mix_tok_dir, tmp_path / "out", check=False)
+    assert_one_line_error(proc, f"{bad}{says}")
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "given").mkdir()  # a folder the user made stays, empty
+    assert_one_line_error(encode_corpus([bad], mix_tok_dir, tmp_path / "given", check=False), f"{bad}{says}")
+    assert list((tmp_path / "given").iterdir()) == []
+
+
+def test_bad_input_after_some_shards_leaves_nothing(mix_tok_dir, tmp_path):
+    """The bad record comes after shards were committed: every run would stop there, so a new
+    run's shards are removed; an error that a rerun may not meet (the disk, an interruption) keeps
+    them to resume (test_resume_after_an_error_loses_and_repeats_nothing)."""
+    docs = mix_docs()
+    bad = tmp_path / "late.jsonl"
+    bad.write_text("".join(json.dumps({"text": doc}) + "\n" for doc in docs) + '{"text": null}\n', encoding="utf-8")
+    proc = encode_corpus([bad], mix_tok_dir, tmp_path / "out", "--shard-mb", "0.02", check=False)
+    assert_one_line_error(proc, f"{bad}, line {len(docs) + 1}: field 'text' is not a string (a JSON null)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_writer_makes_no_folder_before_a_whole_shard(tmp_path):
+    def failing():
+        yield "some text"
+        raise ValueError("bad record")
+
+    with pytest.raises(ValueError, match="bad record"):
+        write_token_shards(failing(), trained_engine(1024), tmp_path / "out", eos_id=1030, progress=False)
+    with pytest.raises(ValueError, match="empty input"):
+        write_token_shards([], trained_engine(1024), tmp_path / "out", eos_id=1030, progress=False)
+    assert not (tmp_path / "out").exists()

@@ -14,9 +14,9 @@ import os
 import sys
 from pathlib import Path
 
-from ...token_shards import FORMATS, local_encoder, write_token_shards
+from ...token_shards import FORMATS, local_encoder, read_manifest, write_token_shards
 from ...token_shards.val_split import DEFAULT_VAL_FRACTION, DEFAULT_VAL_SEED
-from ...token_shards.writer import DEFAULT_SHARD_BYTES
+from ...token_shards.writer import DEFAULT_SHARD_BYTES, discard_new_run
 from ...tokenizer import Tokenizer
 from ..arguments import add_pattern_for_ranks, load, open_fraction, positive_int
 from ..errors import CommandError
@@ -93,12 +93,20 @@ def run(args: argparse.Namespace) -> int:
         "docs": args.docs, "text_column": args.text_column, "eos_token": eos_token,
     }
     encoder = _ray_encoder(tok, args.ray, args.workers) if args.ray else local_encoder(tok, args.workers)
-    manifest = write_token_shards(
-        iter_corpus_documents(paths, args.docs, args.text_column), tok, args.out, eos_id=eos_id, encoder=encoder,
-        format=args.format, val_fraction=args.val_fraction, val_seed=args.val_seed, shard_bytes=shard_bytes,
-        batch_bytes=shard_bytes if args.ray else 16 << 20, source=source,
-        progress=False if args.no_progress else None,
-    )
+    out = Path(args.out)
+    new_run = not (read_manifest(out) or {}).get("shards") if out.is_dir() else True
+    before = set(os.listdir(out)) if out.is_dir() else None
+    try:
+        manifest = write_token_shards(
+            iter_corpus_documents(paths, args.docs, args.text_column), tok, out, eos_id=eos_id, encoder=encoder,
+            format=args.format, val_fraction=args.val_fraction, val_seed=args.val_seed, shard_bytes=shard_bytes,
+            batch_bytes=shard_bytes if args.ray else 16 << 20, source=source,
+            progress=False if args.no_progress else None,
+        )
+    except CommandError:  # bad input, named by file and line: a new run leaves nothing behind
+        if new_run:
+            discard_new_run(out, before)
+        raise
     if not args.quiet:
         val = sum(entry.get("val_documents", 0) for entry in manifest["shards"])
         print(f"{manifest['documents']:,} documents{f' ({val:,} in val)' if val else ''}, {manifest['tokens']:,} "
