@@ -13,16 +13,19 @@ Results are merged in input order, so chunks come out in order of first appearan
 minbpe's tie-break needs.
 
 Text that no chunk covers (a pattern such as ``\\w+`` skips spaces and punctuation) is counted
-too: encoding drops it in the same way, so training warns, naming the characters.
+too: encoding drops it in the same way, so training warns, naming the characters. Counts that are
+mostly control characters (a binary file read as text) get a warning too
+(:func:`warn_if_mostly_control`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from .patterns import HOLD_GIL, chunk_splitter, compile_pattern
 from .worker_pool import forked_pool, shared, usable_workers
@@ -213,4 +216,40 @@ def _warn_uncovered(uncovered: Counter[str], total_chars: int) -> None:
         f"({shown}{more}): encoding drops such text, so decode(encode(text)) will not give it back. "
         "Add an alternative that matches the rest, e.g. end the pattern with '|\\s+|\\S'",
         stacklevel=4,
+    )
+
+
+# Control characters (Unicode's Cc) but those that are whitespace in text: \t \n \v \f \r and U+0085.
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f]")
+CONTROL_SHARE = 0.5
+"""More than this share of control characters in the training text draws a warning."""
+
+
+def warn_if_mostly_control(counts: Mapping[str | bytes, int], *, stacklevel: int = 3) -> None:
+    """Warn when most characters of the counted text are control characters: a binary file read
+    as text (a file of NUL bytes is valid UTF-8) trains merges of them without a word otherwise."""
+    try:  # a chunk that prints whole holds no control character: one C-level pass finds the others
+        suspects = [chunk for chunk in itertools.filterfalse(str.isprintable, counts) if _CONTROL.search(chunk)]
+    except TypeError:  # bytes keys
+        counts = {chunk if isinstance(chunk, str) else bytes(chunk).decode("utf-8", "replace"): count
+                  for chunk, count in counts.items()}
+        suspects = [chunk for chunk in itertools.filterfalse(str.isprintable, counts) if _CONTROL.search(chunk)]
+    found: Counter[str] = Counter()
+    for chunk in suspects:
+        for char in _CONTROL.findall(chunk):
+            found[char] += counts[chunk]
+    n = sum(found.values())
+    if not n:
+        return
+    total = 0
+    for chunk, count in counts.items():
+        total += len(chunk) * count
+        if total >= n / CONTROL_SHARE:  # (soon, in text with a few control characters)
+            return
+    shown = ", ".join(f"{char!r} x{times:,}" for char, times in found.most_common(3))
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    warnings.warn(
+        f"{n:,} of the {total:,} characters of the training text ({n / total:.0%}) are control characters "
+        f"({shown}{more}): is it a binary file rather than text? Training learns merges of them all the same",
+        stacklevel=stacklevel,
     )

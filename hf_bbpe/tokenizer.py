@@ -27,7 +27,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from .chunk_counting import count_chunks
+from .chunk_counting import count_chunks, warn_if_mostly_control
 from .chunk_encoder import MODES, ChunkEncoder, DuplicateTokensError, TokenTable
 from .model_file import (
     ModelFileContents,
@@ -572,9 +572,11 @@ class Tokenizer:
 
         Count the chunks with any engine (e.g. a map-reduce over ``pattern``), then call this.
         For ``tie_break="first_occurrence"`` the mapping must be in order of first appearance.
-        Special tokens already registered keep their ids; merges skip them.
+        Special tokens already registered keep their ids; merges skip them. Counts that are mostly
+        control characters (a binary file read as text) draw a warning.
         """
         _check_vocab_size(vocab_size)
+        warn_if_mostly_control(counts, stacklevel=3)
         words = []
         weights = []
         for chunk, count in counts.items():
@@ -622,6 +624,7 @@ class Tokenizer:
         its own bytes).
         """
         counts = self._chunk_counts(text, num_workers, progress, tie_break, text_column)
+        warn_if_mostly_control(counts, stacklevel=3)
         words: list[list[int]] = []
         weights: list[int] = []
         for chunk, count in counts.items():
