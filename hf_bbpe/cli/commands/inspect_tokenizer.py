@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 from ...byte_unicode import render_token
 from ...patterns import pattern_name
@@ -45,6 +46,7 @@ def summary(tok: Tokenizer, name: str, top: int) -> dict:
         "n_vocab": tok.n_vocab,
         "tokens": len(tok.vocab),
         "merges": len(tok.merges),
+        "byte_tokens": len(tok.vocab) - len(tok.merges) - len(tok.unmerged_tokens) - len(specials),
         "unmerged_tokens": len(tok.unmerged_tokens),
         "mode": tok.mode,
         "byte_ids": "identity" if tok.byte_ids == list(range(256)) else "permuted",
@@ -112,16 +114,50 @@ def _tree_lines(node: dict, depth: int = 0) -> list[str]:
     return lines
 
 
+MAX_SPECIAL_LINES = 20
+
+
+def special_token_lines(specials: list[dict]) -> list[str]:
+    """The special tokens (``{"token", "id"}``, by id), a line each, but a run of three or more
+    with consecutive ids whose names differ only in their numbers (Llama 3's 244
+    ``<|reserved_special_token_N|>``, Whisper's timestamps) on one line; at most
+    ``MAX_SPECIAL_LINES`` lines (``--json`` lists every token)."""
+    runs: list[list[dict]] = []
+    for entry in specials:
+        last = runs[-1][-1] if runs else None
+        if last is not None and entry["id"] == last["id"] + 1 and _shape(entry["token"]) == _shape(last["token"]):
+            runs[-1].append(entry)
+        else:
+            runs.append([entry])
+    lines = []
+    for run in runs:
+        if len(run) >= 3:
+            first, last = run[0], run[-1]
+            lines.append(f"  {first['id']:>7}-{last['id']}  {first['token']!r} ... {last['token']!r} "
+                         f"({len(run)} tokens)")
+        else:
+            lines += [f"  {entry['id']:>7}  {entry['token']!r}" for entry in run]
+    if len(lines) > MAX_SPECIAL_LINES:
+        lines = lines[:MAX_SPECIAL_LINES] + [f"  ... and {len(lines) - MAX_SPECIAL_LINES} more lines "
+                                             "(--json lists every token)"]
+    return lines
+
+
+def _shape(token: str) -> str:
+    return re.sub(r"\d+", "#", token)
+
+
 def _text(info: dict) -> str:
+    unmerged = info["unmerged_tokens"]
     lines = [
         f"tokenizer: {info['tokenizer']}",
-        f"n_vocab: {info['n_vocab']} ({info['tokens']} tokens: {info['merges']} merges, 256 bytes, "
-        f"{len(info['special_tokens'])} special)",
+        f"n_vocab: {info['n_vocab']} ({info['tokens']} tokens: {info['merges']} merges, {info['byte_tokens']} bytes, "
+        + (f"{unmerged} that no merge builds, " if unmerged else "") + f"{len(info['special_tokens'])} special)",
         f"byte ids: {info['byte_ids']}",
         f"pattern: {info['pattern'] if info['pattern'] is not None else '(none: no split)'}",
         f"special tokens: {len(info['special_tokens'])}",
     ]
-    lines += [f"  {s['id']:>7}  {s['token']!r}" for s in info["special_tokens"]]
+    lines += special_token_lines(info["special_tokens"])
     lines.append("longest tokens:")
     lines += ["  " + row for row in format_table(
         ["id", "length", "token"],

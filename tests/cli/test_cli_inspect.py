@@ -1,0 +1,41 @@
+"""``hf-bbpe inspect``'s summary adds up and stays short: on Llama 3, 127,066 merges + 256 bytes +
+678 tokens that no merge builds + 256 special = 128,256, and the 244 reserved special tokens are
+one line, not 244."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.support.cli import run_cli
+from tests.support.families import LLAMA3_MODEL
+
+SIZES = re.compile(r"n_vocab: (\d+) \((\d+) tokens: (\d+) merges, (\d+) bytes, (?:(\d+) that no merge builds, )?"
+                   r"(\d+) special\)")
+
+
+def _summary(*args) -> str:
+    return run_cli("inspect", *args).stdout.decode("utf-8")
+
+
+def test_llama3_summary_adds_up_and_shows_the_unmerged_tokens():
+    text = _summary(LLAMA3_MODEL)
+    n_vocab, tokens, merges, byte_tokens, unmerged, special = map(int, SIZES.search(text).groups())
+    assert (n_vocab, tokens, merges, byte_tokens, unmerged, special) == (128256, 128256, 127066, 256, 678, 256)
+    assert merges + byte_tokens + unmerged + special == tokens
+    data = json.loads(_summary(LLAMA3_MODEL, "--json"))
+    assert data["unmerged_tokens"] == 678 and data["byte_tokens"] == 256 and len(data["special_tokens"]) == 256
+
+
+def test_llama3_reserved_special_tokens_are_one_line():
+    text = _summary(LLAMA3_MODEL)
+    listed = text[text.index("special tokens: 256\n"):text.index("longest tokens:")].splitlines()[1:]
+    assert len(listed) == 13, listed  # 12 named or lone reserved ones, then the run
+    assert listed[-1].split() == ["128012-128255", "'<|reserved_special_token_2|>'", "...",
+                                  "'<|reserved_special_token_245|>'", "(244", "tokens)"]
+    assert "   128002  '<|reserved_special_token_0|>'" in listed  # two in a row stay two lines
+
+
+def test_a_trained_tokenizer_summary_adds_up(mix_tok_dir):
+    n_vocab, tokens, merges, byte_tokens, unmerged, special = SIZES.search(_summary(mix_tok_dir)).groups()
+    assert unmerged is None and int(merges) + int(byte_tokens) + int(special) == int(tokens) == int(n_vocab) == 513
