@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from hf_bbpe import RegexTokenizer
+from hf_bbpe.analysis.token_text import token_literal
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "tests" / "data" / "text" / "mix-sample.txt"
@@ -29,10 +30,10 @@ def main() -> None:
 
     for text in ["Hello world! def tokenize(text): return text.split()", "Привет, мир! 你好，世界。<|endoftext|>"]:
         ids = tok.encode(text, allowed_special="all")
-        # a token may hold part of a character: show such bytes as \x escapes
-        pieces = [tok.decode_single_token_bytes(i).decode("utf-8", "backslashreplace") for i in ids]
+        # a token may hold part of a character: such bytes show as \xNN (see hf_bbpe.analysis.token_text)
+        pieces = " ".join(token_literal(tok.decode_single_token_bytes(i)) for i in ids)
         assert tok.decode(ids) == text
-        print(f"\n{text!r}\n  {len(text.encode())} bytes -> {len(ids)} tokens: {ids}\n  {pieces}")
+        print(f"\n{token_literal(text.encode())}\n  {len(text.encode())} bytes -> {len(ids)} tokens: {ids}\n  {pieces}")
 
     with tempfile.TemporaryDirectory() as tmp:
         tok.save(Path(tmp) / "demo")

@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from ..byte_unicode import render_token
+from .token_text import token_literal
 from ..progress import progress_bar
 from .text_table import format_table
 from ..tokenizer import Tokenizer
@@ -301,20 +302,20 @@ def report_to_text(report: AuditReport, *, top: int = 20) -> str:
 
     section("glitch candidates (merged tokens never produced on the corpus, in merge order)",
             len(report.glitch_candidates), ["id", "merge rank", "token", "bytes", "part of merges"],
-            [[t.id, t.merge_rank, repr(render_token(t.data)), _hex(t.data), t.used_by_merges]
+            [[t.id, t.merge_rank, token_literal(t.data), _hex(t.data), t.used_by_merges]
              for t in report.glitch_candidates])
     section(f"rare tokens (produced 1-{report.rare_threshold} times)", len(report.rare_tokens),
             ["id", "count", "token", "bytes", "part of merges"],
-            [[t.id, t.count, repr(render_token(t.data)), _hex(t.data), t.used_by_merges] for t in report.rare_tokens])
+            [[t.id, t.count, token_literal(t.data), _hex(t.data), t.used_by_merges] for t in report.rare_tokens])
     section("unreachable tokens (encode can never produce them)", len(report.unreachable),
             ["id", "token", "bytes", "reason", "its bytes encode as"],
-            [[u.id, repr(render_token(u.data)), _hex(u.data), ", ".join(u.reasons), " ".join(map(str, u.encodes_as))]
+            [[u.id, token_literal(u.data), _hex(u.data), ", ".join(u.reasons), " ".join(map(str, u.encodes_as))]
              for u in report.unreachable])
     section("merged tokens that are not valid UTF-8 alone", len(report.not_utf8), ["id", "token", "bytes"],
-            [[i, repr(render_token(report.vocab[i])), _hex(report.vocab[i])] for i in report.not_utf8])
+            [[i, token_literal(report.vocab[i]), _hex(report.vocab[i])] for i in report.not_utf8])
     section("special tokens", len(report.special_tokens),
             ["id", "token", "plain text can spell it", "in corpus", "same bytes as token", "as ordinary text"],
-            [[s.id, repr(s.token), "yes" if s.typeable else "no", s.corpus_occurrences,
+            [[s.id, token_literal(s.token.encode("utf-8")), "yes" if s.typeable else "no", s.corpus_occurrences,
               "" if s.ordinary_token_id is None else s.ordinary_token_id, f"{len(s.ordinary_encoding)} tokens"]
              for s in report.special_tokens])
     return "\n".join(out) + "\n"

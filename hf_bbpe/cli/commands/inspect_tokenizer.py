@@ -9,6 +9,7 @@ import re
 from ...byte_unicode import render_token
 from ...patterns import pattern_name
 from ...analysis.text_table import format_table
+from ...analysis.token_text import token_literal
 from ...tokenizer import Tokenizer
 from ...analysis.audit import REASON_MERGE_ORDER, REASON_NOT_UTF8_TEXT, check_reachable, is_utf8, partial_utf8_tokens
 from ..arguments import add_tokenizer, load, positive_int, write_stdout
@@ -107,8 +108,13 @@ def explain(tok: Tokenizer, idx: int) -> dict:
     return info
 
 
+def _literal(token: dict) -> str:
+    """A token of the JSON data (its ``bytes`` in hex) as the text output writes it."""
+    return token_literal(bytes.fromhex(token["bytes"]))
+
+
 def _tree_lines(node: dict, depth: int = 0) -> list[str]:
-    lines = [f"{'  ' * depth}{node['id']:>7}  {node['text']!r}"]
+    lines = [f"{'  ' * depth}{node['id']:>7}  {_literal(node)}"]
     for child in node.get("parents", []):
         lines += _tree_lines(child, depth + 1)
     return lines
@@ -133,14 +139,18 @@ def special_token_lines(specials: list[dict]) -> list[str]:
     for run in runs:
         if len(run) >= 3:
             first, last = run[0], run[-1]
-            lines.append(f"  {first['id']:>7}-{last['id']}  {first['token']!r} ... {last['token']!r} "
+            lines.append(f"  {first['id']:>7}-{last['id']}  {_special(first)} ... {_special(last)} "
                          f"({len(run)} tokens)")
         else:
-            lines += [f"  {entry['id']:>7}  {entry['token']!r}" for entry in run]
+            lines += [f"  {entry['id']:>7}  {_special(entry)}" for entry in run]
     if len(lines) > MAX_SPECIAL_LINES:
         lines = lines[:MAX_SPECIAL_LINES] + [f"  ... and {len(lines) - MAX_SPECIAL_LINES} more lines "
                                              "(--json lists every token)"]
     return lines
+
+
+def _special(entry: dict) -> str:
+    return token_literal(entry["token"].encode("utf-8"))
 
 
 def _shape(token: str) -> str:
@@ -161,20 +171,20 @@ def _text(info: dict) -> str:
     lines.append("longest tokens:")
     lines += ["  " + row for row in format_table(
         ["id", "length", "token"],
-        [[t["id"], len(bytes.fromhex(t["bytes"])), repr(t["text"])] for t in info["longest_tokens"]],
+        [[t["id"], len(bytes.fromhex(t["bytes"])), _literal(t)] for t in info["longest_tokens"]],
     ).splitlines()]
     lines.append(f"merged tokens that are not valid UTF-8 alone: {info['partial_utf8_tokens']}")
-    lines += [f"  {t['id']:>7}  {t['bytes']}  {t['text']!r}" for t in info["partial_utf8_examples"]]
+    lines += [f"  {t['id']:>7}  {t['bytes']}  {_literal(t)}" for t in info["partial_utf8_examples"]]
     return "\n".join(lines) + "\n"
 
 
 def _token_text(info: dict) -> str:
-    lines = [f"token {info['id']}: {info['text']!r} ({info['kind']}), bytes {bytes.fromhex(info['bytes']).hex(' ') or '-'}"
+    lines = [f"token {info['id']}: {_literal(info)} ({info['kind']}), bytes {bytes.fromhex(info['bytes']).hex(' ') or '-'}"
              f"{'' if info['utf8'] else ' (not valid UTF-8 alone)'}"]
     if info["kind"] == "merge":
         left, right = info["tree"]["parents"]
         lines.append(f"merge rank: {info['merge_rank']} (0 = first merge)")
-        lines.append(f"parents: {left['id']} {left['text']!r} + {right['id']} {right['text']!r}")
+        lines.append(f"parents: {left['id']} {_literal(left)} + {right['id']} {_literal(right)}")
         lines.append("merge tree:")
         lines += ["  " + line for line in _tree_lines(info["tree"])]
     if "reachable" in info:
