@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .auto_registration import register_when_auto_tokenizer_loads
 from .byte_unicode import bytes_to_unicode, unicode_to_bytes
+from .chunk_counting import paragraphs
 from .chunk_encoder import MissingByteError
 from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, SPLIT_PATTERNS, resolve_pattern
 from .special_tokens import DisallowedSpecialToken
@@ -42,6 +43,7 @@ __all__ = [
     "BasicTokenizer",
     "RegexTokenizer",
     "Tokenizer",
+    "paragraphs",
     "DisallowedSpecialToken",
     "MissingByteError",
     "GPT2_SPLIT_PATTERN",

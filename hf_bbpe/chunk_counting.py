@@ -85,6 +85,42 @@ def count_chunks(
     return dict(counts)
 
 
+def paragraphs(lines: Iterable[str]) -> Iterator[str]:
+    """The documents of a text in pieces (a file's lines): each ends after a run of blank lines,
+    which stay with the text before them. This is how ``hf-bbpe train`` cuts files by default: it
+    keeps almost every chunk the split pattern finds in the whole text (``"\\n\\n"`` included, which
+    training on lines never sees) while documents can be counted in parallel.
+
+    Lines end at ``"\\n"`` only, wherever the pieces end: a file opened with ``newline=""`` (which
+    keeps ``"\\r\\n"`` as it is, as the command reads it) gives the command's documents.
+    """
+    doc: list[str] = []
+    in_blank_run = False
+    for line in _newline_ended(lines):
+        blank = not line.strip("\r\n")
+        if in_blank_run and not blank:
+            yield "".join(doc)
+            doc = []
+        doc.append(line)
+        in_blank_run = blank
+    if doc:
+        yield "".join(doc)
+
+
+def _newline_ended(pieces: Iterable[str]) -> Iterator[str]:
+    """The lines of text given in pieces, each ending at ``"\\n"`` (the last one may not)."""
+    partial = ""
+    for piece in pieces:
+        if not partial and piece and piece.find("\n") == len(piece) - 1:
+            yield piece  # one whole line, as a file's lines come
+            continue
+        lines = (partial + piece).split("\n")
+        partial = lines.pop()
+        yield from (line + "\n" for line in lines)
+    if partial:
+        yield partial
+
+
 def _count_long_text(text: str, pattern: str, workers: int, bar) -> Counter[str]:
     """Count one long document in parallel segments with verified seams (see module doc)."""
     cuts = list(range(0, len(text), _SEGMENT_CHARS))

@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 
+from ..chunk_counting import paragraphs
 from .errors import CommandError
 
 STDIN = "-"
@@ -122,9 +123,9 @@ def iter_documents(paths: Sequence[str], mode: str = "paragraph") -> Iterator[st
     """Stream the documents of the given files for training.
 
     ``file``: each file is one document. ``line``: each line is one. ``paragraph``: documents
-    end after a run of blank lines (the blank lines stay with the text before them), which
-    keeps almost every chunk the split pattern would find in the whole file while letting
-    counting run in parallel. Files are read line by line, so memory stays small. When the files
+    end after a run of blank lines (:func:`hf_bbpe.paragraphs`, which the README's training
+    example uses too), which keeps almost every chunk the split pattern would find in the whole
+    file while letting counting run in parallel. Files are read line by line, so memory stays small. When the files
     hold no text at all, the stream ends with a CommandError (see :func:`reject_empty`).
     """
     if mode not in DOCUMENT_MODES:
@@ -164,20 +165,7 @@ def _open(path: str):
 
 
 def _split_lines(lines: Iterator[str], mode: str) -> Iterator[str]:
-    if mode == "line":
-        yield from lines
-        return
-    doc: list[str] = []
-    in_blank_run = False
-    for line in lines:
-        blank = not line.strip("\r\n")
-        if in_blank_run and not blank:
-            yield "".join(doc)
-            doc = []
-        doc.append(line)
-        in_blank_run = blank and bool(doc)
-    if doc:
-        yield "".join(doc)
+    return lines if mode == "line" else paragraphs(lines)
 
 
 RECORD_SUFFIXES = (".jsonl", ".parquet")

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import rustbpe
+from hypothesis import given
+from hypothesis import strategies as st
 from tests.support.reference_bpe import split_chunks
 
 from hf_bbpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, BasicTokenizer, RegexTokenizer
@@ -191,3 +193,22 @@ def test_encode_batch_falls_back_to_one_process_where_fork_does_not_exist(monkey
     expected = [tok.encode(t) for t in texts]
     _without_fork(monkeypatch)
     assert tok.encode_batch(texts, num_workers=2) == expected
+
+
+@given(st.lists(st.sampled_from(["a", "b c", " ", "\n", "\r", "\r\n", "\n\n", "\t"]), max_size=40), st.data())
+def test_paragraphs_of_any_pieces_are_those_of_the_lines(parts, data):
+    """``paragraphs`` cuts at runs of blank lines, lines ending at \\n only: the same documents from
+    a binary file's lines (what hf-bbpe train reads), a text file opened with newline='' (which
+    also cuts lines at \\r) and arbitrary pieces; joined, they are the text."""
+    import io
+
+    from hf_bbpe import paragraphs
+
+    text = "".join(parts)
+    from_bytes = list(paragraphs(line.decode() for line in io.BytesIO(text.encode())))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=5)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    assert list(paragraphs(io.StringIO(text, newline=""))) == from_bytes == list(paragraphs(pieces))
+    assert "".join(from_bytes) == text
+    for doc in from_bytes[:-1]:  # each document but the last ends with a blank line
+        assert doc.endswith("\n") and not doc.split("\n")[-2].strip("\r")
