@@ -66,7 +66,7 @@ from .token_adding import (
     rows_needed,
     subtoken_sources,
 )
-from .row_owners import model_row_owners, record_row_owners, rows_to_keep
+from .row_owners import model_row_owners, record_row_owners, recorded_row_owners, rows_to_keep
 
 __all__ = [
     "NewTokens",
@@ -106,7 +106,9 @@ def add_tokens_and_resize(
     (e.g. ``{"pad": "<|pad|>"}``): the tokenizer's ``pad_token`` and the config's and generation
     config's ``pad_token_id`` are set; a role token not in ``tokens`` is added (as special) unless
     it already exists. Tokens already in the vocabulary are skipped with a warning and listed in
-    ``.skipped`` of the result. Everything is checked before the tokenizer or the model changes.
+    ``.skipped`` of the result, except those an earlier call added to this model object: a re-run
+    cell gets their ids again (rows untouched), so ``train_only_new_tokens(model, new_ids)`` works
+    on the re-run too. Everything is checked before the tokenizer or the model changes.
 
     Works on any model whose ``get_input_embeddings()`` / ``get_output_embeddings()`` hold
     [vocab, hidden] weights: tied (GPT-2), untied (Llama with ``tie_word_embeddings=False``), heads
@@ -121,7 +123,8 @@ def add_tokens_and_resize(
     emb, _ = embedding_modules(model)
     rows = emb.weight.shape[0]
     check_pad_multiple(pad_to_multiple_of)
-    prepared = prepare_tokens(tokenizer, tokens, special=special, init=init, roles=roles, num_rows=rows)
+    prepared = prepare_tokens(tokenizer, tokens, special=special, init=init, roles=roles, num_rows=rows,
+                              added_before=recorded_row_owners(model))
     rows_to_keep(expected_owners(prepared), rows, lambda: model_row_owners(model))  # raises before any change
     added = add_prepared_tokens(tokenizer, prepared)
     keep = rows_to_keep(added_owners(added), rows, lambda: model_row_owners(model))

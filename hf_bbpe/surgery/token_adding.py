@@ -34,6 +34,8 @@ class PreparedTokens:
     to_add: list[Any]  # str or tokenizers.AddedToken, in request order, deduplicated
     special: list[bool]  # per entry of to_add
     skipped: dict[str, int]  # requested tokens already in the vocabulary -> their id
+    again: dict[str, int]  # requested tokens an earlier call added to this model -> their id (a re-run)
+    order: list[str]  # the tokens of to_add and again, in request order
     sources: dict[str, tuple[int, ...]]  # token -> old ids whose rows it is initialised from
     roles: dict[str, str]  # role -> token
     method: str  # row init for tokens without sources and for padding rows
@@ -55,8 +57,11 @@ class AddedTokensResult:
 class NewTokens(list):
     """The ids of the added tokens (a ``list[int]``, in request order), plus what else happened.
 
+    A token that an earlier call added to the same model object is in the list again (a re-run
+    notebook cell gets the same ids, for ``train_only_new_tokens``), its rows left as they are.
+
     Attributes: ``tokens`` (the added tokens, parallel to the ids), ``skipped`` (requested tokens that
-    were already in the vocabulary -> their existing id; a warning names them too), ``role_ids``
+    were already in the vocabulary otherwise -> their existing id; a warning names them too), ``role_ids``
     (role -> id), ``num_rows`` (embedding rows afterwards) and ``tokenizer`` (the extended tokenizer:
     the one passed in for in-memory surgery, a new copy for ``extend_checkpoint``).
     """
@@ -115,10 +120,14 @@ def prepare_tokens(
     init: InitSpec,
     roles: Mapping[str, str] | None,
     num_rows: int,
+    added_before: Mapping[int, bytes] | None = None,
 ) -> PreparedTokens:
     """Validate a request against ``tokenizer`` and a model with ``num_rows`` embedding rows.
 
-    Raises ValueError naming the offending token, role or id; changes nothing.
+    ``added_before`` holds the rows earlier calls added to this model (id -> the token's bytes):
+    a requested token already in the vocabulary on such a row of its own is a re-run, given back
+    with the new tokens rather than skipped. Raises ValueError naming the offending token, role or
+    id; changes nothing.
     """
     if isinstance(tokens, (str, bytes)):
         raise TypeError("tokens must be a list of strings, not a single string")
@@ -146,10 +155,15 @@ def prepare_tokens(
 
     role_tokens = set(roles.values())
     asked = {_token_text(t) for t in tokens}
-    # A requested token already in the vocabulary is skipped; a role naming an existing token
-    # (say pad = the eos token) only declares the role.
-    skipped = {t: int(vocab[t]) for t in map(_token_text, requested) if t in vocab and t in asked}
+    # A requested token that an earlier call added (a re-run) is given back with the new ones;
+    # another one already in the vocabulary is skipped; a role naming an existing token (say
+    # pad = the eos token) only declares the role.
+    added_before = added_before or {}
+    again = {t: int(vocab[t]) for t in map(_token_text, requested)
+             if t in vocab and added_before.get(int(vocab[t])) == t.encode("utf-8")}
+    skipped = {t: int(vocab[t]) for t in map(_token_text, requested) if t in vocab and t in asked and t not in again}
     to_add = [t for t in requested if _token_text(t) not in vocab]
+    order = [t for t in map(_token_text, requested) if t in again or t not in vocab]
     texts = [_token_text(t) for t in to_add]
     notes = [f"token {t!r} is already in the vocabulary (id {i}); not adding it" for t, i in skipped.items()]
 
@@ -191,6 +205,8 @@ def prepare_tokens(
         to_add=to_add,
         special=[special or t in role_tokens for t in texts],
         skipped=skipped,
+        again=again,
+        order=order,
         sources=sources,
         roles=roles,
         method=method,
@@ -248,9 +264,10 @@ def add_prepared_tokens(tokenizer: Any, prepared: PreparedTokens) -> AddedTokens
         raise RuntimeError(f"the tokenizer gave the new tokens duplicate ids: {dict(zip(texts, ids, strict=True))}")
     role_ids = {role: int(tokenizer.convert_tokens_to_ids(_token_text(t))) for role, t in prepared.roles.items()}
     sources_by_id = {i: prepared.sources[t] for t, i in zip(texts, ids, strict=True) if t in prepared.sources}
+    given = {**prepared.again, **dict(zip(texts, map(int, ids), strict=True))}
     return AddedTokensResult(
-        tokens=texts,
-        ids=[int(i) for i in ids],
+        tokens=list(prepared.order),
+        ids=[given[t] for t in prepared.order],
         skipped=dict(prepared.skipped),
         sources_by_id=sources_by_id,
         role_ids=role_ids,

@@ -108,10 +108,18 @@ def test_add_tokens_again_after_training_changes_no_row(arch, tokenizer_dir):
     assert not torch.equal(embedding(model)[new_ids], initialised)  # training moved the new rows
     before = snapshot(model)
 
-    # the same tokenizer object: the tokens are there already, skipped with a warning
-    with pytest.warns(UserWarning, match="already in the vocabulary"):
+    # the same tokenizer object (a re-run cell): the tokens this model got before come back with
+    # their ids, for train_only_new_tokens, without a warning; the rows stay
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         again = surgery.add_tokens_and_resize(model, tok, CHAT, special=True)
-    assert list(again) == [] and again.skipped == dict(zip(CHAT, new_ids))
+    assert list(again) == list(new_ids) and again.tokens == CHAT and again.skipped == {}
+    assert again.num_rows == V + 2 and len(tok) == V + 2
+    assert_unchanged(model, before)
+    # a token of the base vocabulary is still skipped, with a warning, and not given back
+    with pytest.warns(UserWarning, match="already in the vocabulary"):
+        mixed = surgery.add_tokens_and_resize(model, tok, ["<|endoftext|>", *CHAT])
+    assert list(mixed) == list(new_ids) and mixed.skipped == {"<|endoftext|>": V - 1}
     assert_unchanged(model, before)
 
     # a re-run cell that reloaded the tokenizer: the tokens get their old ids, the rows stay
