@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set everything up, then train a tokenizer on the bundled sample and show it working.
+# Set up .venv-demo (hf_bbpe and transformers only: scripts/setup.sh --demo), then train a
+# tokenizer on the bundled sample and show it working.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-HF_BBPE_SKIP_TF457=1 bash scripts/setup.sh
-.venv/bin/python scripts/demo.py "$@"
+bash scripts/setup.sh --demo
+.venv-demo/bin/python scripts/demo.py "$@"

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Create .venv with hf_bbpe and everything its tests need (idempotent; safe to re-run).
-#   .venv        transformers 5.x, torch 2.13.0 (CPU), test references (tiktoken, rustbpe)
-#   .venv-tf457  transformers 4.57, for the transformers-integration tests on the old major
+# Create the virtual environments (idempotent; safe to re-run).
+#   bash scripts/setup.sh         .venv        transformers 5.x, torch 2.13.0 (CPU), every test reference
+#                                 .venv-tf457  transformers 4.57, for the transformers-integration tests
+#                                              on the old major (HF_BBPE_SKIP_TF457=1 skips it)
+#   bash scripts/setup.sh --demo  .venv-demo   hf_bbpe and its own dependencies only (transformers,
+#                                              tokenizers, numpy: no torch, no test stack), what
+#                                              scripts/demo.py needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -12,6 +16,15 @@ make_venv() {  # make_venv DIR
     "$1/bin/python" -m pip install -q --upgrade pip
   fi
 }
+
+if [ "${1:-}" = "--demo" ]; then
+  make_venv .venv-demo
+  .venv-demo/bin/python -m pip install -q -e .
+  exit 0
+elif [ -n "${1:-}" ]; then
+  echo "usage: bash scripts/setup.sh [--demo]" >&2
+  exit 2
+fi
 
 make_venv .venv
 # torch first and pinned: 2.13.0 is the CPU build on these machines; anything newer is CUDA.

@@ -19,3 +19,44 @@ def test_demo_runs_and_shows_tokens_escaped_once():
     assert proc.returncode == 0, proc.stderr.decode("utf-8")
     assert r"'\xd0' '\x9f' 'р' 'и'" in out and "\\\\" not in out, out  # the first letter of Привет in two bytes
     assert "same ids as the engine on 200 documents" in out
+
+
+FAKE_PYTHON = """#!/usr/bin/env bash
+# stands in for python: makes a venv's bin/python (a copy of itself), and logs every other call
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+  mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0
+fi
+echo "$0 $*" >> "$PIP_LOG"
+"""
+
+
+def _run_script(tmp_path, script: str, *args: str) -> list[str]:
+    """Run a copy of scripts/SCRIPT in an empty clone-like folder with python replaced by a fake
+    that logs what it is asked to do (installing for real needs the registries); its log lines."""
+    (tmp_path / "scripts").mkdir(exist_ok=True)
+    for name in ("setup.sh", "demo.sh"):
+        (tmp_path / "scripts" / name).write_bytes((ROOT / "scripts" / name).read_bytes())
+    fake = tmp_path / "fake-python"
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(0o755)
+    log = tmp_path / "calls.log"
+    env = {**cli_env(), "PYTHON": str(fake), "PIP_LOG": str(log)}
+    env.pop("HF_BBPE_SKIP_TF457", None)
+    subprocess.run(["bash", str(tmp_path / "scripts" / script), *args], check=True, env=env, timeout=60)
+    return log.read_text().splitlines()
+
+
+def test_demo_sets_up_hf_bbpe_alone(tmp_path):
+    """bash scripts/demo.sh installs the clone (hf_bbpe, with transformers as its dependency) into
+    .venv-demo, and nothing of the test stack: no torch, no extras (Ray, Gradio, Whisper, ...)."""
+    calls = _run_script(tmp_path, "demo.sh")
+    installs = [c for c in calls if " pip install " in c and "--upgrade pip" not in c]
+    assert installs == [".venv-demo/bin/python -m pip install -q -e ."], calls
+    assert calls[-1] == ".venv-demo/bin/python scripts/demo.py"
+    assert not (tmp_path / ".venv").exists()
+
+
+def test_the_test_setup_still_installs_everything(tmp_path):
+    calls = _run_script(tmp_path, "setup.sh")
+    assert any(c.endswith('pip install -q -e .[torch,test,app,ray,datatrove]') for c in calls), calls
+    assert any(".venv-tf457/bin/python -m pip install -q -e .[test]" in c for c in calls), calls
