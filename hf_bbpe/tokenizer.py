@@ -968,7 +968,10 @@ class Tokenizer:
     def clear_cache(self) -> None:
         """Give back the memory of the encoding caches, which grow with use and live as long as
         the tokenizer (on 16 MB of mixed text, about 60 MB: short chunks, pieces that needed BPE,
-        a spare ids buffer); the next encode fills them again. Ids never depend on them."""
+        a spare ids buffer; at most 128 MB per encoding thread, 4 threads' worth, and 64 MB of
+        ids: README, Memory); the next encode fills them again. Ids never depend on them. The
+        UTF-8 copy CPython keeps inside each non-ASCII str that was encoded is the str's, not a
+        cache: it goes with the str."""
         self._encoder.clear_cache()
 
     # -------------------------------------------------------------- decoding
