@@ -266,9 +266,9 @@ def warn_if_mostly_control(counts: Mapping[str | bytes, int], *, stacklevel: int
     as text (a file of NUL bytes is valid UTF-8) trains merges of them without a word otherwise."""
     try:  # a chunk that prints whole holds no control character: one C-level pass finds the others
         suspects = [chunk for chunk in itertools.filterfalse(str.isprintable, counts) if _CONTROL.search(chunk)]
-    except TypeError:  # bytes keys
+    except TypeError:  # bytes keys (keys of other types are the caller's error to report)
         counts = {chunk if isinstance(chunk, str) else bytes(chunk).decode("utf-8", "replace"): count
-                  for chunk, count in counts.items()}
+                  for chunk, count in counts.items() if isinstance(chunk, (str, bytes, bytearray))}
         suspects = [chunk for chunk in itertools.filterfalse(str.isprintable, counts) if _CONTROL.search(chunk)]
     found: Counter[str] = Counter()
     for chunk in suspects:

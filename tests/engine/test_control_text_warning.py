@@ -55,3 +55,10 @@ def test_cli_train_warns_on_a_file_of_nul_bytes(tmp_path):
         in proc.stderr.decode()
     quiet = run_cli("train", MIX, "--vocab-size", 260, "--out", "tok2", "--no-progress", cwd=tmp_path)
     assert "control characters" not in quiet.stderr.decode()
+
+
+def test_keys_that_are_not_text_are_refused_without_a_control_warning():
+    with warnings.catch_warnings(record=True) as record, pytest.raises(TypeError):
+        warnings.simplefilter("always")
+        RegexTokenizer().train_from_counts({5: 3, "ab": 2}, 258)  # 5 is not b"\x00" * 5
+    assert _control_warnings(record) == []
