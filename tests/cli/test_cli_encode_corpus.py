@@ -220,14 +220,16 @@ def test_bad_input_is_named_and_leaves_nothing(name, mix_tok_dir, tmp_path):
     assert list((tmp_path / "given").iterdir()) == []
 
 
-def test_bad_input_after_some_shards_leaves_nothing(mix_tok_dir, tmp_path):
+@pytest.mark.parametrize("fmt", ["npy", "nanogpt", "megatron"])
+def test_bad_input_after_some_shards_leaves_nothing(fmt, mix_tok_dir, tmp_path):
     """The bad record comes after shards were committed: every run would stop there, so a new
-    run's shards are removed; an error that a rerun may not meet (the disk, an interruption) keeps
-    them to resume (test_resume_after_an_error_loses_and_repeats_nothing)."""
+    run's files are removed (the growing .partial files of nanogpt too); an error that a rerun may
+    not meet (the disk, an interruption) keeps them to resume
+    (test_resume_after_an_error_loses_and_repeats_nothing)."""
     docs = mix_docs()
     bad = tmp_path / "late.jsonl"
     bad.write_text("".join(json.dumps({"text": doc}) + "\n" for doc in docs) + '{"text": null}\n', encoding="utf-8")
-    proc = encode_corpus([bad], mix_tok_dir, tmp_path / "out", "--shard-mb", "0.02", check=False)
+    proc = encode_corpus([bad], mix_tok_dir, tmp_path / "out", "--shard-mb", "0.02", "--format", fmt, check=False)
     assert_one_line_error(proc, f"{bad}, line {len(docs) + 1}: field 'text' is not a string (a JSON null)")
     assert not (tmp_path / "out").exists()
 
