@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from tests.support.cli import run_cli
 from tests.support.families import LLAMA3_MODEL
 
@@ -18,8 +20,13 @@ def _summary(*args) -> str:
     return run_cli("inspect", *args).stdout.decode("utf-8")
 
 
-def test_llama3_summary_adds_up_and_shows_the_unmerged_tokens():
-    text = _summary(LLAMA3_MODEL)
+@pytest.fixture(scope="module")
+def llama3_summary() -> str:
+    return _summary(LLAMA3_MODEL)
+
+
+def test_llama3_summary_adds_up_and_shows_the_unmerged_tokens(llama3_summary):
+    text = llama3_summary
     n_vocab, tokens, merges, byte_tokens, unmerged, special = map(int, SIZES.search(text).groups())
     assert (n_vocab, tokens, merges, byte_tokens, unmerged, special) == (128256, 128256, 127066, 256, 678, 256)
     assert merges + byte_tokens + unmerged + special == tokens
@@ -27,8 +34,8 @@ def test_llama3_summary_adds_up_and_shows_the_unmerged_tokens():
     assert data["unmerged_tokens"] == 678 and data["byte_tokens"] == 256 and len(data["special_tokens"]) == 256
 
 
-def test_llama3_reserved_special_tokens_are_one_line():
-    text = _summary(LLAMA3_MODEL)
+def test_llama3_reserved_special_tokens_are_one_line(llama3_summary):
+    text = llama3_summary
     listed = text[text.index("special tokens: 256\n"):text.index("longest tokens:")].splitlines()[1:]
     assert len(listed) == 13, listed  # 12 named or lone reserved ones, then the run
     assert listed[-1].split() == ["128012-128255", "'<|reserved_special_token_2|>'", "...",
