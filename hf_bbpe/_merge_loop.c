@@ -11,6 +11,10 @@
  * checked when read. A max-heap holds (count, tie key, pair) with lazy updates: counts of
  * existing pairs only fall, new pairs are pushed when created, and a popped entry whose count
  * or key is out of date is pushed back with the current one.
+ *
+ * With `ranks` given, the rules of tokenizers' BpeTrainer (see merge_loop.py's module doc): ids
+ * compare by their rank, and the heap orders by the low 32 bits of a count read unsigned, which
+ * is BpeTrainer's i32 count widened to u64.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -53,6 +57,8 @@ typedef struct {
     HeapItem *heap;
     int64_t heap_len, heap_cap;
     int by_occurrence;
+    const int32_t *ranks;  /* BpeTrainer's rules when not NULL */
+    int64_t nranks;
 } State;
 
 static int map_grow(State *s) {
@@ -161,8 +167,23 @@ static inline int occurs_at(const State *s, const Pair *p, int32_t pos) {
     return s->sym[pos] == p->a && (q = s->nxt[pos]) >= 0 && s->sym[q] == p->b;
 }
 
-/* The tie key of a pair: its ids, or its first valid position (advancing past stale ones). */
+static inline uint32_t rank(const State *s, int32_t id) {
+    return id < s->nranks ? (uint32_t)s->ranks[id] : (uint32_t)id;
+}
+
+/* The count the heap orders by: the pair's count, or BpeTrainer's i32 view of it as a u64. */
+static inline int64_t heap_count(const State *s, int64_t count) {
+    return s->ranks ? (int64_t)(uint32_t)count : count;
+}
+
+/* Whether a pair with this count is queued (at the start, or when a merge created it). */
+static inline int queued(const State *s, int64_t count) {
+    return s->ranks ? (int32_t)(uint32_t)count > 0 : count > 0;
+}
+
+/* The tie key of a pair: its ids (or ranks), or its first valid position (advancing past stale ones). */
 static uint64_t tie_key(State *s, Pair *p) {
+    if (s->ranks) return ((uint64_t)rank(s, p->a) << 32) | rank(s, p->b);
     if (!s->by_occurrence) return ((uint64_t)(uint32_t)p->a << 32) | (uint32_t)p->b;
     while (p->head < p->pos.len && !occurs_at(s, p, p->pos.data[p->head])) p->head++;
     return p->head < p->pos.len ? (uint64_t)p->pos.data[p->head] : UINT64_MAX;
@@ -186,28 +207,54 @@ static void free_state(State *s) {
 
 PyDoc_STRVAR(train_doc,
 "train(symbols, lengths, counts, num_merges, first_id, taken, by_occurrence, min_frequency, on_merge,\n"
-"      allow_pair=None)\n"
+"      allow_pair=None, ranks=None)\n"
 "-> (merges, stop)\n\n"
 "symbols: buffer of uint8 or int32 token ids, all words end to end; lengths: int32 per word;\n"
 "counts: int64 per word; taken: set of ids new merges must skip; on_merge(a, b, new_id, count)\n"
-"or None; allow_pair(a, b) -> bool, or None, vetoes a pair for good. merges is a list of (a, b, new_id, count); stop is 0 (done), 1 (out of pairs) or 2\n"
+"or None; allow_pair(a, b) -> bool, or None, vetoes a pair for good; ranks: None, or an int32\n"
+"permutation of range(len(ranks)) that selects BpeTrainer's rules (ids compare by ranks[id]).\n"
+"merges is a list of (a, b, new_id, count); stop is 0 (done), 1 (out of pairs) or 2\n"
 "(no pair reaches min_frequency).");
 
 static PyObject *train(PyObject *self, PyObject *args) {
-    Py_buffer symbuf, lenbuf, cntbuf;
+    Py_buffer symbuf, lenbuf, cntbuf, rankbuf = {0};
     Py_ssize_t num_merges;
     long long first_id, min_frequency;
-    PyObject *taken, *on_merge, *allow_pair = Py_None;
+    PyObject *taken, *on_merge, *allow_pair = Py_None, *ranks = Py_None;
     int by_occurrence;
-    if (!PyArg_ParseTuple(args, "y*y*y*nLOpLO|O", &symbuf, &lenbuf, &cntbuf, &num_merges, &first_id,
-                          &taken, &by_occurrence, &min_frequency, &on_merge, &allow_pair))
+    if (!PyArg_ParseTuple(args, "y*y*y*nLOpLO|OO", &symbuf, &lenbuf, &cntbuf, &num_merges, &first_id,
+                          &taken, &by_occurrence, &min_frequency, &on_merge, &allow_pair, &ranks))
         return NULL;
     PyObject *result = NULL, *merges = NULL;
     int32_t *created = NULL;
+    uint8_t *seen = NULL;
     int64_t ncreated = 0, cap_created = 0;
     State s;
     memset(&s, 0, sizeof(s));
     s.by_occurrence = by_occurrence;
+    if (ranks != Py_None) {
+        if (PyObject_GetBuffer(ranks, &rankbuf, PyBUF_SIMPLE) < 0) goto done;
+        if (rankbuf.itemsize != 4) {
+            PyErr_SetString(PyExc_ValueError, "ranks must be int32");
+            goto done;
+        }
+        s.nranks = rankbuf.len / 4;
+        s.ranks = rankbuf.buf;
+        if (by_occurrence) {
+            PyErr_SetString(PyExc_ValueError, "ranks (BpeTrainer's rules) and by_occurrence exclude each other");
+            goto done;
+        }
+        seen = calloc(s.nranks + 1, 1);
+        if (!seen) { PyErr_NoMemory(); goto done; }
+        for (int64_t i = 0; i < s.nranks; i++) {
+            int32_t r = s.ranks[i];
+            if (r < 0 || r >= s.nranks || seen[r]) {
+                PyErr_SetString(PyExc_ValueError, "ranks must be a permutation of range(len(ranks))");
+                goto done;
+            }
+            seen[r] = 1;
+        }
+    }
 
     Py_ssize_t itemsize = symbuf.itemsize;
     if ((itemsize != 1 && itemsize != 4) || lenbuf.itemsize != 4 || cntbuf.itemsize != 8 ||
@@ -247,8 +294,8 @@ static PyObject *train(PyObject *self, PyObject *args) {
         start = end;
     }
     for (int64_t i = 0; i < s.npairs; i++) {
-        if (s.pairs[i].count <= 0) continue;
-        HeapItem item = {s.pairs[i].count, tie_key(&s, &s.pairs[i]), (int32_t)i};
+        if (!queued(&s, s.pairs[i].count)) continue;
+        HeapItem item = {heap_count(&s, s.pairs[i].count), tie_key(&s, &s.pairs[i]), (int32_t)i};
         if (heap_push(&s, item) < 0) { PyErr_NoMemory(); goto done; }
     }
 
@@ -260,14 +307,20 @@ static PyObject *train(PyObject *self, PyObject *args) {
         if (s.heap_len == 0) { stop = 1; break; }
         HeapItem top = heap_pop(&s);
         Pair *p = &s.pairs[top.pair];
-        if (p->count <= 0) continue;
+        /* vetoed, or no occurrence left (BpeTrainer's rules requeue that with count 0) */
+        if (s.ranks ? p->count < 0 : p->count <= 0) continue;
         uint64_t key = tie_key(&s, p);
-        if (p->count != top.count || key != top.key) {
-            HeapItem item = {p->count, key, top.pair};
+        int64_t current = heap_count(&s, p->count);
+        if (current != top.count || key != top.key) {
+            HeapItem item = {current, key, top.pair};
             if (heap_push(&s, item) < 0) { PyErr_NoMemory(); goto loop_failed; }
             continue;
         }
-        if (p->count < min_frequency) { stop = 2; break; }
+        if (s.ranks) {
+            if (current == 0) { stop = 1; break; }  /* BpeTrainer stops at a current count of 0 */
+            /* a negative i32 count is a huge u64 to BpeTrainer, above any min_frequency */
+            if (current <= INT32_MAX && current < min_frequency) { stop = 2; break; }
+        } else if (p->count < min_frequency) { stop = 2; break; }
         if (allow_pair != Py_None) {
             PyObject *ok = PyObject_CallFunction(allow_pair, "ii", p->a, p->b);
             if (!ok) goto loop_failed;
@@ -336,8 +389,8 @@ static PyObject *train(PyObject *self, PyObject *args) {
         free(occ.data);
         for (int64_t k = 0; k < ncreated; k++) {
             Pair *q = &s.pairs[created[k]];
-            if (q->count <= 0) continue;
-            HeapItem item = {q->count, tie_key(&s, q), created[k]};
+            if (!queued(&s, q->count)) continue;
+            HeapItem item = {heap_count(&s, q->count), tie_key(&s, q), created[k]};
             if (heap_push(&s, item) < 0) { PyErr_NoMemory(); goto loop_failed; }
         }
         PyObject *entry = Py_BuildValue("(iiiL)", a, b, x, count);
@@ -355,6 +408,8 @@ static PyObject *train(PyObject *self, PyObject *args) {
 loop_failed:
 done:
     free(created);
+    free(seen);
+    if (rankbuf.obj) PyBuffer_Release(&rankbuf);
     Py_XDECREF(merges);
     free_state(&s);
     PyBuffer_Release(&symbuf);

@@ -22,7 +22,15 @@ The algorithm, step by step (names as in the C file):
 * The tie key decides between equal counts, smaller first. ``"smallest_pair"`` (rustbpe's rule):
   ``left << 32 | right``, i.e. the pair ``(left, right)`` that sorts first. ``"first_occurrence"``
   (minbpe's rule, words in order of first appearance): the pair's first valid position, which is
-  its first occurrence in the corpus.
+  its first occurrence in the corpus. ``"huggingface"`` (``ranks`` given): the pair of the ids'
+  ranks, ``ranks[left] << 32 | ranks[right]`` (an id past the table is its own rank), which is
+  the pair that sorts first in ``tokenizers``' own ids.
+* ``"huggingface"`` also counts as ``tokenizers``' BpeTrainer does, in 32 bits: the count it
+  sees is the low 32 bits of the true count as an ``i32``, and its heap orders those as a ``u64``
+  (a negative ``i32`` widened), which is the low 32 bits read unsigned (:func:`_hf_count`). A
+  pair is queued when that ``i32`` is positive; a popped entry whose count is out of date goes
+  back with the current one, even 0; the loop stops at a current count of 0. Below 2**31 this is
+  the plain rule; past it, it is BpeTrainer's wrap-around, kept so that the merges stay its.
 * Merging a pair walks its positions left to right. At each valid one, the pairs with the left
   and right neighbours lose the word's count, the pairs they now form with the new id gain it,
   and the merged pair loses it. With ``a == b`` (a run like ``aaaa``) this also removes the
@@ -41,6 +49,17 @@ _DEAD = -1  # symbol of a position that a merge consumed; never a token id
 _NO_POSITION = (1 << 64) - 1  # tie key of a pair with no valid position left (sorts last)
 _VETOED = -(1 << 62)  # count given to a pair that allow_pair rejected: never positive again
 _INT32_MAX = (1 << 31) - 1
+_LOW32 = (1 << 32) - 1
+
+
+def _hf_count(count: int) -> int:
+    """BpeTrainer's view of a count: ``i32`` pair counts, ordered as ``u64`` (see the module doc)."""
+    return count & _LOW32
+
+
+def _hf_positive(count: int) -> bool:
+    """Whether BpeTrainer's ``i32`` count is above 0, the condition for queueing a pair."""
+    return 0 < count & _LOW32 <= _INT32_MAX
 
 
 class _Pair:
@@ -60,7 +79,10 @@ class _Pair:
 class _Corpus:
     """The symbols of all words with their links, the pair table and the tie-break rule."""
 
-    def __init__(self, sym: list[int], lengths: Sequence[int], counts: Sequence[int], by_occurrence: bool) -> None:
+    def __init__(
+        self, sym: list[int], lengths: Sequence[int], counts: Sequence[int], by_occurrence: bool,
+        ranks: list[int] | None,
+    ) -> None:
         n = len(sym)
         self.sym = sym
         self.prv = [-1] * n
@@ -68,6 +90,7 @@ class _Corpus:
         self.weight = [0] * n  # the count of the word each position belongs to
         self.pairs: dict[tuple[int, int], _Pair] = {}
         self.by_occurrence = by_occurrence
+        self.ranks = ranks
         start = 0
         for length, count in zip(lengths, counts):
             end = start + length
@@ -96,8 +119,14 @@ class _Corpus:
         j = self.nxt[i]
         return self.sym[i] == pair.a and j >= 0 and self.sym[j] == pair.b
 
+    def rank(self, token: int) -> int:
+        """A token's place in ``tokenizers``' order of ids: ``ranks[token]``, or itself past the table."""
+        return self.ranks[token] if token < len(self.ranks) else token
+
     def tie_key(self, pair: _Pair) -> int:
-        """Smaller wins among equal counts: the pair's ids, or its first valid position."""
+        """Smaller wins among equal counts: the pair's ids (or ranks), or its first valid position."""
+        if self.ranks is not None:
+            return self.rank(pair.a) << 32 | self.rank(pair.b)
         if not self.by_occurrence:
             return pair.a << 32 | pair.b
         positions = pair.positions
@@ -105,9 +134,17 @@ class _Corpus:
             pair.head += 1
         return positions[pair.head] if pair.head < len(positions) else _NO_POSITION
 
+    def heap_count(self, pair: _Pair) -> int:
+        """The count the heap orders by: the pair's count, or BpeTrainer's 32-bit view of it."""
+        return pair.count if self.ranks is None else _hf_count(pair.count)
+
+    def queued(self, pair: _Pair) -> bool:
+        """Whether a pair with this count goes into the heap (at the start, or when a merge made it)."""
+        return pair.count > 0 if self.ranks is None else _hf_positive(pair.count)
+
     def heap_entry(self, pair: _Pair) -> tuple[int, int, int, int]:
         """A heap item: heapq is a min-heap, so the count is negated; (a, b) only breaks exact ties."""
-        return (-pair.count, self.tie_key(pair), pair.a, pair.b)
+        return (-self.heap_count(pair), self.tie_key(pair), pair.a, pair.b)
 
     def merge(self, pair: _Pair, x: int, merge_number: int) -> list[_Pair]:
         """Replace every occurrence of ``pair``, left to right, by ``x``; return the pairs it created."""
@@ -153,6 +190,7 @@ def train(
     min_frequency: int,
     on_merge: Callable[[int, int, int, int], object] | None,
     allow_pair: Callable[[int, int], bool] | None = None,
+    ranks: object | None = None,
 ) -> tuple[list[tuple[int, int, int, int]], int]:
     """Learn up to ``num_merges`` merges; the same function as ``_merge_loop.train``.
 
@@ -160,13 +198,18 @@ def train(
     ``lengths``: int32 per word; ``counts``: int64 per word. New ids count up from ``first_id``,
     skipping those in ``taken``. ``on_merge(a, b, new_id, count)`` is called after each merge;
     ``allow_pair(a, b)``, asked when a pair is about to be merged, vetoes it for good.
+    ``ranks``, an int32 buffer holding a permutation of ``range(len(ranks))``, selects
+    ``tokenizers``' BpeTrainer rules (the module doc): ids compare by ``ranks[id]``, and ids
+    from ``len(ranks)`` on by themselves; ``by_occurrence`` must then be false.
 
     Returns ``(merges, stop)``: merges as ``[(a, b, new_id, count), ...]`` in order; stop is
     :data:`DONE`, :data:`OUT_OF_PAIRS` or :data:`BELOW_MIN_FREQUENCY`.
     """
     symbols, lengths, counts = _checked_buffers(symbols, lengths, counts)
-    corpus = _Corpus(symbols, lengths, counts, bool(by_occurrence))
-    heap = [corpus.heap_entry(pair) for pair in corpus.pairs.values() if pair.count > 0]
+    rank_list = _checked_ranks(ranks, by_occurrence)
+    corpus = _Corpus(symbols, lengths, counts, bool(by_occurrence), rank_list)
+    hf = rank_list is not None
+    heap = [corpus.heap_entry(pair) for pair in corpus.pairs.values() if corpus.queued(pair)]
     heapq.heapify(heap)
 
     merges: list[tuple[int, int, int, int]] = []
@@ -178,13 +221,18 @@ def train(
             break
         entry = heapq.heappop(heap)
         pair = corpus.pairs[entry[2], entry[3]]
-        if pair.count <= 0:
-            continue  # merged or vetoed since this entry was pushed
+        if pair.count < 0 if hf else pair.count <= 0:
+            continue  # vetoed, or no occurrence left (BpeTrainer's rules requeue that with count 0)
         current = corpus.heap_entry(pair)
         if current != entry:
             heapq.heappush(heap, current)  # out of date: requeue with the current count and key
             continue
-        if pair.count < min_frequency:
+        if hf and _hf_count(pair.count) == 0:
+            stop = OUT_OF_PAIRS  # BpeTrainer stops at the first current count of 0
+            break
+        # under BpeTrainer's rules a negative i32 count is a huge u64, above any min_frequency
+        below = _hf_positive(pair.count) and pair.count & _LOW32 < min_frequency if hf else pair.count < min_frequency
+        if below:
             stop = BELOW_MIN_FREQUENCY
             break
         if allow_pair is not None and not allow_pair(pair.a, pair.b):
@@ -198,12 +246,27 @@ def train(
         next_id += 1
         count = pair.count
         for new_pair in corpus.merge(pair, x, len(merges)):
-            if new_pair.count > 0:
+            if corpus.queued(new_pair):
                 heapq.heappush(heap, corpus.heap_entry(new_pair))
         merges.append((pair.a, pair.b, x, count))
         if on_merge is not None:
             on_merge(pair.a, pair.b, x, count)
     return merges, stop
+
+
+def _checked_ranks(ranks: object | None, by_occurrence: bool) -> list[int] | None:
+    """The ``ranks`` buffer as a list, with the C kernel's checks."""
+    if ranks is None:
+        return None
+    view = memoryview(ranks)
+    if view.itemsize != 4:
+        raise ValueError("ranks must be int32")
+    if by_occurrence:
+        raise ValueError("ranks (BpeTrainer's rules) and by_occurrence exclude each other")
+    values = view.cast("B").cast("i").tolist()
+    if sorted(values) != list(range(len(values))):
+        raise ValueError("ranks must be a permutation of range(len(ranks))")
+    return values
 
 
 def _checked_buffers(symbols: object, lengths: object, counts: object) -> list[list[int]]:

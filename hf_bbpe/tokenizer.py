@@ -709,6 +709,7 @@ class Tokenizer:
             min_frequency=min_frequency,
             on_merge=on_merge if verbose or not bar.disable or unique_bytes else None,
             allow_pair=allow_pair if unique_bytes else None,
+            byte_ids=self._byte_ids,
         )
         bar.close()
         merges = dict(self.merges)

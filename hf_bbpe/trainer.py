@@ -8,7 +8,7 @@ counts of the pairs around them, so its cost is proportional to the occurrences 
 runs when the kernel is not built: in the copy of this code that a saved folder carries for
 ``trust_remote_code=True``, which holds no compiled module (slower, same merges).
 
-Two deterministic tie-break rules pick among pairs with the same count:
+Three deterministic tie-break rules pick among pairs with the same count:
 
 ``"smallest_pair"`` (default)
     the pair ``(left_id, right_id)`` that sorts first. This is rustbpe's rule: with the same
@@ -17,6 +17,12 @@ Two deterministic tie-break rules pick among pairs with the same count:
     the pair that occurs first in the training text, where words are in order of first
     appearance. This is what minbpe's ``max(stats, key=stats.get)`` does over its
     insertion-ordered dict, so the merges equal minbpe's ``train`` on the same text.
+``"huggingface"``
+    the pair that sorts first in the ids ``tokenizers``' BpeTrainer gives: its alphabet (each
+    byte as its byte-level character, GPT-2's table) sorted by code point, then merged tokens in
+    the order they were made. Pair counts are read as its 32-bit counts (the same below 2**31).
+    With a ByteLevel pipeline (ByteLevel(use_regex=True) for GPT-2's pattern, or
+    Split(pattern, "isolated") then ByteLevel(use_regex=False)), the merges equal BpeTrainer's.
 """
 
 from __future__ import annotations
@@ -28,9 +34,10 @@ from array import array
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 
+from .byte_unicode import bytes_to_unicode
 from .merge_loop import BELOW_MIN_FREQUENCY, OUT_OF_PAIRS
 
-TIE_BREAKS = ("smallest_pair", "first_occurrence")
+TIE_BREAKS = ("smallest_pair", "first_occurrence", "huggingface")
 
 Pair = tuple[int, int]
 
@@ -54,6 +61,7 @@ def train_merges(
     min_frequency: int = 1,
     on_merge: Callable[[int, int, int, int], None] | None = None,
     allow_pair: Callable[[int, int], bool] | None = None,
+    byte_ids: Sequence[int] = range(256),
 ) -> list[tuple[Pair, int]]:
     """Learn up to ``num_merges`` merges over ``words`` with their ``counts``.
 
@@ -62,7 +70,8 @@ def train_merges(
     ids of an existing vocabulary). With ``tie_break="first_occurrence"`` words must be in
     order of first appearance. ``on_merge(left, right, new_id, count)`` is called after each
     merge (progress bars, verbose printing). ``allow_pair(left, right)``, if given, is asked
-    about each pair before it is merged; a pair it rejects is never merged.
+    about each pair before it is merged; a pair it rejects is never merged. ``byte_ids[b]`` is
+    the id of byte ``b`` (``tie_break="huggingface"`` orders byte tokens by their characters).
 
     Returns the merges in order as ``[((left, right), new_id), ...]``. Stops early, with a
     warning, when no pair occurs at least ``min_frequency`` times.
@@ -80,9 +89,10 @@ def train_merges(
     lengths = array("i", map(len, words))
     weights = array("q", counts)
     taken = set(taken_ids)
+    ranks = huggingface_ranks(byte_ids) if tie_break == "huggingface" else None
     learned, stop = merge_kernel().train(
         symbols, lengths, weights, num_merges, first_id, taken or None,
-        tie_break == "first_occurrence", max(1, min_frequency), on_merge, allow_pair,
+        tie_break == "first_occurrence", max(1, min_frequency), on_merge, allow_pair, ranks,
     )
     if stop == OUT_OF_PAIRS:
         warnings.warn(
@@ -97,3 +107,25 @@ def train_merges(
             stacklevel=3,
         )
     return [((a, b), new) for a, b, new, _ in learned]
+
+
+def huggingface_ranks(byte_ids: Sequence[int] = range(256)) -> array:
+    """The order in which BpeTrainer numbers the tokens there are before training, as ranks by id.
+
+    BpeTrainer's alphabet is sorted by code point of the byte-level characters (``!`` first, the
+    68 bytes shifted past U+00FF last), so byte ``b`` ranks by ``bytes_to_unicode()[b]``; the
+    ids below the largest byte id that are not bytes (an extended tokenizer's merges) follow in id
+    order. Ids from ``len(ranks)`` on, merges being learned, rank as themselves, after all these.
+    """
+    table = bytes_to_unicode()
+    by_character = sorted(range(256), key=lambda b: table[b])
+    size = max(byte_ids) + 1
+    ranks = array("i", [-1]) * size
+    for rank, b in enumerate(by_character):
+        ranks[byte_ids[b]] = rank
+    rank = 256
+    for token in range(size):
+        if ranks[token] < 0:
+            ranks[token] = rank
+            rank += 1
+    return ranks

@@ -60,6 +60,19 @@ def test_train_from_stdin_into_an_existing_folder(tmp_path):
     assert (existing / "keep.txt").read_text() == "mine"
 
 
+def test_train_takes_each_tie_break(tmp_path):
+    """--tie-break reaches the merge loop: huggingface (BpeTrainer's rule, tested against it in
+    tests/engine/test_trainer.py) gives the library's merges, which are not smallest_pair's."""
+    learned = {}
+    for rule in ("smallest_pair", "huggingface"):
+        run_cli("train", TAYLOR, "--vocab-size", 400, "--pattern", "gpt2", "--tie-break", rule, "--out", tmp_path / rule)
+        learned[rule] = Tokenizer.from_file(tmp_path / rule / "tokenizer.model").merges
+        ref = RegexTokenizer("gpt2")
+        ref.train(iter_documents([str(TAYLOR)], "paragraph"), 400, tie_break=rule, progress=False)
+        assert learned[rule] == ref.merges, rule
+    assert list(learned["huggingface"].items()) != list(learned["smallest_pair"].items())
+
+
 def test_globs_expand_to_files(mix_tok_dir):
     """A glob names the matching files, in sorted order (`compare` reads them like `train` does)."""
     rows = json.loads(run_cli("compare", "-t", mix_tok_dir, str(TAYLOR.parent / "*.txt"), "--json").stdout)

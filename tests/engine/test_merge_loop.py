@@ -1,12 +1,12 @@
 """The C merge loop (``_merge_loop.c``) and its pure-Python twin (``merge_loop.py``) are one function.
 
 * On hypothesis corpora given straight to both kernels (small alphabets to force ties, runs,
-  empty and one-symbol words, counts past 2**32, bytes and int32 symbols, taken ids, both
-  tie-break rules, min_frequency, more merges than the corpus supports, a vetoing allow_pair), the
-  two return the same merges in the same order, the same stop code, and call on_merge and
-  allow_pair with the same arguments in the same order.
-* The twin alone equals the naive reference trainer (tests/support/reference_bpe.py) under both
-  tie-break rules.
+  empty and one-symbol words, counts past 2**32, bytes and int32 symbols, taken ids, all three
+  tie-break rules (BpeTrainer's with its 32-bit counts wrapping), min_frequency, more merges than
+  the corpus supports, a vetoing allow_pair), the two return the same merges in the same order,
+  the same stop code, and call on_merge and allow_pair with the same arguments in the same order.
+* The twin alone equals the naive reference trainer (tests/support/reference_bpe.py) under all
+  three tie-break rules.
 * With the C module unimportable (a fresh interpreter), training falls back to the twin and
   learns the same merges on taylorswift.txt as the C kernel does here.
 """
@@ -53,6 +53,11 @@ def kernel_inputs(draw) -> dict:
     words = draw(st.lists(word, max_size=12))
     first_id = 256 if as_bytes else 2**31 - 40
     taken = draw(st.none() | st.sets(st.integers(first_id, first_id + 30), min_size=1))
+    rule = draw(st.sampled_from(["smallest_pair", "first_occurrence", "huggingface"]))
+    ranks = None
+    if rule == "huggingface":  # BpeTrainer's byte order, or any order of the first ids (extend's words)
+        size = draw(st.sampled_from([0, 6, 301]))
+        ranks = trainer.huggingface_ranks() if as_bytes else array("i", draw(st.permutations(range(size))))
     return {
         "symbols": bytes(s for w in words for s in w) if as_bytes else array("i", [s for w in words for s in w]),
         "lengths": array("i", map(len, words)),
@@ -60,8 +65,9 @@ def kernel_inputs(draw) -> dict:
         "num_merges": draw(st.integers(0, 40)),
         "first_id": first_id,
         "taken": taken,
-        "by_occurrence": draw(st.booleans()),
+        "by_occurrence": rule == "first_occurrence",
         "min_frequency": draw(st.sampled_from([1, 1, 2, 3, 2**32])),
+        "ranks": ranks,
     }
 
 
@@ -79,7 +85,7 @@ def run_kernel(kernel, args: dict, veto: int | None) -> dict:
     try:
         merges, stop = kernel.train(
             args["symbols"], args["lengths"], args["counts"], args["num_merges"], args["first_id"], args["taken"],
-            args["by_occurrence"], args["min_frequency"], on_merge, allow_pair if veto else None,
+            args["by_occurrence"], args["min_frequency"], on_merge, allow_pair if veto else None, args.get("ranks"),
         )
     except OverflowError as error:  # new ids past 2**31 - 1
         return {"error": str(error), "calls": calls}
@@ -124,11 +130,48 @@ def test_both_tie_breaks_on_wikipedias_example(kernel, by_occurrence, expected):
 
 
 @pytest.mark.parametrize("kernel", [KERNEL, TWIN], ids=["C", "python"])
+def test_huggingface_rule_orders_bytes_by_their_characters(kernel):
+    """'a'+'b' and ' '+'c' tie; by byte value (32, 99) wins, in BpeTrainer's ids ' ' (U+0120) comes after 'a'."""
+    args = {"symbols": b"ab c", "lengths": array("i", [2, 2]), "counts": array("q", [1, 1]),
+            "num_merges": 2, "first_id": 256, "taken": None, "by_occurrence": False, "min_frequency": 1}
+    assert [m[:2] for m in run_kernel(kernel, args, None)["merges"]] == [(32, 99), (97, 98)]
+    args["ranks"] = trainer.huggingface_ranks()
+    assert [m[:2] for m in run_kernel(kernel, args, None)["merges"]] == [(97, 98), (32, 99)]
+
+
+@pytest.mark.parametrize("kernel", [KERNEL, TWIN], ids=["C", "python"])
+def test_huggingface_rule_counts_in_32_bits(kernel):
+    """BpeTrainer's i32 pair counts: 2**32 + 1 reads as 1; 2**31 + 1 (negative) and 2**32 (0) are never queued."""
+    args = {"symbols": b"abcdefgh", "lengths": array("i", [2, 2, 2, 2]),
+            "counts": array("q", [2**32 + 1, 2, 2**31 + 1, 2**32]), "num_merges": 5, "first_id": 256,
+            "taken": None, "by_occurrence": False, "min_frequency": 1, "ranks": trainer.huggingface_ranks()}
+    out = run_kernel(kernel, args, None)
+    assert out["merges"] == [(99, 100, 256, 2), (97, 98, 257, 2**32 + 1)]
+    assert out["stop"] == merge_loop.OUT_OF_PAIRS
+
+
+@pytest.mark.parametrize("kernel", [KERNEL, TWIN], ids=["C", "python"])
+def test_huggingface_rule_wraps_a_queued_count_below_zero(kernel):
+    """(b, c) counts 2**32 + 3 (3 to BpeTrainer); merging (a, b) takes 4 away: -1 to BpeTrainer, a huge u64,
+    so (b, c) is merged when its out-of-date entry (3) comes up, after (ab, c) (4), before anything else."""
+    args = {"symbols": b"bcabc", "lengths": array("i", [2, 3]), "counts": array("q", [2**32 - 1, 4]),
+            "num_merges": 3, "first_id": 256, "taken": None, "by_occurrence": False, "min_frequency": 1,
+            "ranks": trainer.huggingface_ranks()}
+    assert run_kernel(kernel, args, None)["merges"] == [(97, 98, 256, 4), (256, 99, 257, 4), (98, 99, 258, 2**32 - 1)]
+
+
+@pytest.mark.parametrize("kernel", [KERNEL, TWIN], ids=["C", "python"])
 def test_bad_buffers_are_refused_alike(kernel):
     with pytest.raises(ValueError, match="one per word"):
         kernel.train(b"ab", array("i", [2]), array("i", [1]), 1, 256, None, False, 1, None)
     with pytest.raises(ValueError, match="do not add up"):
         kernel.train(b"ab", array("i", [3]), array("q", [1]), 1, 256, None, False, 1, None)
+    with pytest.raises(ValueError, match="int32"):
+        kernel.train(b"ab", array("i", [2]), array("q", [1]), 1, 256, None, False, 1, None, None, array("q", [0]))
+    with pytest.raises(ValueError, match="permutation"):
+        kernel.train(b"ab", array("i", [2]), array("q", [1]), 1, 256, None, False, 1, None, None, array("i", [0, 0]))
+    with pytest.raises(ValueError, match="by_occurrence"):
+        kernel.train(b"ab", array("i", [2]), array("q", [1]), 1, 256, None, True, 1, None, None, array("i", [0]))
 
 
 # ---------------------------------------------------------- the twin and the naive reference
@@ -140,18 +183,18 @@ CHAR_POOL = list("aab b1 \n'sé日🙂")
 @given(
     docs=st.lists(st.text(st.sampled_from(CHAR_POOL), max_size=60), min_size=1, max_size=5),
     split=st.booleans(),
-    by_occurrence=st.booleans(),
+    tie_break=st.sampled_from(trainer.TIE_BREAKS),
     num_merges=st.integers(0, 40),
     min_frequency=st.sampled_from([1, 1, 2, 3]),
 )
-def test_twin_equals_naive_reference(docs, split, by_occurrence, num_merges, min_frequency):
+def test_twin_equals_naive_reference(docs, split, tie_break, num_merges, min_frequency):
     chunks = corpus_chunks(docs, GPT4_SPLIT_PATTERN if split else None)
-    tie_break = "first_occurrence" if by_occurrence else "smallest_pair"
     expected = naive_train(chunks, num_merges, tie_break, min_frequency)
     unique = Counter(chunks)  # in order of first appearance, as the trainer gives words
     merges, _ = TWIN.train(
         b"".join(unique), array("i", map(len, unique)), array("q", unique.values()), num_merges, 256, None,
-        by_occurrence, min_frequency, None,
+        tie_break == "first_occurrence", min_frequency, None, None,
+        trainer.huggingface_ranks() if tie_break == "huggingface" else None,
     )
     assert [((a, b), new) for a, b, new, _ in merges] == list(expected.items())
 
@@ -164,7 +207,7 @@ sys.modules["hf_bbpe._merge_loop"] = None  # importing it now raises ImportError
 from hf_bbpe import BasicTokenizer, RegexTokenizer, trainer
 text = open(sys.argv[1], encoding="utf-8").read()
 out = {"kernel": trainer.merge_kernel().__name__, "merges": {}}
-for tie_break in ("smallest_pair", "first_occurrence"):
+for tie_break in ("smallest_pair", "first_occurrence", "huggingface"):
     tok = RegexTokenizer("gpt4")
     tok.train(text, 1024, tie_break=tie_break, progress=False)
     out["merges"][tie_break] = [[a, b, new] for (a, b), new in tok.merges.items()]
@@ -185,7 +228,7 @@ def test_training_without_the_c_module_learns_the_same_merges():
     out = json.loads(result.stdout.splitlines()[-1])
     assert out["kernel"] == "hf_bbpe.merge_loop"
     text = TAYLORSWIFT.read_text(encoding="utf-8")
-    for tie_break in ("smallest_pair", "first_occurrence"):
+    for tie_break in trainer.TIE_BREAKS:
         tok = RegexTokenizer("gpt4")
         tok.train(text, 1024, tie_break=tie_break, progress=False)
         assert out["merges"][tie_break] == [[a, b, new] for (a, b), new in tok.merges.items()], tie_break

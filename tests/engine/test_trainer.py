@@ -5,12 +5,16 @@
   tests/reference_bpe.py (recount everything per merge), on hypothesis corpora full of ties and
   runs ("aaaa"), multi-byte text and several documents, with every split pattern.
 * The default rule equals rustbpe 0.1.0 itself, byte for byte, on the real multilingual sample.
+* ``tie_break="huggingface"`` equals ``tokenizers``' own BpeTrainer with a ByteLevel pipeline
+  (GPT-2's pattern in ByteLevel, GPT-4's in a Split before it), byte for byte, on real text at
+  several vocab sizes and on hypothesis corpora, with min_frequency.
 * minbpe's own examples: Wikipedia's "aaabdaaabac" and minbpe parity on taylorswift.txt.
 * vocab_size errors, running out of pairs, min_frequency, verbose output, train_from_counts.
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -29,10 +33,14 @@ from tests.support.reference_bpe import (
     split_chunks,
 )
 
+from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
 from hf_bbpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, BasicTokenizer, RegexTokenizer
+from hf_bbpe.byte_unicode import unicode_to_token
+from hf_bbpe.onig_regex import translate_pattern_for_onig
 
 TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
-TIE_BREAKS = ("smallest_pair", "first_occurrence")
+TIE_BREAKS = ("smallest_pair", "first_occurrence", "huggingface")
 PATTERNS = {"basic": None, "gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN}
 
 
@@ -163,6 +171,59 @@ def test_default_rule_equals_rustbpe_on_generated_corpora(docs, pattern_name, nu
     pattern = PATTERNS[pattern_name]
     tok = train_quietly(RegexTokenizer(pattern), docs, 256 + num_merges)
     assert tok.mergeable_ranks() == rustbpe_ranks(docs, 256 + num_merges, pattern)
+
+
+# ------------------------------------------------------------ parity with tokenizers' BpeTrainer
+
+
+def bpe_trainer_merges(docs, vocab_size, pattern_name, min_frequency=0):
+    """BpeTrainer's merges as byte pairs, with the ByteLevel pipeline people use for this pattern."""
+    if pattern_name == "gpt2":
+        pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    else:
+        pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(translate_pattern_for_onig(PATTERNS[pattern_name])), "isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ])
+    ref = Tokenizer(models.BPE())
+    ref.pre_tokenizer = pre_tokenizer
+    ref.train_from_iterator(docs, trainers.BpeTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    ))
+    merges = json.loads(ref.to_str())["model"]["merges"]
+    return [(unicode_to_token(a), unicode_to_token(b)) for a, b in merges]
+
+
+def merges_as_bytes(tok):
+    return [(tok.vocab[a], tok.vocab[b]) for a, b in tok.merges]
+
+
+@pytest.mark.parametrize("text", ["mix-sample.txt", "taylorswift.txt"])
+@pytest.mark.parametrize("pattern_name", ["gpt2", "gpt4"])
+@pytest.mark.parametrize("vocab_size", [300, 1000, 5000])
+def test_huggingface_rule_equals_bpe_trainer_on_real_text(text, pattern_name, vocab_size):
+    docs = read_documents(text)
+    tok = RegexTokenizer(PATTERNS[pattern_name])
+    tok.train(docs, vocab_size, tie_break="huggingface", progress=False)
+    expected = bpe_trainer_merges(docs, vocab_size, pattern_name)
+    assert len(expected) == vocab_size - 256
+    assert merges_as_bytes(tok) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    docs=corpora(),
+    pattern_name=st.sampled_from(["gpt2", "gpt4"]),
+    num_merges=st.integers(1, 30),
+    min_frequency=st.sampled_from([0, 1, 2, 3]),
+)
+def test_huggingface_rule_equals_bpe_trainer_on_generated_corpora(docs, pattern_name, num_merges, min_frequency):
+    tok = train_quietly(
+        RegexTokenizer(PATTERNS[pattern_name]), docs, 256 + num_merges, tie_break="huggingface",
+        min_frequency=min_frequency,
+    )
+    assert merges_as_bytes(tok) == bpe_trainer_merges(docs, 256 + num_merges, pattern_name, min_frequency)
 
 
 # ---------------------------------------------------------------- options and edge cases

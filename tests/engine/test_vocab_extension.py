@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hf_bbpe import BasicTokenizer, RegexTokenizer, Tokenizer
+from hf_bbpe.byte_unicode import bytes_to_unicode
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "text"
 ENGLISH = (DATA / "taylorswift.txt").read_text(encoding="utf-8")
@@ -102,6 +103,11 @@ def naive_extension(base: Tokenizer, docs: list[str], num_merges: int, rule: str
     seqs = [base.encode_ordinary(chunk) for doc in docs for chunk in pattern.findall(doc)]
     vocab = dict(base.vocab)
     known = set(vocab.values())
+    byte_of = {idx: b for b, idx in enumerate(base.byte_ids)}
+
+    def hf_rank(idx):
+        return (0, ord(bytes_to_unicode()[byte_of[idx]])) if idx in byte_of else (1, idx)
+
     next_id = max([*base.byte_ids, *base.merges.values()]) + 1
     merges: dict[tuple[int, int], int] = {}
     for _ in range(num_merges):
@@ -112,10 +118,12 @@ def naive_extension(base: Tokenizer, docs: list[str], num_merges: int, rule: str
         allowed = {p: c for p, c in stats.items() if vocab[p[0]] + vocab[p[1]] not in known}
         if not allowed:
             break
+        top = max(allowed.values())
         if rule == "first_occurrence":
             pair = max(allowed, key=allowed.get)
+        elif rule == "huggingface":  # BpeTrainer's order: bytes by their byte-level characters, then ids
+            pair = min((p for p, c in allowed.items() if c == top), key=lambda p: (hf_rank(p[0]), hf_rank(p[1])))
         else:
-            top = max(allowed.values())
             pair = min(p for p, c in allowed.items() if c == top)
         while next_id in vocab:
             next_id += 1
@@ -137,8 +145,8 @@ def naive_extension(base: Tokenizer, docs: list[str], num_merges: int, rule: str
     return merges
 
 
-@pytest.mark.parametrize("rule", ["smallest_pair", "first_occurrence"])
-def test_both_tie_breaks_equal_the_naive_reference(rule):
+@pytest.mark.parametrize("rule", ["smallest_pair", "first_occurrence", "huggingface"])
+def test_each_tie_break_equals_the_naive_reference(rule):
     base = RegexTokenizer("gpt4")
     base.train(ENGLISH[:30000], 256 + 60, tie_break=rule)
     base.register_special_tokens({"<|endoftext|>": 316})
@@ -152,7 +160,7 @@ def test_both_tie_breaks_equal_the_naive_reference(rule):
 @given(
     st.text(alphabet=st.sampled_from("aab c\n"), max_size=60),
     st.text(alphabet=st.sampled_from("abbcé "), max_size=60),
-    st.sampled_from(["smallest_pair", "first_occurrence"]),
+    st.sampled_from(["smallest_pair", "first_occurrence", "huggingface"]),
 )
 def test_naive_reference_on_generated_corpora(first, second, rule):
     base = RegexTokenizer("gpt2")
@@ -162,6 +170,15 @@ def test_naive_reference_on_generated_corpora(first, second, rule):
         extended = base.extend([second], 15, tie_break=rule)
     learned = {p: i for p, i in extended.merges.items() if i not in base.vocab}
     assert list(learned.items()) == list(naive_extension(base, [second], 15, rule).items())
+
+
+@pytest.mark.parametrize("byte_ids", [None, list(range(255, -1, -1))], ids=["byte_values", "reversed"])
+def test_huggingface_rule_ranks_byte_tokens_by_their_characters(byte_ids):
+    """Byte tokens rank by their characters wherever their ids are (here byte b may have id 255 - b)."""
+    base = Tokenizer.from_merges({}, pattern="gpt2", byte_ids=byte_ids)
+    extended = base.extend(TRAIN_DOCS[:40], 60, tie_break="huggingface")
+    learned = {p: i for p, i in extended.merges.items() if i not in base.vocab}
+    assert list(learned.items()) == list(naive_extension(base, TRAIN_DOCS[:40], 60, "huggingface").items())
 
 
 def test_basic_tokenizer_extends_too():

@@ -9,7 +9,9 @@ and heap encoder against something obviously right:
   insertion-ordered dict, picks the best pair, and merges it everywhere.
   ``tie_break="first_occurrence"`` takes the first maximum in that dict (minbpe's
   ``max(stats, key=stats.get)``); ``"smallest_pair"`` takes the highest count, then the smallest
-  ``(left_id, right_id)`` (rustbpe's rule).
+  ``(left_id, right_id)`` (rustbpe's rule); ``"huggingface"`` the highest count, then the pair
+  smallest in the ids ``tokenizers``' BpeTrainer gives (its alphabet is the byte-level characters
+  sorted by code point, then merged tokens in the order they were made).
 * :func:`naive_encode` / :func:`naive_encode_chunk`: minbpe's ``_encode_chunk``: repeatedly find
   the adjacent pair with the lowest merge id and merge all its occurrences, left to right.
 * :func:`minbpe_save` / :func:`minbpe_load`: minbpe's ``.model`` file exactly as minbpe's
@@ -24,6 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import regex
+
+from hf_bbpe.byte_unicode import bytes_to_unicode
 
 Pair = tuple[int, int]
 Merges = dict[Pair, int]
@@ -121,6 +125,8 @@ def naive_train(
             pair = max(stats, key=stats.get)
         elif tie_break == "smallest_pair":
             pair = min(stats, key=lambda p: (-stats[p], p))
+        elif tie_break == "huggingface":
+            pair = min(stats, key=lambda p: (-stats[p], huggingface_id(p[0]), huggingface_id(p[1])))
         else:
             raise ValueError(tie_break)
         if stats[pair] < max(1, min_frequency):
@@ -129,6 +135,14 @@ def naive_train(
         flat = merge_pair_scan(flat, pair, new_id)
         merges[pair] = new_id
     return merges
+
+
+def huggingface_id(token: int) -> int:
+    """The id BpeTrainer gives a token (bytes 0..255, merges 256, 257, ... in order), up to an offset:
+    bytes in code point order of their byte-level characters, merges after them in merge order."""
+    if token >= 256:
+        return 1000 + token  # past every byte's character (the last is U+0143)
+    return ord(bytes_to_unicode()[token])
 
 
 def naive_encode_chunk(data: bytes, merges: Mapping[Pair, int], byte_ids: Sequence[int] | None = None) -> list[int]:
