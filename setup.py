@@ -4,7 +4,7 @@ import os
 
 from setuptools import Extension, setup
 
-HASH_H = "hf_bbpe/_hash.h"  # mix64, included by two kernels (pyproject's package-data puts it in the sdist)
+HASH_H = "hf_bbpe/_hash.h"  # mix64 and PREFETCH, included by two kernels (pyproject's package-data puts it in the sdist)
 PRETOK_H = "hf_bbpe/_pretokenize.h"  # the scanner interface _pretokenize.c gives _chunk_bpe.c
 
 

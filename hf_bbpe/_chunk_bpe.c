@@ -53,12 +53,6 @@
 #include "_hash.h"
 #include "_pretokenize.h"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(p) __builtin_prefetch(p)
-#else
-#define PREFETCH(p) ((void)(p))
-#endif
-
 /* The tables probed at random once per chunk (front cache, seed table, piece cache, vocabulary),
  * zeroed and aligned to a cache line. Large ones are asked for in huge pages where the system
  * has them: a random probe into megabytes of 4 KB pages misses the TLB most of the time. */

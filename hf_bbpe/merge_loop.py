@@ -35,11 +35,18 @@ The algorithm, step by step (names as in the C file):
   and right neighbours lose the word's count, the pairs they now form with the new id gain it,
   and the merged pair loses it. With ``a == b`` (a run like ``aaaa``) this also removes the
   overlapping occurrences, exactly as merging left to right does.
+
+The C kernel keeps this same state in far less memory (its file comment says how): symbols in
+the bytes of the input with bitmaps for where symbols and words start, instead of four lists of
+ints per symbol; positions as varint gaps; and no record at all for a pair whose count is too
+small to matter yet (it is counted again from the symbols if the best count falls that low).
+None of that changes which pair is merged when, so the two return the same merges.
 """
 
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections.abc import Callable, Sequence
 
 DONE, OUT_OF_PAIRS, BELOW_MIN_FREQUENCY = 0, 1, 2
@@ -50,6 +57,7 @@ _NO_POSITION = (1 << 64) - 1  # tie key of a pair with no valid position left (s
 _VETOED = -(1 << 62)  # count given to a pair that allow_pair rejected: never positive again
 _INT32_MAX = (1 << 31) - 1
 _LOW32 = (1 << 32) - 1
+_MAX_SYMBOL_BYTES = (1 << 32) - 65  # the C kernel's positions are 32-bit byte offsets
 
 
 def _hf_count(count: int) -> int:
@@ -83,6 +91,7 @@ class _Corpus:
         self, sym: list[int], lengths: Sequence[int], counts: Sequence[int], by_occurrence: bool,
         ranks: list[int] | None,
     ) -> None:
+        """Link the words' symbols and count their pairs (``lengths`` already checked)."""
         n = len(sym)
         self.sym = sym
         self.prv = [-1] * n
@@ -94,8 +103,6 @@ class _Corpus:
         start = 0
         for length, count in zip(lengths, counts):
             end = start + length
-            if length < 0 or end > n:
-                raise ValueError("word lengths do not add up to the number of symbols")
             for i in range(start, end):
                 self.weight[i] = count
                 self.prv[i] = i - 1 if i > start else -1
@@ -191,7 +198,9 @@ def train(
     on_merge: Callable[[int, int, int, int], object] | None,
     allow_pair: Callable[[int, int], bool] | None = None,
     ranks: object | None = None,
-) -> tuple[list[tuple[int, int, int, int]], int]:
+    consume: bool = False,
+    as_arrays: bool = False,
+) -> tuple[list[tuple[int, int, int, int]] | tuple[bytes, bytes], int]:
     """Learn up to ``num_merges`` merges; the same function as ``_merge_loop.train``.
 
     ``symbols``: the token ids of all words end to end (``bytes`` or a buffer of int32);
@@ -200,13 +209,20 @@ def train(
     ``allow_pair(a, b)``, asked when a pair is about to be merged, vetoes it for good.
     ``ranks``, an int32 buffer holding a permutation of ``range(len(ranks))``, selects
     ``tokenizers``' BpeTrainer rules (the module doc): ids compare by ``ranks[id]``, and ids
-    from ``len(ranks)`` on by themselves; ``by_occurrence`` must then be false.
+    from ``len(ranks)`` on by themselves; ``by_occurrence`` must then be false. ``consume`` lets
+    the C kernel work in ``symbols`` (writable, no longer needed by the caller) instead of a copy;
+    this twin copies anyway.
 
-    Returns ``(merges, stop)``: merges as ``[(a, b, new_id, count), ...]`` in order; stop is
+    Returns ``(merges, stop)``: merges as ``[(a, b, new_id, count), ...]`` in order, or with
+    ``as_arrays`` as two ``bytes``: int32 ``a, b, new_id`` per merge and int64 counts; stop is
     :data:`DONE`, :data:`OUT_OF_PAIRS` or :data:`BELOW_MIN_FREQUENCY`.
     """
     symbols, lengths, counts = _checked_buffers(symbols, lengths, counts)
     rank_list = _checked_ranks(ranks, by_occurrence)
+    if any(length < 0 for length in lengths) or sum(lengths) != len(symbols):
+        raise ValueError("word lengths do not add up to the number of symbols")
+    if symbols and min(symbols) < 0:
+        raise ValueError("token ids must be non-negative")
     corpus = _Corpus(symbols, lengths, counts, bool(by_occurrence), rank_list)
     hf = rank_list is not None
     heap = [corpus.heap_entry(pair) for pair in corpus.pairs.values() if corpus.queued(pair)]
@@ -251,6 +267,9 @@ def train(
         merges.append((pair.a, pair.b, x, count))
         if on_merge is not None:
             on_merge(pair.a, pair.b, x, count)
+    if as_arrays:
+        ids = array("i", [token for a, b, x, _ in merges for token in (a, b, x)])
+        return (ids.tobytes(), array("q", [count for *_, count in merges]).tobytes()), stop
     return merges, stop
 
 
@@ -279,8 +298,8 @@ def _checked_buffers(symbols: object, lengths: object, counts: object) -> list[l
         or lengths.nbytes // 4 != counts.nbytes // 8
     ):
         raise ValueError("symbols must be uint8 or int32, lengths int32, counts int64, one per word")
-    if symbols.nbytes // symbols.itemsize >= _INT32_MAX:
-        raise OverflowError("too many symbols for one training run (2**31)")
+    if symbols.nbytes > _MAX_SYMBOL_BYTES:
+        raise OverflowError("too many symbols for one training run (4 GB of them)")
     # read the raw bytes as the C kernel does: uint8 or int32 symbols, int32 lengths, int64 counts
     symbol_format = "B" if symbols.itemsize == 1 else "i"
     return [view.cast("B").cast(fmt).tolist() for view, fmt in ((symbols, symbol_format), (lengths, "i"), (counts, "q"))]

@@ -83,17 +83,22 @@ def train_merges(
     if len(words) != len(counts):
         raise ValueError("words and counts must have the same length")
     if all(isinstance(w, (bytes, bytearray)) for w in words):
-        symbols: bytes | array = b"".join(words)
+        symbols: bytearray | array = bytearray().join(words)
     else:
         symbols = array("i", itertools.chain.from_iterable(words))
     lengths = array("i", map(len, words))
     weights = array("q", counts)
     taken = set(taken_ids)
     ranks = huggingface_ranks(byte_ids) if tie_break == "huggingface" else None
-    learned, stop = merge_kernel().train(
+    # the kernel may work in symbols (consume: nobody else holds it) and returns the merges as
+    # arrays, so that no Python object per merge exists while its own memory does
+    (raw_ids, _), stop = merge_kernel().train(
         symbols, lengths, weights, num_merges, first_id, taken or None,
-        tie_break == "first_occurrence", max(1, min_frequency), on_merge, allow_pair, ranks,
+        tie_break == "first_occurrence", max(1, min_frequency), on_merge, allow_pair, ranks, True, True,
     )
+    del symbols
+    ids = memoryview(raw_ids).cast("i")
+    learned = [((ids[k], ids[k + 1]), ids[k + 2]) for k in range(0, len(ids), 3)]
     if stop == OUT_OF_PAIRS:
         warnings.warn(
             f"training ran out of pairs to merge after {len(learned)} of {num_merges} merges "
@@ -106,7 +111,7 @@ def train_merges(
             f"min_frequency={min_frequency} times",
             stacklevel=3,
         )
-    return [((a, b), new) for a, b, new, _ in learned]
+    return learned
 
 
 def huggingface_ranks(byte_ids: Sequence[int] = range(256)) -> array:

@@ -3,8 +3,12 @@
 * On hypothesis corpora given straight to both kernels (small alphabets to force ties, runs,
   empty and one-symbol words, counts past 2**32, bytes and int32 symbols, taken ids, all three
   tie-break rules (BpeTrainer's with its 32-bit counts wrapping), min_frequency, more merges than
-  the corpus supports, a vetoing allow_pair), the two return the same merges in the same order,
-  the same stop code, and call on_merge and allow_pair with the same arguments in the same order.
+  the corpus supports, a vetoing allow_pair, new ids too large for a 2- or 3-byte token's own
+  bytes, symbols used in place, merges as arrays), the two return the same merges in the same
+  order, the same stop code, and call on_merge and allow_pair with the same arguments in the same
+  order. Again with the C kernel's memory sizes made tiny (pairs tracked from count 1, 2, 3 or
+  never at first; tracking scans split into parts of one pair; the position pool compacted after
+  every merge), so that every path of its storage runs.
 * The twin alone equals the naive reference trainer (tests/support/reference_bpe.py) under all
   three tie-break rules.
 * With the C module unimportable (a fresh interpreter), training falls back to the twin and
@@ -13,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -51,7 +56,8 @@ def kernel_inputs(draw) -> dict:
     run = st.builds(lambda symbol, n: [symbol] * n, st.sampled_from(alphabet), st.integers(1, 6))  # "aaaa"
     word = st.lists(run, max_size=5).map(lambda runs: [s for r in runs for s in r])
     words = draw(st.lists(word, max_size=12))
-    first_id = 256 if as_bytes else 2**31 - 40
+    # from 65,530 up a 2-byte token's id overflows its bytes, from 2**24 - 5 a 3-byte token's
+    first_id = draw(st.sampled_from([256, 256, 65_530, 2**24 - 5])) if as_bytes else 2**31 - 40
     taken = draw(st.none() | st.sets(st.integers(first_id, first_id + 30), min_size=1))
     rule = draw(st.sampled_from(["smallest_pair", "first_occurrence", "huggingface"]))
     ranks = None
@@ -68,6 +74,8 @@ def kernel_inputs(draw) -> dict:
         "by_occurrence": rule == "first_occurrence",
         "min_frequency": draw(st.sampled_from([1, 1, 2, 3, 2**32])),
         "ranks": ranks,
+        "consume": draw(st.booleans()),
+        "as_arrays": draw(st.booleans()),
     }
 
 
@@ -82,14 +90,28 @@ def run_kernel(kernel, args: dict, veto: int | None) -> dict:
         calls.append(("asked", a, b))
         return (a * 7 + b) % veto != 0
 
+    symbols = args["symbols"]
+    if args.get("consume"):  # the kernel may write in it: give it a copy of its own
+        symbols = bytearray(symbols) if isinstance(symbols, bytes) else array("i", symbols)
     try:
         merges, stop = kernel.train(
-            args["symbols"], args["lengths"], args["counts"], args["num_merges"], args["first_id"], args["taken"],
+            symbols, args["lengths"], args["counts"], args["num_merges"], args["first_id"], args["taken"],
             args["by_occurrence"], args["min_frequency"], on_merge, allow_pair if veto else None, args.get("ranks"),
+            args.get("consume", False), args.get("as_arrays", False),
         )
     except OverflowError as error:  # new ids past 2**31 - 1
         return {"error": str(error), "calls": calls}
     return {"merges": merges, "stop": stop, "calls": calls}
+
+
+@contextlib.contextmanager
+def kernel_sizes(first_threshold: int, min_budget: int, compact_bytes: int):
+    """The C kernel with other memory sizes (they change how it stores things, never the merges)."""
+    previous = KERNEL._tune(first_threshold, min_budget, compact_bytes)
+    try:
+        yield
+    finally:
+        KERNEL._tune(*previous)
 
 
 def test_merge_kernel_is_built():
@@ -102,6 +124,30 @@ def test_merge_kernel_is_built():
 @given(args=kernel_inputs(), veto=st.sampled_from([None, None, 3, 5]))
 def test_c_kernel_equals_twin(args, veto):
     assert run_kernel(KERNEL, args, veto) == run_kernel(TWIN, args, veto)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    args=kernel_inputs(),
+    veto=st.sampled_from([None, None, 3, 5]),
+    first_threshold=st.sampled_from([1, 2, 3, 2**40]),
+    min_budget=st.sampled_from([1, 2, 1 << 16]),
+    compact_bytes=st.sampled_from([0, 1 << 18]),
+)
+def test_c_kernel_equals_twin_with_tiny_memory_sizes(args, veto, first_threshold, min_budget, compact_bytes):
+    with kernel_sizes(first_threshold, min_budget, compact_bytes):
+        out = run_kernel(KERNEL, args, veto)
+    assert out == run_kernel(TWIN, args, veto)
+
+
+def test_merges_as_arrays_are_the_merges():
+    args = {"symbols": b"aaabdaaabac", "lengths": array("i", [11]), "counts": array("q", [3]),
+            "num_merges": 3, "first_id": 256, "taken": None, "by_occurrence": False, "min_frequency": 1}
+    merges = run_kernel(KERNEL, args, None)["merges"]
+    raw_ids, raw_counts = run_kernel(KERNEL, {**args, "as_arrays": True}, None)["merges"]
+    ids, counts = array("i", raw_ids), array("q", raw_counts)
+    assert [tuple(ids[3 * k:3 * k + 3]) + (c,) for k, c in enumerate(counts)] == merges
+    assert ids.tolist() == [97, 97, 256, 97, 98, 257, 256, 257, 258]
 
 
 @pytest.mark.parametrize("kernel", [KERNEL, TWIN], ids=["C", "python"])
@@ -172,6 +218,10 @@ def test_bad_buffers_are_refused_alike(kernel):
         kernel.train(b"ab", array("i", [2]), array("q", [1]), 1, 256, None, False, 1, None, None, array("i", [0, 0]))
     with pytest.raises(ValueError, match="by_occurrence"):
         kernel.train(b"ab", array("i", [2]), array("q", [1]), 1, 256, None, True, 1, None, None, array("i", [0]))
+    with pytest.raises(ValueError, match="non-negative"):
+        kernel.train(array("i", [1, -2]), array("i", [2]), array("q", [1]), 1, 256, None, False, 1, None)
+    with pytest.raises(ValueError, match="do not add up"):
+        kernel.train(b"ab", array("i", [2, -1, 1]), array("q", [1, 1, 1]), 1, 256, None, False, 1, None)
 
 
 # ---------------------------------------------------------- the twin and the naive reference
