@@ -205,6 +205,54 @@ def initial_added_tokens(
     return decoder
 
 
+RESERVED_TOKEN = "<|reserved_special_token_{}|>"
+"""How a filler of an unused id is spelled: Llama 3's name for its reserved special tokens."""
+MAX_RESERVED_FILL = 65536
+"""At most this many unused ids are filled; a vocabulary with more is refused (one line)."""
+
+
+def reserved_tokens_for_holes(normal_tokens: Mapping[int, str], added: Mapping[int, Any]) -> dict[int, AddedToken]:
+    """A special AddedToken for every id below the largest id in use that neither ``normal_tokens``
+    (id -> spelling) nor ``added`` (id -> token) holds, named ``<|reserved_special_token_N|>`` with
+    N counting up in id order and skipping names in use, as Llama 3 names its reserved tokens.
+
+    An id space with holes (converted cl100k and o200k, special tokens above a gap) has a length
+    that depends on who counts: largest id + 1 here, the number of entries in ``tokenizers`` (the
+    fast twin) and in the readers that count vocabulary entries (MLX-LM's detokenizer, Ollama,
+    ``resize_token_embeddings(len(tokenizer))`` after loading the twin). With every id filled, all
+    of them count the same. More than :data:`MAX_RESERVED_FILL` holes raise ValueError.
+    """
+    used = set(normal_tokens).union(int(idx) for idx in added)
+    if not used:
+        return {}
+    top = max(used)
+    missing = top + 1 - len(used)
+    if missing <= 0:
+        return {}
+    if missing > MAX_RESERVED_FILL:
+        first = next(idx for idx in range(top + 1) if idx not in used)
+        raise ValueError(f"{missing} ids below the largest id {top} are unused (the first is {first}); a transformers "
+                         f"tokenizer fills each with a reserved special token, at most {MAX_RESERVED_FILL}: give the "
+                         "special tokens ids next to the vocabulary")
+    taken = set(normal_tokens.values()).union(str(token) if not isinstance(token, dict) else token["content"]
+                                              for token in added.values())
+    fillers: dict[int, AddedToken] = {}
+    number = 0
+    for idx in range(top):
+        if idx in used:
+            continue
+        while RESERVED_TOKEN.format(number) in taken:
+            number += 1
+        fillers[idx] = AddedToken(RESERVED_TOKEN.format(number), special=True, normalized=False)
+        number += 1
+    return fillers
+
+
+def is_reserved_filler(content: str) -> bool:
+    """Whether ``content`` is spelled as :func:`reserved_tokens_for_holes` spells a filler."""
+    return regex.fullmatch(r"<\|reserved_special_token_[0-9]+\|>", content) is not None
+
+
 def not_normalized(token: str | AddedToken, special: bool) -> AddedToken:
     """``token`` as an AddedToken with ``normalized=False`` (its other flags kept): under a
     normalizer, added tokens are found in the text as given, never in the normalized text, and

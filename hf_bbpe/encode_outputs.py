@@ -5,7 +5,9 @@
   cost for short texts (tests compare both paths); a batch's is built with Python's cyclic
   garbage collector paused (:func:`collector_paused`);
 * offset mappings: each token's character span in its text, as fast tokenizers return them,
-  on transformers 4.57 (whose slow tokenizers refuse them) and 5.x (which drops them silently).
+  on transformers 4.57 (whose slow tokenizers refuse them) and 5.x (which drops them silently);
+* the same spans where ``apply_chat_template(..., return_assistant_tokens_mask=True)`` reads
+  them from a fast tokenizer's encodings (:class:`TokenSpans`).
 
 This module is also copied into model folders as remote code: it imports only flat sibling
 modules, relatively, and third-party libraries that transformers already needs.
@@ -14,13 +16,14 @@ modules, relatively, and third-party libraries that transformers already needs.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import gc
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from transformers import BatchEncoding
 
-from .transformers_compat import batch_encoding_of, warn_if_too_long
+from .transformers_compat import batch_encoding_of, set_token_encodings, warn_if_too_long
 
 if TYPE_CHECKING:
     from .tokenization_bbpe import BBPETokenizer
@@ -145,3 +148,57 @@ def _with_texts(request: Any, replacements: Iterator[Any]) -> Any:
         return type(request)(_with_texts(item, replacements) for item in request)
     return request
 
+
+
+class TokenSpans:
+    """One sequence's token offsets, in the two forms transformers reads from a fast tokenizer's
+    ``Encoding`` when it makes an assistant mask: ``offsets`` (5.x) and ``char_to_token`` (4.57).
+    Tokens transformers added (padding, bos/eos) span ``(0, 0)`` and hold no character."""
+
+    __slots__ = ("offsets",)
+
+    def __init__(self, offsets: Sequence[Sequence[int]]) -> None:
+        self.offsets = [(int(start), int(end)) for start, end in offsets]
+
+    def char_to_token(self, char_index: int, sequence_index: int = 0) -> int | None:
+        """The index of the first token whose span holds character ``char_index``, or None."""
+        for index, (start, end) in enumerate(self.offsets):
+            if start <= char_index < end:
+                return index
+        return None
+
+
+_TOKEN_SPANS = contextvars.ContextVar("hf_bbpe_token_spans", default=False)
+
+
+@contextlib.contextmanager
+def token_spans_for_masks() -> Iterator[None]:
+    """While it is open (in this thread or task), BBPETokenizer's encode calls return
+    :class:`TokenSpans` as their encodings (see :func:`with_token_spans`)."""
+    reset = _TOKEN_SPANS.set(True)
+    try:
+        yield
+    finally:
+        _TOKEN_SPANS.reset(reset)
+
+
+def token_spans_wanted() -> bool:
+    return _TOKEN_SPANS.get()
+
+
+def with_token_spans(encoding: BatchEncoding, keep_offset_mapping: bool) -> BatchEncoding:
+    """``encoding`` (made with ``return_offsets_mapping=True``) with one :class:`TokenSpans` per
+    sequence as its encodings; its ``offset_mapping`` is dropped unless ``keep_offset_mapping``."""
+    mapping = encoding["offset_mapping"]
+    mapping = mapping.tolist() if hasattr(mapping, "tolist") else mapping
+    batch = bool(mapping) and isinstance(mapping[0], (list, tuple)) and bool(mapping[0]) \
+        and isinstance(mapping[0][0], (list, tuple))
+    set_token_encodings(encoding, [TokenSpans(row) for row in (mapping if batch else [mapping])])
+    if not keep_offset_mapping:
+        del encoding["offset_mapping"]
+    return encoding
+
+
+def drop_token_spans(encoding: BatchEncoding) -> None:
+    """Take :func:`with_token_spans`' encodings off again: a Python tokenizer's result has none."""
+    set_token_encodings(encoding, None)

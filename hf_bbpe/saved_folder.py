@@ -4,9 +4,11 @@
   added tokens with their flags and a template that puts ``bos``/``eos`` around sequences;
 * ``tokenizer_config.json`` rewritten so that transformers 4.57 and 5.x read it alike, with or
   without hf_bbpe: the class name ``PreTrainedTokenizerFast`` (which every version resolves),
-  ``auto_map`` pointing ``trust_remote_code=True`` at BBPETokenizer, and the model input names
-  (``input_ids``, ``attention_mask``: without them 4.57's fast tokenizer also returns
-  ``token_type_ids``, which GPT-2's forward adds to the embeddings);
+  ``auto_map`` pointing ``trust_remote_code=True`` at BBPETokenizerFast (BBPETokenizer with
+  ``use_fast=False``), the chat template inline, and the model input names (``input_ids``,
+  ``attention_mask``: without them 4.57's fast tokenizer also returns ``token_type_ids``, which
+  GPT-2's forward adds to the embeddings);
+* ``generation_config.json`` with the stop tokens (a chat preset's end of turn) as eos ids;
 * the remote code: exactly the modules of :data:`REMOTE_CODE_MODULES`.
 
 This module is also copied into model folders as remote code: it imports only flat sibling
@@ -38,6 +40,7 @@ REMOTE_CODE_MODULES = (
     "vocab_merges_files",
     "tokenizer_json_writer",
     "onig_regex",  # tokenizer.json holds the split pattern in Oniguruma's syntax: saving translates it
+    "chat_presets",
     # the engine
     "tokenizer",
     "token_ids",
@@ -65,9 +68,13 @@ each of these itself; tests check both lists against the real import closure."""
 
 TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
+GENERATION_CONFIG = "generation_config.json"
 PORTABLE_TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 """The class ``tokenizer_config.json`` names: resolvable by transformers 4.57 and 5.x alike."""
 REMOTE_CODE_CLASS = "tokenization_bbpe.BBPETokenizer"
+REMOTE_CODE_FAST_CLASS = "tokenization_bbpe.BBPETokenizerFast"
+"""What ``auto_map`` names: ``AutoTokenizer.from_pretrained(folder, trust_remote_code=True)``
+takes the fast one unless ``use_fast=False`` (4.57; 5.x always takes the fast one)."""
 
 _ADDED_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
 # what transformers writes but a folder must not carry: machine paths, 5.x-only keys
@@ -128,24 +135,28 @@ def _template_processing(tok: BBPETokenizer, bos: str | None, eos: str | None) -
     }
 
 
-def write_portable_config(config_file: str | os.PathLike, tok: BBPETokenizer) -> None:
+def write_portable_config(config_file: str | os.PathLike, tok: Any, add_bos_eos: tuple[bool, bool]) -> None:
     """Rewrite the ``tokenizer_config.json`` that transformers wrote into the form both majors read."""
     path = Path(config_file)
-    config = portable_config(json.loads(path.read_text(encoding="utf-8")), tok)
+    config = portable_config(json.loads(path.read_text(encoding="utf-8")), tok, add_bos_eos)
     write_text_atomic(path, json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def portable_config(config: Mapping[str, Any], tok: BBPETokenizer) -> dict[str, Any]:
+def portable_config(config: Mapping[str, Any], tok: Any, add_bos_eos: tuple[bool, bool]) -> dict[str, Any]:
     """``config`` as transformers 4.57 and 5.x, with or without hf_bbpe, read it the same way.
 
     5.x writes extra special tokens as a list under ``extra_special_tokens`` (4.57 wants a dict
     there; both read a list under ``additional_special_tokens``), names the class
     ``BBPETokenizer`` (unknown without this package), drops ``add_bos_token``/``add_eos_token``
-    and adds a ``backend`` key that 4.57 does not know.
+    and adds a ``backend`` key that 4.57 does not know. Both write the chat template only to
+    ``chat_template.jinja``; it goes inline too, where TGI, transformers.js and Ollama's
+    converter read it. ``tok`` is a BBPETokenizer (its engine's split and mode are written) or
+    the BBPETokenizerFast loaded from such a folder (whose config already holds them);
+    ``add_bos_eos`` says whether sequences get ``bos_token`` / ``eos_token``.
     """
     config = dict(config)
     config["tokenizer_class"] = PORTABLE_TOKENIZER_CLASS
-    config["auto_map"] = {"AutoTokenizer": [REMOTE_CODE_CLASS, None]}
+    config["auto_map"] = {"AutoTokenizer": [REMOTE_CODE_CLASS, REMOTE_CODE_FAST_CLASS]}
     for key in _DROPPED_KEYS:
         config.pop(key, None)
     extras = config.pop("extra_special_tokens", None)
@@ -155,22 +166,85 @@ def portable_config(config: Mapping[str, Any], tok: BBPETokenizer) -> dict[str, 
         config["extra_special_tokens"] = extras
     if not config.get("additional_special_tokens"):
         config.pop("additional_special_tokens", None)
-    engine = tok.engine
-    config["pattern"] = engine.plain_pattern
-    config["bpe_mode"] = engine.mode
-    if config["pattern"] is None:
-        config["pre_tokenizer"] = engine.pre_tokenizer.to_json()
-    if engine.normalizer is not None:
-        config["normalizer"] = engine.normalizer.to_json()
-    if adds_prefix_space(engine):
-        # transformers 4.57's fast class resets a ByteLevel pre-tokenizer's add_prefix_space to
-        # this key (False when absent)
-        config["add_prefix_space"] = True
-    config["add_bos_token"] = tok.add_bos_token
-    config["add_eos_token"] = tok.add_eos_token
+    engine = getattr(tok, "engine", None)
+    if engine is not None:
+        config["pattern"] = engine.plain_pattern
+        config["bpe_mode"] = engine.mode
+        if config["pattern"] is None:
+            config["pre_tokenizer"] = engine.pre_tokenizer.to_json()
+        if engine.normalizer is not None:
+            config["normalizer"] = engine.normalizer.to_json()
+        if adds_prefix_space(engine):
+            # transformers 4.57's fast class resets a ByteLevel pre-tokenizer's add_prefix_space to
+            # this key (False when absent)
+            config["add_prefix_space"] = True
+    if not config.get("added_tokens_decoder"):  # 5.x's fast class keeps them in tokenizer.json only
+        config["added_tokens_decoder"] = {str(idx): token.__getstate__()
+                                          for idx, token in sorted(tok.added_tokens_decoder.items())}
+    config["add_bos_token"], config["add_eos_token"] = add_bos_eos
+    stop = stop_tokens_of(tok)
+    if stop:
+        config["stop_tokens"] = stop
     config["clean_up_tokenization_spaces"] = bool(tok.clean_up_tokenization_spaces)
     config["model_input_names"] = list(tok.model_input_names)
+    template = tok.chat_template
+    if isinstance(template, str):
+        config["chat_template"] = template
+    elif isinstance(template, Mapping) and template:  # named templates: transformers' inline list form
+        config["chat_template"] = [{"name": name, "template": text} for name, text in template.items()]
+    else:
+        config.pop("chat_template", None)
     return config
+
+
+def finish_saved_folder(folder: str | os.PathLike, tok: Any, prefix: str, add_bos_eos: tuple[bool, bool]) -> None:
+    """After transformers' ``save_pretrained`` of either class: the portable config, the stop
+    tokens in ``generation_config.json`` and the remote code."""
+    write_portable_config(Path(folder) / (prefix + TOKENIZER_CONFIG), tok, add_bos_eos)
+    write_generation_config(folder, tok)
+    copy_remote_code(folder)
+
+
+def stop_tokens_of(tok: Any) -> list[str]:
+    """The tokens that end a turn (a chat preset's ``<|im_end|>``): BBPETokenizer's
+    ``stop_tokens``, or the ``stop_tokens`` of the config a BBPETokenizerFast was loaded from."""
+    stop = getattr(tok, "stop_tokens", None) or tok.init_kwargs.get("stop_tokens") or []
+    return [str(token) for token in stop]
+
+
+def write_generation_config(folder: str | os.PathLike, tok: Any) -> None:
+    """Write the stop tokens' ids, then ``eos_token``'s, as ``eos_token_id`` of ``generation_config.json``
+    (where transformers' ``generate`` and vLLM take the ids that end generation), with bos and pad.
+    A file already there (a model's) keeps its settings and its eos ids, after these."""
+    stop = stop_tokens_of(tok)
+    if not stop:
+        return
+    path = Path(folder) / GENERATION_CONFIG
+    config = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    ids = [tok.convert_tokens_to_ids(token) for token in stop]
+    if tok.eos_token_id is not None:
+        ids.append(tok.eos_token_id)
+    known = config.get("eos_token_id")
+    ids += known if isinstance(known, list) else [known] if known is not None else []
+    config["eos_token_id"] = list(dict.fromkeys(ids))
+    for key in ("bos_token_id", "pad_token_id"):
+        if config.get(key) is None and getattr(tok, key) is not None:
+            config[key] = getattr(tok, key)
+    write_text_atomic(path, json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def copy_slow_files(folder: str | os.PathLike, prefix: str, sources: Mapping[str, Any]) -> list[str]:
+    """Copy ``vocab.json`` and ``merges.txt`` (``sources``: ``vocab_file``/``merges_file`` -> the
+    path a fast tokenizer was loaded with) into ``folder``: BBPETokenizer reads them, the fast
+    class only carries them along. A source that is missing is skipped."""
+    written = []
+    for key, name in (("vocab_file", "vocab.json"), ("merges_file", "merges.txt")):
+        source = sources.get(key)
+        target = Path(folder) / (prefix + name)
+        if source and os.path.isfile(source) and Path(source).resolve() != target.resolve():
+            write_bytes_atomic(target, Path(source).read_bytes())
+            written.append(str(target))
+    return written
 
 
 def adds_prefix_space(engine: Tokenizer) -> bool:

@@ -18,7 +18,9 @@ A saved folder holds ``vocab.json``, ``merges.txt``, ``tokenizer.json`` (the fas
 modules of ``saved_folder.REMOTE_CODE_MODULES``, for ``trust_remote_code=True``.
 ``tokenizer_config.json`` names ``PreTrainedTokenizerFast`` as the class, which every
 transformers version resolves without this package, so ``AutoTokenizer.from_pretrained`` loads
-the folder anywhere; ``auto_map`` points ``trust_remote_code=True`` at ``BBPETokenizer``.
+the folder anywhere; ``auto_map`` points ``trust_remote_code=True`` at ``BBPETokenizerFast``
+(below: the same ``tokenizer.json`` in transformers' fast class, which serving stacks ask for)
+and, with ``use_fast=False`` on 4.57, at ``BBPETokenizer``.
 
 This module is copied into saved folders as remote code: it imports flat sibling modules only,
 relatively, and third-party libraries that transformers already needs.
@@ -33,24 +35,41 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from transformers import AddedToken, BatchEncoding
+from transformers import AddedToken, BatchEncoding, PreTrainedTokenizerFast
 
-from .added_tokens import AddedTokenMatcher, ids_above, initial_added_tokens, not_normalized
+from .added_tokens import (
+    AddedTokenMatcher,
+    ids_above,
+    initial_added_tokens,
+    is_reserved_filler,
+    not_normalized,
+    reserved_tokens_for_holes,
+)
 from .atomic_write import write_text_atomic
 from .byte_unicode import spell_vocab, unicode_to_token
-from .encode_outputs import Offsets, collector_paused, plain_batch_output, plain_output, with_offset_mapping
+from .chat_presets import chat_preset as resolve_chat_preset
+from .encode_outputs import (
+    Offsets,
+    collector_paused,
+    drop_token_spans,
+    plain_batch_output,
+    plain_output,
+    token_spans_for_masks,
+    token_spans_wanted,
+    with_offset_mapping,
+    with_token_spans,
+)
 from .normalizers import original_span, resolve_normalizer
 from .patterns import resolve_pattern
 from .pre_tokenizers import resolve_pre_tokenizer
 from .saved_folder import (
-    adds_prefix_space,
     PORTABLE_TOKENIZER_CLASS,
-    TOKENIZER_CONFIG,
     TOKENIZER_JSON,
+    adds_prefix_space,
     bos_eos_from_tokenizer_json,
-    copy_remote_code,
+    copy_slow_files,
     fast_twin_json,
-    write_portable_config,
+    finish_saved_folder,
 )
 from .token_ids import single_token_id, token_id_list
 from .tokenizer import Tokenizer
@@ -107,6 +126,11 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         bpe_mode: the engine's mode ("merges", "ignore_merges" or "ranks", see
             hf_bbpe/tokenizer.py); saved in tokenizer_config.json, "merges" if absent.
         engine: an engine :class:`Tokenizer` to wrap instead of files (use :meth:`from_engine`).
+        chat_preset: a chat-template preset of chat_presets.py (``"chatml"``): its template (with
+            ``{% generation %}`` markers), its special tokens (added if missing) and its
+            end-of-turn token among ``stop_tokens``.
+        stop_tokens: tokens that end a turn; ``save_pretrained`` writes their ids (then
+            ``eos_token``'s) as ``eos_token_id`` in ``generation_config.json``.
 
     Tokens of ``vocab.json`` that no merge builds are special tokens if the saved added tokens
     declare them (or, for a folder that declares none, if spelled ``<...>``/``[...]``), and
@@ -130,6 +154,8 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         engine: Tokenizer | None = None,
         pre_tokenizer: Mapping[str, Any] | None = None,
         normalizer: str | Mapping[str, Any] | None = None,
+        chat_preset: str | None = None,
+        stop_tokens: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         if engine is not None:
@@ -159,6 +185,19 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
             add_bos_token = saved_bos if add_bos_token is None else add_bos_token
             add_eos_token = saved_eos if add_eos_token is None else add_eos_token
 
+        stop_tokens = list(stop_tokens or [])
+        if chat_preset is not None:
+            preset = resolve_chat_preset(chat_preset)
+            if kwargs.get("chat_template") is not None:
+                raise ValueError("pass chat_template or chat_preset, not both")
+            kwargs["chat_template"] = preset.template
+            key = "extra_special_tokens" if isinstance(kwargs.get("extra_special_tokens"), list) \
+                else "additional_special_tokens"
+            listed = list(kwargs.get(key) or [])
+            kwargs[key] = listed + [token for token in preset.special_tokens if token not in map(str, listed)]
+            stop_tokens = list(dict.fromkeys([preset.end_of_turn, *stop_tokens]))
+        self.stop_tokens = stop_tokens
+
         self._engine = core
         self._unspelled_ids = tuple(sorted(set(core.special_tokens.values())))
         self._spelling = _Spelling()
@@ -168,16 +207,20 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         self.add_bos_token = bool(add_bos_token)
         self.add_eos_token = bool(add_eos_token)
 
-        kwargs["added_tokens_decoder"] = initial_added_tokens(
+        added = initial_added_tokens(
             {**file_specials, **core.special_tokens}, kwargs.get("added_tokens_decoder") or {}, self._spelled,
             core.normalized_special_tokens,
         )
+        kwargs["added_tokens_decoder"] = {**added, **reserved_tokens_for_holes(self._spelled, added)}
         super().__init__(clean_up_tokenization_spaces=clean_up_tokenization_spaces, **kwargs)
         self._register_engine_specials()
         self._hold_special_tokens_as_added_tokens()
         for flag, name in ((self.add_bos_token, "bos_token"), (self.add_eos_token, "eos_token")):
             if flag and getattr(self, name) is None:
                 raise ValueError(f"add_{name}=True needs a {name}")
+        unknown = [token for token in self.stop_tokens if token not in self.get_vocab()]
+        if unknown:
+            raise ValueError(f"stop token {unknown[0]!r} is not a token of this tokenizer")
 
     @classmethod
     def from_pretrained(cls, *args: Any, **kwargs: Any) -> BBPETokenizer:
@@ -216,7 +259,8 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         (256 bytes and the merges learned) and then its ``k`` special tokens, in this tokenizer's
         order followed by ``new_special_tokens``; fewer merges if the text has no more pairs.
         ``special_tokens_map`` renames special tokens (``{"<|endoftext|>": "</s>"}``), named roles
-        (``eos_token``...) included. Only special added tokens carry over, as in transformers.
+        (``eos_token``...) included. Only special added tokens carry over, as in transformers, and
+        not the ``<|reserved_special_token_N|>`` ones (they hold unused ids of this vocabulary).
         ``length`` (the number of texts, for transformers' progress bar) is accepted and unused;
         the engine's own keywords ``tie_break``, ``min_frequency``, ``num_workers`` and
         ``show_progress`` (``progress``) are passed to :meth:`Tokenizer.train`.
@@ -227,8 +271,8 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         if kwargs:
             raise TypeError(f"train_new_from_iterator() got unexpected keyword arguments: {', '.join(kwargs)}")
         rename = dict(special_tokens_map or {})
-        specials = [rename.get(token.content, token.content)
-                    for _, token in sorted(added_tokens_by_id(self).items()) if token.special]
+        specials = [rename.get(token.content, token.content) for _, token in sorted(added_tokens_by_id(self).items())
+                    if token.special and not is_reserved_filler(token.content)]
         specials += [str(token) for token in new_special_tokens or ()]
         specials = list(dict.fromkeys(specials))
         if vocab_size - len(specials) < 256:
@@ -244,6 +288,8 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
                 init[key] = _renamed(value, rename)
             elif key in ("additional_special_tokens", "extra_special_tokens") and isinstance(value, (list, tuple)):
                 init[key] = [_renamed(token, rename) for token in value]
+        stop = [rename.get(token, token) for token in self.stop_tokens]
+        init["stop_tokens"] = [token for token in stop if token in specials]
         return type(self).from_engine(engine, **init)
 
     # ------------------------------------------------------------------ vocabulary
@@ -267,7 +313,9 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
     def __len__(self) -> int:
         """One more than the largest id in use: the number of embedding rows a model needs.
 
-        Equal to ``len(get_vocab())`` unless the id space has holes (cl100k, o200k).
+        Equal to ``len(get_vocab())``: unused ids below the largest one (cl100k's, o200k's, special
+        tokens above a gap) hold reserved special tokens (added_tokens.reserved_tokens_for_holes),
+        so the fast twin, which counts entries, has the same length.
         """
         top = self._max_normal_id
         added = added_tokens_by_id(self)
@@ -454,11 +502,31 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
     def _offset_mapping_output(self, encode: Any, request: tuple[Any, Any], options: dict[str, Any]) -> BatchEncoding:
         return with_offset_mapping(self, encode, request, options)
 
+    def apply_chat_template(self, conversation: Any, *args: Any, **kwargs: Any) -> Any:
+        """transformers' ``apply_chat_template``. With ``return_assistant_tokens_mask=True``,
+        transformers reads each token's characters from a fast tokenizer's encodings
+        (``char_to_token`` on 4.57, ``encodings[i].offsets`` on 5.x), which a Python tokenizer
+        lacks; here its encode call returns the offsets in that form, so the mask is the one the
+        fast twin gives (tested), as TRL's ``assistant_only_loss`` needs."""
+        if not kwargs.get("return_assistant_tokens_mask"):
+            return super().apply_chat_template(conversation, *args, **kwargs)
+        with token_spans_for_masks():
+            result = super().apply_chat_template(conversation, *args, **kwargs)
+        if isinstance(result, BatchEncoding):
+            drop_token_spans(result)
+        return result
+
     def __call__(self, text: Any = None, *args: Any, **kwargs: Any) -> BatchEncoding:
         """transformers' ``__call__``; ``tokenizer(text)`` with one str and only the options in
         ``_DIRECT_CALL`` skips its generic argument handling, which costs more than encoding a
         short text (the result is the same; tests compare the two paths). A batch of non-empty
-        str with those options goes the same way, its texts encoded together (``_request_inputs``)."""
+        str with those options goes the same way, its texts encoded together (``_request_inputs``).
+        Inside ``apply_chat_template(..., return_assistant_tokens_mask=True)`` the result also
+        carries each token's offsets where transformers reads a fast tokenizer's."""
+        if token_spans_wanted():
+            keep = bool(kwargs.get("return_offsets_mapping"))
+            encoding = super().__call__(text, *args, **{**kwargs, "return_offsets_mapping": True})
+            return with_token_spans(encoding, keep_offset_mapping=keep)
         if not args and _DIRECT_CALL.issuperset(kwargs) and not in_target_context(self):
             if type(text) is str and text:
                 split = kwargs.get("split_special_tokens", self.split_special_tokens)
@@ -571,16 +639,11 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         (``repo_id`` defaults to the folder's name), so the Hub gets the rewritten config.
         """
         if push_to_hub:
-            hub_keys = ("repo_id", "commit_message", "private", "token", "create_pr", "revision", "commit_description")
-            hub = {key: kwargs.pop(key) for key in hub_keys if key in kwargs}
-            files = self.save_pretrained(save_directory, legacy_format, filename_prefix, **kwargs)
-            self.push_to_hub(hub.pop("repo_id", Path(save_directory).name), **hub)
-            return files
+            return _save_then_push(self, save_directory, legacy_format, filename_prefix, kwargs)
         files = super().save_pretrained(save_directory, legacy_format=legacy_format, filename_prefix=filename_prefix,
                                         **kwargs)
         prefix = f"{filename_prefix}-" if filename_prefix else ""
-        write_portable_config(Path(save_directory) / (prefix + TOKENIZER_CONFIG), self)
-        copy_remote_code(save_directory)
+        finish_saved_folder(save_directory, self, prefix, (self.add_bos_token, self.add_eos_token))
         return files
 
     # ------------------------------------------------------------------ pickling
@@ -598,6 +661,64 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
     @property
     def _token_to_id(self) -> dict[str, int]:
         return self._spelling.tables(self)[1]
+
+
+class BBPETokenizerFast(PreTrainedTokenizerFast):
+    """transformers' fast tokenizer over a saved folder's ``tokenizer.json``: the class that the
+    folder's ``auto_map`` names for a fast tokenizer, so that ``AutoTokenizer.from_pretrained(folder,
+    trust_remote_code=True)``, which vLLM, SGLang and xgrammar make, gives a fast tokenizer (ids,
+    offsets and length equal to BBPETokenizer's; tests compare them).
+
+    It adds nothing to encoding; it keeps the folder whole when it is saved again (a fine-tuning
+    run saves the tokenizer it was given beside the checkpoint): ``vocab.json`` and ``merges.txt``
+    come along, ``tokenizer_config.json`` stays portable (see saved_folder.py) and the remote code
+    is copied, so the saved folder loads on every path as the original does.
+    """
+
+    vocab_files_names = {**VOCAB_FILES_NAMES, "tokenizer_file": TOKENIZER_JSON}
+    model_input_names = ["input_ids", "attention_mask"]
+
+    @classmethod
+    def from_pretrained(cls, *args: Any, **kwargs: Any) -> BBPETokenizerFast:
+        """transformers' ``from_pretrained``, without 4.57's warning that the folder's class name differs."""
+        with loading_saved_folder(PORTABLE_TOKENIZER_CLASS):
+            return super().from_pretrained(*args, **kwargs)
+
+    @property
+    def can_save_slow_tokenizer(self) -> bool:
+        """False: 4.57 would write ``added_tokens.json``; ``save_pretrained`` copies the slow files itself."""
+        return False
+
+    def save_pretrained(
+        self,
+        save_directory: str | os.PathLike,
+        legacy_format: bool | None = None,
+        filename_prefix: str | None = None,
+        push_to_hub: bool = False,
+        **kwargs: Any,
+    ) -> tuple[str, ...]:
+        """transformers' save, then ``vocab.json`` + ``merges.txt`` copied from the folder this was
+        loaded from, ``tokenizer_config.json`` made portable and the remote code copied."""
+        if push_to_hub:
+            return _save_then_push(self, save_directory, legacy_format, filename_prefix, kwargs)
+        files = super().save_pretrained(save_directory, legacy_format=legacy_format, filename_prefix=filename_prefix,
+                                        **kwargs)
+        prefix = f"{filename_prefix}-" if filename_prefix else ""
+        copied = copy_slow_files(save_directory, prefix, self.init_kwargs)
+        finish_saved_folder(save_directory, self, prefix,
+                            bos_eos_from_tokenizer_json(Path(save_directory) / (prefix + TOKENIZER_JSON)))
+        return tuple(files) + tuple(copied)
+
+
+def _save_then_push(tok: Any, save_directory: str | os.PathLike, legacy_format: bool | None,
+                    filename_prefix: str | None, kwargs: dict[str, Any]) -> tuple[str, ...]:
+    """``save_pretrained(..., push_to_hub=True)``: save the folder first, then ``push_to_hub``
+    (``repo_id`` defaults to the folder's name), so the Hub gets the rewritten config."""
+    hub_keys = ("repo_id", "commit_message", "private", "token", "create_pr", "revision", "commit_description")
+    hub = {key: kwargs.pop(key) for key in hub_keys if key in kwargs}
+    files = tok.save_pretrained(save_directory, legacy_format, filename_prefix, **kwargs)
+    tok.push_to_hub(hub.pop("repo_id", Path(save_directory).name), **hub)
+    return files
 
 
 class _Spelling:

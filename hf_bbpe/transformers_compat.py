@@ -19,7 +19,8 @@ public hook is here, and only here:
   public ``added_tokens_decoder`` is a sorted copy, too slow for every decode),
   ``_in_target_context_manager``;
 * attributes set: ``BatchEncoding._encodings``, ``BatchEncoding._n_sequences`` (a BatchEncoding
-  built without its generic constructor, for the direct path);
+  built without its generic constructor, for the direct path; ``_encodings`` also holds token
+  spans while ``apply_chat_template`` makes an assistant mask, see encode_outputs.TokenSpans);
 * methods called: ``_eventual_warn_about_too_long_sequence``;
 * version quirks of 4.57: the warning "is not the same type as the class" that the logger
   ``transformers.tokenization_utils_base`` logs for our folders' ``PreTrainedTokenizerFast``
@@ -164,6 +165,11 @@ def batch_encoding_of(data: dict[str, list[int]]) -> BatchEncoding:
     encoding._encodings = None
     encoding._n_sequences = None
     return encoding
+
+
+def set_token_encodings(encoding: BatchEncoding, encodings: list[Any] | None) -> None:
+    """Give ``encoding`` the per-sequence objects that a fast tokenizer's result holds (None: none)."""
+    encoding._encodings = encodings
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from llama_models.llama4.tokenizer import Tokenizer as Llama4Reference
 from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 from tests.support.families import LLAMA3_MODEL, LLAMA4_MODEL, TEKKEN_FILES, WHISPER_ASSETS, mix_documents
 from transformers import AutoTokenizer
+from transformers.dynamic_module_utils import get_class_from_dynamic_module
 
 import conversion
 from hf_bbpe.tokenization_bbpe import BBPETokenizer
@@ -56,7 +57,9 @@ def test_bbpe_tokenizer_and_fast_twin_equal_the_owner(name, tmp_path):
     assert not isinstance(fast, BBPETokenizer)
     assert differing(lambda d: fast(d)["input_ids"], reference) == []
     # the slow files (vocab.json/merges.txt) carry the mode through tokenizer_config.json's bpe_mode
-    slow = AutoTokenizer.from_pretrained(tmp_path, use_fast=False, trust_remote_code=True)
+    # (the folder's remote-code slow class, by its auto_map name: transformers 5.x's AutoTokenizer takes the fast one)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    slow = get_class_from_dynamic_module(config["auto_map"]["AutoTokenizer"][0], tmp_path).from_pretrained(tmp_path)
     assert type(slow).__name__ == "BBPETokenizer" and slow.engine.mode == "ranks"
     assert differing(lambda d: slow(d)["input_ids"], reference) == []
     assert conversion.load(tmp_path).vocab == tok.vocab  # the folder, through its tokenizer.json

@@ -158,21 +158,23 @@ def test_bos_and_eos_follow_add_special_tokens(engine, tmp_path):
 
 
 def test_added_tokens_take_ids_above_the_largest_and_reach_the_engine():
-    # specials at 1025 and 1027 leave holes; transformers alone would number new tokens from
-    # len(get_vocab()) = 1026 and give the second one 1027, which <b> already has
+    # specials at 1025 and 1027 leave holes at 1024 and 1026, which reserved special tokens fill;
+    # new tokens go above them all
     engine = trained_engine(eot_id=None)
     engine.register_special_tokens({"<a>": 1025, "<b>": 1027})
     hf = BBPETokenizer.from_engine(engine)
-    assert len(hf) == 1028 and len(hf.get_vocab()) == 1026
+    reserved = {"<|reserved_special_token_0|>": 1024, "<|reserved_special_token_1|>": 1026}
+    assert len(hf) == len(hf.get_vocab()) == 1028
+    assert hf.convert_tokens_to_ids(list(reserved)) == list(reserved.values())
     assert hf.add_tokens(["<x1>", "<x2>"]) == 2
     assert hf.convert_tokens_to_ids(["<x1>", "<x2>"]) == [1028, 1029]
     assert hf.add_tokens(["<x1>"]) == 0
     assert hf.add_special_tokens({"additional_special_tokens": ["<s1>"], "pad_token": "<pad>"}) == 2
     vocab = hf.get_vocab()
-    assert len(set(vocab.values())) == len(vocab) == 1030 and len(hf) == 1032
+    assert len(set(vocab.values())) == len(vocab) == 1032 == len(hf)
     s1, pad = hf.convert_tokens_to_ids(["<s1>", "<pad>"])
     assert {s1, pad} == {1030, 1031} and hf.pad_token_id == pad
-    assert hf.engine.special_tokens == {"<a>": 1025, "<b>": 1027, "<s1>": s1, "<pad>": pad}
+    assert hf.engine.special_tokens == {"<a>": 1025, "<b>": 1027, "<s1>": s1, "<pad>": pad, **reserved}
     assert "<x1>" not in hf.engine.special_tokens  # a normal added token is not an engine special
     text = "say <x1> and<s1>then <a>"
     ids = hf(text)["input_ids"]
@@ -216,11 +218,13 @@ def test_chat_template_is_saved_and_applied(engine, tmp_path):
 
 def test_get_vocab_spells_every_token_once(hf, engine):
     vocab = hf.get_vocab()
-    assert len(vocab) == len(engine.vocab) == len(set(vocab.values()))
+    # the engine's ids, and the unused ids 1024..1029 below its <|endoftext|> (1030) filled
+    assert len(vocab) == len(engine.vocab) + 6 == len(set(vocab.values())) == len(hf) == 1031
     for idx, token in engine.vocab.items():
         spelled = token.decode() if idx in engine.special_tokens.values() else token_to_unicode(token)
         assert vocab[spelled] == idx
-    assert hf.vocab_size == 1024 and len(hf) == 1031
+    assert [vocab[f"<|reserved_special_token_{n}|>"] for n in range(6)] == list(range(1024, 1030))
+    assert hf.vocab_size == 1024
 
 
 def test_pickling_and_a_process_pool(engine):

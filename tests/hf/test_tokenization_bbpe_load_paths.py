@@ -2,7 +2,9 @@
 
 a. ``BBPETokenizer.from_pretrained``; b. ``AutoTokenizer`` after ``import hf_bbpe``;
 c. ``AutoTokenizer`` where hf_bbpe cannot be imported (the tokenizer.json twin);
-d. the same with ``trust_remote_code=True`` (the code saved in the folder);
+d. the same with ``trust_remote_code=True`` (the code saved in the folder: BBPETokenizerFast, the
+   fast class that vLLM and xgrammar need; BBPETokenizer with ``use_fast=False`` on 4.57), with
+   hf_bbpe importable or not;
 e. GPT-2-style folders from elsewhere (cl100k / o200k folders: test_tokenization_bbpe_converted.py).
 Runs on transformers 5.x and, through scripts/test.sh, on 4.57; a folder saved by one major is
 also loaded by the other when its virtual environment exists.
@@ -151,10 +153,29 @@ def test_c_auto_tokenizer_without_hf_bbpe(loaded_elsewhere, expected):
     assert loaded_elsewhere["plain"]["ids"] == expected
 
 
+def _check_remote_code_paths(loaded: dict, expected: list, slow_class: str) -> None:
+    """``trust_remote_code=True`` gives the folder's fast class (what vLLM asks for), and
+    ``use_fast=False`` ``slow_class``; every path has the same ids and length."""
+    remote, remote_slow = loaded["remote"], loaded["remote_slow"]
+    assert remote["class"] == "BBPETokenizerFast" and remote["fast"]
+    assert remote_slow["class"] == slow_class and remote_slow["fast"] == (slow_class == "BBPETokenizerFast")
+    for path in ("plain", "remote", "remote_slow"):
+        assert loaded[path]["module"].startswith("transformers" if path == "plain" else "transformers_modules."), path
+        assert loaded[path]["ids"] == expected, path
+        assert loaded[path]["len"] == loaded[path]["entries"] == loaded[path]["max_id"] + 1 == loaded["plain"]["len"]
+
+
+# transformers 5.x ignores use_fast (its AutoTokenizer takes the fast class auto_map names)
+SLOW_BY_REMOTE_CODE = "BBPETokenizer" if int(transformers.__version__.split(".")[0]) < 5 else "BBPETokenizerFast"
+
+
 def test_d_trust_remote_code_without_hf_bbpe(loaded_elsewhere, expected):
-    remote = loaded_elsewhere["remote"]
-    assert remote["class"] == "BBPETokenizer" and remote["module"].startswith("transformers_modules.")
-    assert remote["ids"] == expected
+    _check_remote_code_paths(loaded_elsewhere, expected, SLOW_BY_REMOTE_CODE)
+
+
+def test_d_trust_remote_code_with_hf_bbpe_installed(folder, text_file, expected, tmp_path):
+    loaded = load_elsewhere(str(folder), text_file, tmp_path, block_hf_bbpe=False)
+    _check_remote_code_paths(loaded, expected, SLOW_BY_REMOTE_CODE)
 
 
 def test_fast_twin_ids_and_offsets(folder, docs, expected):
@@ -245,6 +266,6 @@ def test_folder_saved_here_loads_in_the_other_transformers_major(folder, text_fi
     if python is None:
         pytest.skip("the other transformers major's venv is not there (scripts/setup.sh makes .venv and .venv-tf457)")
     loaded = load_elsewhere(str(folder), text_file, tmp_path, python=python)
-    assert loaded["plain"]["class"] in FAST_CLASSES and loaded["remote"]["class"] == "BBPETokenizer"
-    assert loaded["plain"]["ids"] == expected
-    assert loaded["remote"]["ids"] == expected
+    assert loaded["plain"]["class"] in FAST_CLASSES
+    _check_remote_code_paths(loaded, expected, "BBPETokenizerFast" if SLOW_BY_REMOTE_CODE == "BBPETokenizer"
+                             else "BBPETokenizer")

@@ -115,8 +115,10 @@ def test_saved_folder_trains_with_the_python_merge_loop(tmp_path):
 
 
 def test_a_folder_loaded_as_remote_code_saves_the_same_folder(tmp_path):
-    """Loaded with trust_remote_code where hf_bbpe cannot be imported, the class saves itself
-    again from transformers' module cache: the same files, and the copy loads and encodes alike."""
+    """BBPETokenizer loaded as remote code where hf_bbpe cannot be imported (the class auto_map
+    names for ``use_fast=False``; transformers 5.x's AutoTokenizer always takes the fast one, so
+    it is asked for by name) saves itself again from transformers' module cache: the same files,
+    and the copy loads and encodes alike."""
     hf = BBPETokenizer.from_engine(trained_engine(), eos_token=EOT, pad_token="<|pad|>")
     hf.add_tokens(["<x>"])
     folder, again = tmp_path / "folder", tmp_path / "again"
@@ -125,10 +127,15 @@ def test_a_folder_loaded_as_remote_code_saves_the_same_folder(tmp_path):
     out = run_python(
         f"""
         import json
-        from transformers import AutoTokenizer
-        tok = AutoTokenizer.from_pretrained({str(folder)!r}, trust_remote_code=True)
+        from transformers.dynamic_module_utils import get_class_from_dynamic_module
+
+        def load(path):
+            slow = json.load(open(f"{{path}}/tokenizer_config.json"))["auto_map"]["AutoTokenizer"][0]
+            return get_class_from_dynamic_module(slow, path).from_pretrained(path)
+
+        tok = load({str(folder)!r})
         tok.save_pretrained({str(again)!r})
-        copy = AutoTokenizer.from_pretrained({str(again)!r}, trust_remote_code=True)
+        copy = load({str(again)!r})
         print(json.dumps([type(tok).__name__, type(copy).__name__, [copy(doc)["input_ids"] for doc in {docs!r}]]))
         """,
         tmp_path, block_hf_bbpe=True)

@@ -38,10 +38,20 @@ def test_merges_are_the_engines_and_vocab_size_counts_specials(tok):
     assert new(text)["input_ids"] == engine.encode_ordinary(text)
 
 
-def test_vocab_size_means_what_it_means_in_transformers(tok, tmp_path):
+def test_vocab_size_means_what_it_means_in_transformers(tmp_path):
+    tok = BBPETokenizer.from_engine(trained_engine(400, eot_id=400), eos_token=EOT, pad_token="<|pad|>")
     tok.save_pretrained(tmp_path)
     fast = PreTrainedTokenizerFast.from_pretrained(tmp_path)
     assert len(fast.train_new_from_iterator([mix_docs()], 600)) == len(tok.train_new_from_iterator([mix_docs()], 600)) == 600
+
+
+def test_reserved_tokens_of_unused_ids_do_not_carry_over(tok):
+    """The fixture's <|endoftext|> sits at 1030, above 630 unused ids (400..1029) that reserved
+    special tokens fill; they hold ids of the old vocabulary, so a retrained one drops them."""
+    assert tok.convert_ids_to_tokens([400, 1029]) == ["<|reserved_special_token_0|>", "<|reserved_special_token_629|>"]
+    new = tok.train_new_from_iterator(mix_docs(), 600)
+    assert len(new) == len(new.get_vocab()) == 600
+    assert new.engine.special_tokens == {EOT: 598, "<|pad|>": 599}
 
 
 def test_batches_and_texts_train_alike(tok):

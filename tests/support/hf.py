@@ -116,24 +116,29 @@ def run_python(code: str, cwd: Path, *, block_hf_bbpe: bool, env: dict | None = 
 
 LOAD_AND_ENCODE = """
 import json, sys
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
 source, text_file = sys.argv[1], sys.argv[2]
 docs = json.load(open(text_file, encoding="utf-8"))
 out = {}
-for name, trust in (("plain", False), ("remote", True)):
-    tok = AutoTokenizer.from_pretrained(source, trust_remote_code=True) if trust else AutoTokenizer.from_pretrained(source)
+for name, options in (("plain", {}), ("remote", {"trust_remote_code": True}),
+                      ("remote_slow", {"trust_remote_code": True, "use_fast": False})):
+    tok = AutoTokenizer.from_pretrained(source, **options)
+    vocab = tok.get_vocab()
     out[name] = {"class": type(tok).__name__, "module": type(tok).__module__,
-                 "ids": [tok(doc)["input_ids"] for doc in docs]}
+                 "fast": isinstance(tok, PreTrainedTokenizerFast), "len": len(tok), "entries": len(vocab),
+                 "max_id": max(vocab.values()), "ids": [tok(doc)["input_ids"] for doc in docs]}
 print(json.dumps(out))
 """
 
 
 def load_elsewhere(source: str, text_file: Path, cwd: Path, *, env: dict | None = None,
-                   python: str | Path = sys.executable) -> dict:
-    """``AutoTokenizer.from_pretrained(source)`` without, then with ``trust_remote_code=True``, in an
-    interpreter that cannot import hf_bbpe: ``{"plain": ..., "remote": ...}``, each with the class
-    name, its module and the ids of every document. ``text_file`` holds the documents as JSON.
+                   python: str | Path = sys.executable, block_hf_bbpe: bool = True) -> dict:
+    """``AutoTokenizer.from_pretrained(source)``, then with ``trust_remote_code=True``, then with
+    that and ``use_fast=False``, in a fresh interpreter that cannot import hf_bbpe (unless
+    ``block_hf_bbpe=False``): ``{"plain": ..., "remote": ..., "remote_slow": ...}``, each with the
+    class name, its module, whether it is a fast tokenizer, ``len()``, the number of vocabulary
+    entries, the largest id and the ids of every document. ``text_file`` holds the documents as JSON.
     """
     code = f"import sys\nsys.argv = ['-', {source!r}, {str(text_file)!r}]\n"
-    out = run_python(code + LOAD_AND_ENCODE, cwd, block_hf_bbpe=True, env=env, python=python)
+    out = run_python(code + LOAD_AND_ENCODE, cwd, block_hf_bbpe=block_hf_bbpe, env=env, python=python)
     return json.loads(out.splitlines()[-1])
