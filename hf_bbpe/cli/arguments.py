@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from ..chat_presets import CHAT_PRESETS
 from ..patterns import NATIVE_PATTERNS
 from ..tokenizer import Tokenizer
 from ..trainer import TIE_BREAKS
@@ -105,6 +107,7 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=positive_int, default=None, help="counting processes (default: all CPUs)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+    add_chat_template(parser)
 
 
 def add_role_options(parser: argparse.ArgumentParser,
@@ -181,3 +184,26 @@ def write_stdout(text: str) -> None:
     sys.stdout.flush()
     sys.stdout.buffer.write(text.encode("utf-8", errors="surrogateescape"))
     sys.stdout.buffer.flush()
+
+
+def add_chat_template(parser: argparse.ArgumentParser) -> None:
+    """``--chat-template PRESET|FILE`` for the commands that write a save_pretrained folder."""
+    presets = ", ".join(CHAT_PRESETS)
+    parser.add_argument(
+        "--chat-template", metavar="PRESET|FILE", type=chat_template_value, default=None,
+        help=f"a chat template for the saved folder: a preset ({presets}: registers its special tokens, marks "
+             "assistant turns for assistant-token masks and writes its end-of-turn token as an eos id in "
+             "generation_config.json) or a Jinja file")
+
+
+def chat_template_value(text: str) -> dict:
+    """``BBPETokenizer`` keyword arguments for a ``--chat-template`` value (argparse reports a bad one)."""
+    if text.lower() in CHAT_PRESETS:
+        return {"chat_preset": text.lower()}
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a preset ({', '.join(CHAT_PRESETS)}) nor a file")
+    try:
+        return {"chat_template": path.read_text(encoding="utf-8")}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise argparse.ArgumentTypeError(f"{text}: {exc}") from None

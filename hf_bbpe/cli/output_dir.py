@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..atomic_write import temp_dir_beside
+from ..chat_presets import chat_preset
 from ..tokenizer import Tokenizer
 from .arguments import register_new_specials, role_tokens
 from .errors import CommandError
@@ -72,15 +73,23 @@ def staged_folder(target: str | os.PathLike) -> Iterator[Path]:
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def save_folder(tok: Tokenizer, out: str, *, roles: dict[str, str] | None = None) -> list[str]:
+def save_folder(tok: Tokenizer, out: str, *, roles: dict[str, str] | None = None,
+                chat: dict | None = None) -> list[str]:
     """Write the save_pretrained files (when transformers is there), then ``tokenizer.model`` +
-    ``.vocab`` last, so the .model file is the newest (the folder loader relies on it)."""
+    ``.vocab`` last, so the .model file is the newest (the folder loader relies on it). ``chat``
+    is a ``--chat-template`` value (arguments.chat_template_value): a preset's special tokens
+    become special tokens of ``tok`` (next free ids), so ``tokenizer.model`` holds them too."""
     prefix = MODEL_FILE_IN_FOLDER.removesuffix(".model")
+    chat = chat or {}
+    if "chat_preset" in chat:
+        register_new_specials(tok, list(chat_preset(chat["chat_preset"]).special_tokens))
     with staged_folder(out) as stage:
         hf_class = transformers_class()
         if hf_class is not None:
             kwargs = {f"{role}_token": token for role, token in (roles or {}).items()}
-            hf_class.from_engine(tok, **kwargs).save_pretrained(str(stage))
+            hf_class.from_engine(tok, **kwargs, **chat).save_pretrained(str(stage))
+        elif chat:
+            raise CommandError("--chat-template needs the transformers integration (hf_bbpe.tokenization_bbpe)")
         tok.save(stage / prefix)
         names = sorted(p.name for p in stage.iterdir())
     return names
@@ -91,7 +100,7 @@ def save_trained_folder(tok: Tokenizer, args: argparse.Namespace) -> list[str]:
     not special yet (next free ids), then :func:`save_folder` to ``--out``."""
     roles = role_tokens(args)
     register_new_specials(tok, [*args.special, *roles.values()])
-    return save_folder(tok, args.out, roles=roles)
+    return save_folder(tok, args.out, roles=roles, chat=args.chat_template)
 
 
 def describe_folder(out: str, names: list[str]) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ...patterns import pattern_name, resolve_pattern
 from ...tokenizer import Tokenizer
-from ..arguments import add_import_flags, import_options, parse_special_assignment
+from ..arguments import add_chat_template, add_import_flags, import_options, parse_special_assignment
 from ..errors import CommandError
 from ..output_dir import check_output, save_folder
 from ..tokenizer_spec import conversion_function, load_tokenizer
@@ -44,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="add a special token with its id (repeatable)")
     p.add_argument("--force", action="store_true",
                    help="write tiktoken ranks even when rank-based BPE would encode differently (with a warning)")
+    add_chat_template(p)
     p.set_defaults(run=run)
 
 
@@ -117,10 +118,11 @@ def check_target(target: str, output: str) -> None:
         check_output(output, folder=False)
 
 
-def write_target(tok: Tokenizer, target: str, output: str, *, force: bool) -> None:
-    """Write ``tok`` as ``target`` at ``output`` (the conversion package writes atomically)."""
+def write_target(tok: Tokenizer, target: str, output: str, *, force: bool, chat: dict | None = None) -> None:
+    """Write ``tok`` as ``target`` at ``output`` (the conversion package writes atomically);
+    ``chat`` is a ``--chat-template`` value, for a save_pretrained folder only (``run`` checks)."""
     if target == "hf" and not output.endswith(".json"):
-        save_folder(tok, output)
+        save_folder(tok, output, chat=chat)
         return
     if target == "gpt2":
         conversion_function("to_gpt2_files")(tok, output)
@@ -137,13 +139,15 @@ def write_target(tok: Tokenizer, target: str, output: str, *, force: bool) -> No
 
 def run(args: argparse.Namespace) -> int:
     check_target(args.target, args.output)
+    if args.chat_template and (args.target != "hf" or args.output.endswith(".json")):
+        raise CommandError("--chat-template applies to --to hf with a folder OUTPUT (a save_pretrained folder)")
     extra = dict(parse_special_assignment(s) for s in args.special)
     options = import_options(args)
     tok = read_source(args.source, args.inputs, args.pattern, strict=options["strict"],
                       check_hash=options["check_hash"])
     if extra:
         tok.register_special_tokens(extra)
-    write_target(tok, args.target, args.output, force=args.force)
+    write_target(tok, args.target, args.output, force=args.force, chat=args.chat_template)
     notes = []
     if args.target in ("tiktoken", "gpt2") and not tok.is_plain:
         notes.append(f"{args.target} files cannot hold this tokenizer's normalizer ({tok.normalizer}) or pre-tokenizer "
