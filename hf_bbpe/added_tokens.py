@@ -23,6 +23,7 @@ import regex
 from transformers import AddedToken
 
 from .normalizers import Alignment, Normalizer, original_span
+from .special_tokens import RESERVED_TOKEN
 
 PREFILTER_MAX = 32
 """Up to this many tokens in a group, a substring test per token (C speed) runs before the
@@ -205,8 +206,6 @@ def initial_added_tokens(
     return decoder
 
 
-RESERVED_TOKEN = "<|reserved_special_token_{}|>"
-"""How a filler of an unused id is spelled: Llama 3's name for its reserved special tokens."""
 MAX_RESERVED_FILL = 65536
 """At most this many unused ids are filled; a vocabulary with more is refused (one line)."""
 
@@ -246,11 +245,6 @@ def reserved_tokens_for_holes(normal_tokens: Mapping[int, str], added: Mapping[i
         fillers[idx] = AddedToken(RESERVED_TOKEN.format(number), special=True, normalized=False)
         number += 1
     return fillers
-
-
-def is_reserved_filler(content: str) -> bool:
-    """Whether ``content`` is spelled as :func:`reserved_tokens_for_holes` spells a filler."""
-    return regex.fullmatch(r"<\|reserved_special_token_[0-9]+\|>", content) is not None
 
 
 def not_normalized(token: str | AddedToken, special: bool) -> AddedToken:

@@ -41,6 +41,7 @@ REMOTE_CODE_MODULES = (
     "tokenizer_json_writer",
     "onig_regex",  # tokenizer.json holds the split pattern in Oniguruma's syntax: saving translates it
     "chat_presets",
+    "model_card",  # push_to_hub's README.md
     # the engine
     "tokenizer",
     "token_ids",

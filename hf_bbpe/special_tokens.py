@@ -125,6 +125,17 @@ def resolve_special_policy(
     return allowed, disallowed
 
 
+RESERVED_TOKEN = "<|reserved_special_token_{}|>"
+"""How a special token that holds an unused id is spelled (Llama 3's name for its reserved
+special tokens; a transformers tokenizer fills the holes of its id space with them)."""
+_RESERVED = regex.compile(r"<\|reserved_special_token_[0-9]+\|>")
+
+
+def is_reserved_token(content: str) -> bool:
+    """Whether ``content`` is spelled as :data:`RESERVED_TOKEN` spells a reserved special token."""
+    return _RESERVED.fullmatch(content) is not None
+
+
 def special_token_regex(tokens: Collection[str]) -> regex.Pattern:
     """A regex matching any of ``tokens``, longest first so that overlapping tokens are exact."""
     return regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=lambda t: (-len(t), t))))

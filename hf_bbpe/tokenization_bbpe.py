@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -41,7 +42,6 @@ from .added_tokens import (
     AddedTokenMatcher,
     ids_above,
     initial_added_tokens,
-    is_reserved_filler,
     not_normalized,
     reserved_tokens_for_holes,
 )
@@ -59,6 +59,7 @@ from .encode_outputs import (
     with_offset_mapping,
     with_token_spans,
 )
+from .model_card import push_with_card
 from .normalizers import original_span, resolve_normalizer
 from .patterns import resolve_pattern
 from .pre_tokenizers import resolve_pre_tokenizer
@@ -71,6 +72,7 @@ from .saved_folder import (
     fast_twin_json,
     finish_saved_folder,
 )
+from .special_tokens import is_reserved_token
 from .token_ids import single_token_id, token_id_list
 from .tokenizer import Tokenizer
 from .transformers_compat import (
@@ -94,12 +96,13 @@ if TYPE_CHECKING:
     from .model_file import read_model_file  # noqa: F401
     from .onig_regex import translate_pattern_for_onig  # noqa: F401
     from .progress import progress_bar  # noqa: F401
-    from .special_tokens import special_token_regex  # noqa: F401
     from .token_offsets import token_char_spans  # noqa: F401
     from .tokenizer_json_writer import tokenizer_json_dict  # noqa: F401
     from .trainer import train_merges  # noqa: F401
     from .unicode_tables import code_points  # noqa: F401
     from .worker_pool import forked_pool  # noqa: F401
+
+logger = logging.getLogger(__name__)
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
 # tokenizer(text) with only these options takes the direct path (see __call__)
@@ -272,7 +275,7 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
             raise TypeError(f"train_new_from_iterator() got unexpected keyword arguments: {', '.join(kwargs)}")
         rename = dict(special_tokens_map or {})
         specials = [rename.get(token.content, token.content) for _, token in sorted(added_tokens_by_id(self).items())
-                    if token.special and not is_reserved_filler(token.content)]
+                    if token.special and not is_reserved_token(token.content)]
         specials += [str(token) for token in new_special_tokens or ()]
         specials = list(dict.fromkeys(specials))
         if vocab_size - len(specials) < 256:
@@ -646,6 +649,14 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         finish_saved_folder(save_directory, self, prefix, (self.add_bos_token, self.add_eos_token))
         return files
 
+    def push_to_hub(self, repo_id: str, **options: Any) -> Any:
+        """Upload the saved folder to the Hub with a model card (model_card.push_with_card: the
+        metadata the Hub reads, a "Use in Transformers" snippet; an existing card keeps its text).
+        Takes transformers' options (``commit_message``, ``private``, ``token``, ``revision``,
+        ``create_pr``, ``tags``...) and ``base_model``, ``license``, ``pipeline_tag``, ``model_card``
+        (a README.md's text to push instead of a new card). Returns the commit info."""
+        return _push_to_hub(self, repo_id, options)
+
     # ------------------------------------------------------------------ pickling
 
     def __getstate__(self) -> dict[str, Any]:
@@ -709,12 +720,29 @@ class BBPETokenizerFast(PreTrainedTokenizerFast):
                             bos_eos_from_tokenizer_json(Path(save_directory) / (prefix + TOKENIZER_JSON)))
         return tuple(files) + tuple(copied)
 
+    def push_to_hub(self, repo_id: str, **options: Any) -> Any:
+        """As BBPETokenizer's: the folder with a model card (model_card.push_with_card)."""
+        return _push_to_hub(self, repo_id, options)
+
+
+_PUSH_OPTIONS_FOR_WEIGHTS = ("use_temp_dir", "max_shard_size", "safe_serialization")
+"""transformers' ``push_to_hub`` options that concern model weights or 4.57's working copy: accepted, unused."""
+
+
+def _push_to_hub(tok: Any, repo_id: str, options: dict[str, Any]) -> Any:
+    for key in _PUSH_OPTIONS_FOR_WEIGHTS:
+        options.pop(key, None)
+    info, note = push_with_card(tok, repo_id, **options)
+    logger.info("pushed to %s: %s", repo_id, note)
+    return info
+
 
 def _save_then_push(tok: Any, save_directory: str | os.PathLike, legacy_format: bool | None,
                     filename_prefix: str | None, kwargs: dict[str, Any]) -> tuple[str, ...]:
     """``save_pretrained(..., push_to_hub=True)``: save the folder first, then ``push_to_hub``
     (``repo_id`` defaults to the folder's name), so the Hub gets the rewritten config."""
-    hub_keys = ("repo_id", "commit_message", "private", "token", "create_pr", "revision", "commit_description")
+    hub_keys = ("repo_id", "commit_message", "private", "token", "create_pr", "revision", "commit_description",
+                "tags", "base_model", "license", "pipeline_tag", "model_card")
     hub = {key: kwargs.pop(key) for key in hub_keys if key in kwargs}
     files = tok.save_pretrained(save_directory, legacy_format, filename_prefix, **kwargs)
     tok.push_to_hub(hub.pop("repo_id", Path(save_directory).name), **hub)

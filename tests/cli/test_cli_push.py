@@ -1,19 +1,23 @@
 """`hf-bbpe push` through the real huggingface_hub client, against a small local Hub server.
 
 The machines have no internet, so the test serves the three calls an upload makes (create repo,
-preupload, commit; plus the README lookup and model-card validation transformers does) on 127.0.0.1 and checks that the
-committed files are a save_pretrained folder that loads with the same ids.
+preupload, commit; plus the README lookup) on 127.0.0.1 and checks that the committed files are a
+save_pretrained folder that loads with the same ids, with a model card the Hub can read (a
+README.md of the folder is kept, given the metadata it lacks, and the command says so).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import shutil
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from huggingface_hub import ModelCard
+from huggingface_hub.repocard import metadata_load
 
 from hf_bbpe import Tokenizer
 from tests.support.cli import CLI, MIX, cli_env, run_cli
@@ -86,15 +90,22 @@ def test_push_commits_a_loadable_folder(hub, mix_tok_dir, tmp_path):
     env = cli_env()
     env.pop("HF_HUB_OFFLINE", None)
     env.update({"HF_ENDPOINT": hub, "HF_TOKEN": "hf_test_token", "HF_HOME": str(tmp_path / "hf-home")})
-    proc = subprocess.run(CLI + ["push", str(mix_tok_dir), "me/mix512", "--message", "first tokenizer"],
-                          capture_output=True, env=env, timeout=120)
+    proc = subprocess.run(CLI + ["push", str(mix_tok_dir), "me/mix512", "--message", "first tokenizer",
+                                 "--license", "mit", "--tag", "german"], capture_output=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stderr.decode().splitlines()[-1] == ("model card: wrote a model card (library_name, tags, license, "
+                                                     "pipeline_tag)")
     assert FakeHub.created and FakeHub.created[0]["name"] == "mix512"
     (commit,) = FakeHub.commits
     assert commit["path"].startswith("/api/models/me/mix512/commit/main")
     assert commit["summary"] == "first tokenizer"
     files = commit["files"]
     assert {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "tokenization_bbpe.py"} <= set(files)
+    (tmp_path / "README.md").write_bytes(files["README.md"])
+    metadata = metadata_load(tmp_path / "README.md")
+    assert metadata == {"library_name": "transformers", "license": "mit", "pipeline_tag": "text-generation",
+                        "tags": ["tokenizer", "bpe", "byte-level-bpe", "hf_bbpe", "german"]}
+    assert 'AutoTokenizer.from_pretrained("me/mix512")' in files["README.md"].decode()
 
     # what was committed loads, with the engine's ids
     folder = tmp_path / "pulled"
@@ -106,6 +117,25 @@ def test_push_commits_a_loadable_folder(hub, mix_tok_dir, tmp_path):
     text = MIX.read_text(encoding="utf-8")[:5000]
     expected = Tokenizer.from_file(mix_tok_dir / "tokenizer.model").encode_ordinary(text)
     assert AutoTokenizer.from_pretrained(str(folder))(text)["input_ids"] == expected
+
+
+def test_push_keeps_the_folders_readme_and_says_so(hub, mix_tok_dir, tmp_path):
+    folder = tmp_path / "tok"
+    shutil.copytree(mix_tok_dir, folder)
+    readme = "---\nlicense: apache-2.0\n---\n# Mix tokenizer\n\nTrained on the sample.\n"
+    (folder / "README.md").write_text(readme, encoding="utf-8")
+    env = cli_env()
+    env.pop("HF_HUB_OFFLINE", None)
+    env.update({"HF_ENDPOINT": hub, "HF_TOKEN": "hf_test_token", "HF_HOME": str(tmp_path / "hf-home")})
+    proc = subprocess.run(CLI + ["push", str(folder), "me/mix512"], capture_output=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stderr.decode().splitlines()[-1] == (f"model card: kept {folder / 'README.md'}, added metadata: "
+                                                     "library_name, tags, pipeline_tag")
+    assert (folder / "README.md").read_text(encoding="utf-8") == readme  # the folder is left as it was
+    (commit,) = FakeHub.commits
+    card = ModelCard(commit["files"]["README.md"].decode())
+    assert card.text.strip() == "# Mix tokenizer\n\nTrained on the sample."
+    assert card.data.license == "apache-2.0" and card.data.library_name == "transformers"
 
 
 def test_push_uploads_an_app_space_folder(hub, mix_tok_dir, tmp_path):

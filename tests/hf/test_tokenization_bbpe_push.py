@@ -5,8 +5,9 @@ The server answers what the client asks: create repo, validate the model card's 
 (every file "regular", so its bytes travel base64 in the commit), commit (NDJSON), then repo info
 and file downloads so the pushed repo can be loaded back. The client runs in subprocesses
 because huggingface_hub reads ``HF_ENDPOINT`` when it is imported. The committed files must be
-exactly what the load paths download, plus the model card push_to_hub writes. Runs on 5.x and
-4.57.
+exactly what the load paths download, plus the model card (README.md), which must parse as the
+Hub parses it, carry the metadata the Hub reads and a "Use in Transformers" snippet that runs;
+a card already in the repository keeps its text. Runs on 5.x and 4.57.
 """
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ def test_push_to_hub_commits_exactly_what_loading_needs(tmp_path):
             import json
             from hf_bbpe.tokenization_bbpe import BBPETokenizer
             hf = BBPETokenizer.from_pretrained({str(local)!r})
-            print(json.dumps(str(hf.push_to_hub({REPO_ID!r}, commit_message="add tokenizer"))))
+            print(json.dumps(str(hf.push_to_hub({REPO_ID!r}, commit_message="add tokenizer", license="mit",
+                                                base_model="meta-llama/Meta-Llama-3-8B", tags=["german"]))))
             again = BBPETokenizer.from_pretrained({REPO_ID!r})
             print(json.dumps([again(doc)["input_ids"] for doc in {docs!r}]))
             """,
@@ -158,12 +160,60 @@ def test_push_to_hub_commits_exactly_what_loading_needs(tmp_path):
         assert elsewhere["remote"]["class"] == "BBPETokenizerFast" and elsewhere["remote"]["ids"] == expected  # d
         assert elsewhere["remote_slow"]["ids"] == expected
 
+        # the card's "Use in Transformers" snippet runs as written, where hf_bbpe cannot be imported
+        snippet = hub.files["README.md"].decode().split("```python\n", 1)[1].split("```", 1)[0]
+        out = run_python(snippet, tmp_path, block_hf_bbpe=True, env=env)
+        assert json.loads(out.splitlines()[-1]) == BBPETokenizer.from_pretrained(local)("Hello world")["input_ids"]
+
     saved = {path.name for path in local.iterdir()}
     assert set(hub.files) == saved | {"README.md"}  # the model card is push_to_hub's own addition
+    _check_card(hub.files["README.md"], tmp_path, license="mit", base_model="meta-llama/Meta-Llama-3-8B",
+                extra_tags=["german"])
     for name in saved:
         assert hub.files[name] == (local / name).read_bytes(), name
     assert hub.downloaded == saved, "every pushed file is needed by a load path, and nothing else was fetched"
     assert json.loads(hub.files["tokenizer_config.json"])["tokenizer_class"] == "PreTrainedTokenizerFast"
+
+
+def _check_card(data: bytes, tmp_path: Path, license: str | None = None, base_model: str | None = None,
+                extra_tags: list[str] = ()) -> str:
+    """The pushed README.md parses as the Hub parses it (huggingface_hub's ModelCard and
+    metadata_load) and carries the metadata the Hub reads; returns its text."""
+    from huggingface_hub import ModelCard
+    from huggingface_hub.repocard import metadata_load
+
+    path = tmp_path / "README.md"
+    path.write_bytes(data)
+    metadata = metadata_load(path)
+    assert metadata["library_name"] == "transformers" and metadata["pipeline_tag"] == "text-generation"
+    assert metadata["tags"] == ["tokenizer", "bpe", "byte-level-bpe", "hf_bbpe", *extra_tags]
+    assert metadata.get("license") == license and metadata.get("base_model") == base_model
+    card = ModelCard.load(path)
+    assert card.data.to_dict() == metadata
+    assert "## Use in Transformers" in card.text and f'AutoTokenizer.from_pretrained("{REPO_ID}")' in card.text
+    return card.text
+
+
+def test_an_existing_card_keeps_its_text_and_gets_the_metadata_it_lacks(tmp_path):
+    hf = BBPETokenizer.from_engine(trained_engine(), eos_token=EOT)
+    hf.save_pretrained(tmp_path / "local")
+    with LocalHub() as hub:
+        hub.files["README.md"] = b"---\nlicense: apache-2.0\ntags:\n- mine\n---\n# My tokenizer\n\nWritten by hand.\n"
+        env = {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub.url, "HF_TOKEN": "hf_local_test_token",
+               "HF_HUB_DOWNLOAD_TIMEOUT": "30", "HF_HUB_ETAG_TIMEOUT": "30"}
+        run_python(
+            f"""
+            from hf_bbpe.tokenization_bbpe import BBPETokenizer
+            BBPETokenizer.from_pretrained({str(tmp_path / "local")!r}).push_to_hub({REPO_ID!r}, license="mit")
+            """,
+            tmp_path, block_hf_bbpe=False, env=env)
+    from huggingface_hub import ModelCard
+
+    card = ModelCard(hub.files["README.md"].decode())
+    assert card.text.strip() == "# My tokenizer\n\nWritten by hand."
+    assert card.data.license == "apache-2.0"  # the card's own value stays
+    assert card.data.tags == ["mine", "tokenizer", "bpe", "byte-level-bpe", "hf_bbpe"]
+    assert card.data.library_name == "transformers" and card.data.pipeline_tag == "text-generation"
 
 
 def test_save_pretrained_with_push_to_hub_pushes_the_rewritten_config(tmp_path):
@@ -183,3 +233,4 @@ def test_save_pretrained_with_push_to_hub_pushes_the_rewritten_config(tmp_path):
     config = json.loads(hub.files["tokenizer_config.json"])
     assert config["tokenizer_class"] == "PreTrainedTokenizerFast" and "pattern" in config
     assert hub.files["tokenizer_config.json"] == (tmp_path / "bbpe-tok" / "tokenizer_config.json").read_bytes()
+    _check_card(hub.files["README.md"], tmp_path)
