@@ -109,7 +109,56 @@ VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
 _DIRECT_CALL = frozenset({"add_special_tokens", "return_attention_mask", "split_special_tokens", "verbose"})
 
 
-class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
+class _PortableFolder:
+    """Saving and pushing, for both classes: transformers' save, then the folder made whole and
+    portable by the class's ``_finish_folder`` (see saved_folder.py); a push uploads that folder
+    with a model card."""
+
+    def save_pretrained(
+        self,
+        save_directory: str | os.PathLike,
+        legacy_format: bool | None = None,
+        filename_prefix: str | None = None,
+        push_to_hub: bool = False,
+        **kwargs: Any,
+    ) -> tuple[str, ...]:
+        """transformers' save, then ``_finish_folder``. With ``push_to_hub=True`` the folder is
+        saved first and then pushed with ``push_to_hub`` (``repo_id`` defaults to the folder's
+        name), so the Hub gets the rewritten config."""
+        if push_to_hub:
+            hub = {key: kwargs.pop(key) for key in _HUB_KEYS if key in kwargs}
+            files = self.save_pretrained(save_directory, legacy_format, filename_prefix, **kwargs)
+            self.push_to_hub(hub.pop("repo_id", Path(save_directory).name), **hub)
+            return files
+        files = super().save_pretrained(save_directory, legacy_format=legacy_format,  # type: ignore[misc]
+                                        filename_prefix=filename_prefix, **kwargs)
+        prefix = f"{filename_prefix}-" if filename_prefix else ""
+        return tuple(files) + self._finish_folder(Path(save_directory), prefix)
+
+    def _finish_folder(self, folder: Path, prefix: str) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def push_to_hub(self, repo_id: str, **options: Any) -> Any:
+        """Upload the saved folder to the Hub with a model card (model_card.push_with_card: the
+        metadata the Hub reads, a "Use in Transformers" snippet; an existing card keeps its text).
+        Takes transformers' options (``commit_message``, ``private``, ``token``, ``revision``,
+        ``create_pr``, ``tags``...) and ``base_model``, ``license``, ``pipeline_tag``, ``model_card``
+        (a README.md's text to push instead of a new card). Returns the commit info."""
+        for key in _PUSH_OPTIONS_FOR_WEIGHTS:
+            options.pop(key, None)
+        info, note = push_with_card(self, repo_id, **options)
+        logger.info("pushed to %s: %s", repo_id, note)
+        return info
+
+
+_HUB_KEYS = ("repo_id", "commit_message", "private", "token", "create_pr", "revision", "commit_description",
+             "tags", "base_model", "license", "pipeline_tag", "model_card")
+"""``save_pretrained(..., push_to_hub=True)`` options that go to ``push_to_hub``."""
+_PUSH_OPTIONS_FOR_WEIGHTS = ("use_temp_dir", "max_shard_size", "safe_serialization")
+"""transformers' ``push_to_hub`` options that concern model weights or 4.57's working copy: accepted, unused."""
+
+
+class BBPETokenizer(_PortableFolder, TransformersHooks, SlowTokenizerBase):
     """A byte-level BPE tokenizer (GPT-2 / GPT-4 / minbpe algorithm) backed by hf_bbpe's engine.
 
     Build one with :meth:`from_engine` from a trained engine tokenizer, or load one with
@@ -627,35 +676,11 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         """The ``tokenizer.json`` content for this tokenizer, added tokens and bos/eos included."""
         return fast_twin_json(self)
 
-    def save_pretrained(
-        self,
-        save_directory: str | os.PathLike,
-        legacy_format: bool | None = None,
-        filename_prefix: str | None = None,
-        push_to_hub: bool = False,
-        **kwargs: Any,
-    ) -> tuple[str, ...]:
-        """transformers' save, then ``tokenizer_config.json`` rewritten to load on 4.57 and 5.x
-        alike and the remote code copied (see saved_folder.py).
-
-        With ``push_to_hub=True`` the folder is saved first and then pushed with ``push_to_hub``
-        (``repo_id`` defaults to the folder's name), so the Hub gets the rewritten config.
-        """
-        if push_to_hub:
-            return _save_then_push(self, save_directory, legacy_format, filename_prefix, kwargs)
-        files = super().save_pretrained(save_directory, legacy_format=legacy_format, filename_prefix=filename_prefix,
-                                        **kwargs)
-        prefix = f"{filename_prefix}-" if filename_prefix else ""
-        finish_saved_folder(save_directory, self, prefix, (self.add_bos_token, self.add_eos_token))
-        return files
-
-    def push_to_hub(self, repo_id: str, **options: Any) -> Any:
-        """Upload the saved folder to the Hub with a model card (model_card.push_with_card: the
-        metadata the Hub reads, a "Use in Transformers" snippet; an existing card keeps its text).
-        Takes transformers' options (``commit_message``, ``private``, ``token``, ``revision``,
-        ``create_pr``, ``tags``...) and ``base_model``, ``license``, ``pipeline_tag``, ``model_card``
-        (a README.md's text to push instead of a new card). Returns the commit info."""
-        return _push_to_hub(self, repo_id, options)
+    def _finish_folder(self, folder: Path, prefix: str) -> tuple[str, ...]:
+        """After transformers' save: ``tokenizer_config.json`` rewritten to load on 4.57 and 5.x
+        alike, ``generation_config.json`` and the remote code (see saved_folder.py)."""
+        finish_saved_folder(folder, self, prefix, (self.add_bos_token, self.add_eos_token))
+        return ()
 
     # ------------------------------------------------------------------ pickling
 
@@ -674,7 +699,7 @@ class BBPETokenizer(TransformersHooks, SlowTokenizerBase):
         return self._spelling.tables(self)[1]
 
 
-class BBPETokenizerFast(PreTrainedTokenizerFast):
+class BBPETokenizerFast(_PortableFolder, PreTrainedTokenizerFast):
     """transformers' fast tokenizer over a saved folder's ``tokenizer.json``: the class that the
     folder's ``auto_map`` names for a fast tokenizer, so that ``AutoTokenizer.from_pretrained(folder,
     trust_remote_code=True)``, which vLLM, SGLang and xgrammar make, gives a fast tokenizer (ids,
@@ -700,53 +725,13 @@ class BBPETokenizerFast(PreTrainedTokenizerFast):
         """False: 4.57 would write ``added_tokens.json``; ``save_pretrained`` copies the slow files itself."""
         return False
 
-    def save_pretrained(
-        self,
-        save_directory: str | os.PathLike,
-        legacy_format: bool | None = None,
-        filename_prefix: str | None = None,
-        push_to_hub: bool = False,
-        **kwargs: Any,
-    ) -> tuple[str, ...]:
-        """transformers' save, then ``vocab.json`` + ``merges.txt`` copied from the folder this was
-        loaded from, ``tokenizer_config.json`` made portable and the remote code copied."""
-        if push_to_hub:
-            return _save_then_push(self, save_directory, legacy_format, filename_prefix, kwargs)
-        files = super().save_pretrained(save_directory, legacy_format=legacy_format, filename_prefix=filename_prefix,
-                                        **kwargs)
-        prefix = f"{filename_prefix}-" if filename_prefix else ""
-        copied = copy_slow_files(save_directory, prefix, self.init_kwargs)
-        finish_saved_folder(save_directory, self, prefix,
-                            bos_eos_from_tokenizer_json(Path(save_directory) / (prefix + TOKENIZER_JSON)))
-        return tuple(files) + tuple(copied)
-
-    def push_to_hub(self, repo_id: str, **options: Any) -> Any:
-        """As BBPETokenizer's: the folder with a model card (model_card.push_with_card)."""
-        return _push_to_hub(self, repo_id, options)
-
-
-_PUSH_OPTIONS_FOR_WEIGHTS = ("use_temp_dir", "max_shard_size", "safe_serialization")
-"""transformers' ``push_to_hub`` options that concern model weights or 4.57's working copy: accepted, unused."""
-
-
-def _push_to_hub(tok: Any, repo_id: str, options: dict[str, Any]) -> Any:
-    for key in _PUSH_OPTIONS_FOR_WEIGHTS:
-        options.pop(key, None)
-    info, note = push_with_card(tok, repo_id, **options)
-    logger.info("pushed to %s: %s", repo_id, note)
-    return info
-
-
-def _save_then_push(tok: Any, save_directory: str | os.PathLike, legacy_format: bool | None,
-                    filename_prefix: str | None, kwargs: dict[str, Any]) -> tuple[str, ...]:
-    """``save_pretrained(..., push_to_hub=True)``: save the folder first, then ``push_to_hub``
-    (``repo_id`` defaults to the folder's name), so the Hub gets the rewritten config."""
-    hub_keys = ("repo_id", "commit_message", "private", "token", "create_pr", "revision", "commit_description",
-                "tags", "base_model", "license", "pipeline_tag", "model_card")
-    hub = {key: kwargs.pop(key) for key in hub_keys if key in kwargs}
-    files = tok.save_pretrained(save_directory, legacy_format, filename_prefix, **kwargs)
-    tok.push_to_hub(hub.pop("repo_id", Path(save_directory).name), **hub)
-    return files
+    def _finish_folder(self, folder: Path, prefix: str) -> tuple[str, ...]:
+        """After transformers' save: ``vocab.json`` + ``merges.txt`` copied from the folder this
+        was loaded from, ``tokenizer_config.json`` made portable, ``generation_config.json`` and
+        the remote code."""
+        copied = copy_slow_files(folder, prefix, self.init_kwargs)
+        finish_saved_folder(folder, self, prefix, bos_eos_from_tokenizer_json(folder / (prefix + TOKENIZER_JSON)))
+        return tuple(copied)
 
 
 class _Spelling:
