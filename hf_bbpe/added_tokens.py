@@ -207,7 +207,7 @@ def initial_added_tokens(
 
 
 MAX_RESERVED_FILL = 65536
-"""At most this many unused ids are filled; a vocabulary with more is refused (one line)."""
+"""At most this many unused ids are filled; a tokenizer with more encodes, but is not saved."""
 
 
 def reserved_tokens_for_holes(normal_tokens: Mapping[int, str], added: Mapping[int, Any]) -> dict[int, AddedToken]:
@@ -219,20 +219,12 @@ def reserved_tokens_for_holes(normal_tokens: Mapping[int, str], added: Mapping[i
     that depends on who counts: largest id + 1 here, the number of entries in ``tokenizers`` (the
     fast twin) and in the readers that count vocabulary entries (MLX-LM's detokenizer, Ollama,
     ``resize_token_embeddings(len(tokenizer))`` after loading the twin). With every id filled, all
-    of them count the same. More than :data:`MAX_RESERVED_FILL` holes raise ValueError.
+    of them count the same. None when more than :data:`MAX_RESERVED_FILL` ids are unused
+    (:func:`refuse_id_holes` then refuses to save the tokenizer).
     """
-    used = set(normal_tokens).union(int(idx) for idx in added)
-    if not used:
+    used, top = _ids_in_use(normal_tokens, added)
+    if not 0 < top + 1 - len(used) <= MAX_RESERVED_FILL:
         return {}
-    top = max(used)
-    missing = top + 1 - len(used)
-    if missing <= 0:
-        return {}
-    if missing > MAX_RESERVED_FILL:
-        first = next(idx for idx in range(top + 1) if idx not in used)
-        raise ValueError(f"{missing} ids below the largest id {top} are unused (the first is {first}); a transformers "
-                         f"tokenizer fills each with a reserved special token, at most {MAX_RESERVED_FILL}: give the "
-                         "special tokens ids next to the vocabulary")
     taken = set(normal_tokens.values()).union(str(token) if not isinstance(token, dict) else token["content"]
                                               for token in added.values())
     fillers: dict[int, AddedToken] = {}
@@ -245,6 +237,22 @@ def reserved_tokens_for_holes(normal_tokens: Mapping[int, str], added: Mapping[i
         fillers[idx] = AddedToken(RESERVED_TOKEN.format(number), special=True, normalized=False)
         number += 1
     return fillers
+
+
+def refuse_id_holes(normal_tokens: Mapping[int, str], added: Mapping[int, Any]) -> None:
+    """ValueError (one line) if ids below the largest one are unused: a saved folder has none."""
+    used, top = _ids_in_use(normal_tokens, added)
+    missing = top + 1 - len(used)
+    if missing > 0:
+        first = next(idx for idx in range(top + 1) if idx not in used)
+        raise ValueError(f"{missing} ids below the largest id {top} are unused (the first is {first}); a saved folder "
+                         f"fills each with a reserved special token, at most {MAX_RESERVED_FILL}: give the special "
+                         "tokens ids next to the vocabulary")
+
+
+def _ids_in_use(normal_tokens: Mapping[int, str], added: Mapping[int, Any]) -> tuple[set[int], int]:
+    used = set(normal_tokens).union(int(idx) for idx in added)
+    return used, max(used, default=-1)
 
 
 def not_normalized(token: str | AddedToken, special: bool) -> AddedToken:

@@ -43,6 +43,7 @@ from .added_tokens import (
     ids_above,
     initial_added_tokens,
     not_normalized,
+    refuse_id_holes,
     reserved_tokens_for_holes,
 )
 from .atomic_write import write_text_atomic
@@ -130,10 +131,14 @@ class _PortableFolder:
             files = self.save_pretrained(save_directory, legacy_format, filename_prefix, **kwargs)
             self.push_to_hub(hub.pop("repo_id", Path(save_directory).name), **hub)
             return files
+        self._check_savable()
         files = super().save_pretrained(save_directory, legacy_format=legacy_format,  # type: ignore[misc]
                                         filename_prefix=filename_prefix, **kwargs)
         prefix = f"{filename_prefix}-" if filename_prefix else ""
         return tuple(files) + self._finish_folder(Path(save_directory), prefix)
+
+    def _check_savable(self) -> None:
+        """Raise before anything is written if the folder could not be whole."""
 
     def _finish_folder(self, folder: Path, prefix: str) -> tuple[str, ...]:
         raise NotImplementedError
@@ -367,7 +372,8 @@ class BBPETokenizer(_PortableFolder, TransformersHooks, SlowTokenizerBase):
 
         Equal to ``len(get_vocab())``: unused ids below the largest one (cl100k's, o200k's, special
         tokens above a gap) hold reserved special tokens (added_tokens.reserved_tokens_for_holes),
-        so the fast twin, which counts entries, has the same length.
+        so the fast twin, which counts entries, has the same length. (With more than 65,536 unused
+        ids none is filled; such a tokenizer encodes, but ``save_pretrained`` refuses it.)
         """
         top = self._max_normal_id
         added = added_tokens_by_id(self)
@@ -675,6 +681,11 @@ class BBPETokenizer(_PortableFolder, TransformersHooks, SlowTokenizerBase):
     def tokenizer_json(self) -> dict[str, Any]:
         """The ``tokenizer.json`` content for this tokenizer, added tokens and bos/eos included."""
         return fast_twin_json(self)
+
+    def _check_savable(self) -> None:
+        """A saved folder has no unused id below the largest one (``__init__`` filled them with
+        reserved special tokens, unless there were more than ``MAX_RESERVED_FILL``)."""
+        refuse_id_holes(self._spelled, added_tokens_by_id(self))
 
     def _finish_folder(self, folder: Path, prefix: str) -> tuple[str, ...]:
         """After transformers' save: ``tokenizer_config.json`` rewritten to load on 4.57 and 5.x

@@ -101,9 +101,12 @@ def test_o200k_like_gaps(tmp_path):
     assert _check_every_load_path(hf, tmp_path / "o200k-like", docs, expected, tmp_path) == 1045
 
 
-def test_more_holes_than_can_be_filled_is_one_line():
+def test_more_holes_than_can_be_filled_encode_but_are_not_saved(tmp_path):
     engine = trained_engine(eot_id=None)
     engine.register_special_tokens({EOT: 1024 + MAX_RESERVED_FILL + 1})
+    hf = BBPETokenizer.from_engine(engine, eos_token=EOT)
+    assert hf(f"a{EOT}")["input_ids"] == engine.encode(f"a{EOT}", allowed_special="all") and len(hf) == 66562
     with pytest.raises(ValueError, match=r"^65537 ids below the largest id 66561 are unused \(the first is 1024\); "
-                                         r"a transformers tokenizer fills each .* ids next to the vocabulary$"):
-        BBPETokenizer.from_engine(engine)
+                                         r"a saved folder fills each .* ids next to the vocabulary$"):
+        hf.save_pretrained(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
