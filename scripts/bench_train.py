@@ -160,53 +160,59 @@ def split_pattern(name: str) -> str:
     return {"gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN}[name]
 
 
-def train_hf_bbpe(args: argparse.Namespace) -> dict:
+def onig_pattern(name: str) -> str:
+    """The pattern as a tokenizer.json spells it for BpeTrainer's Split: Oniguruma reads some of
+    Python regex's syntax differently ("{1,3}+", "$"), see hf_bbpe/onig_regex.py."""
+    from hf_bbpe.onig_regex import translate_pattern_for_onig
+
+    return translate_pattern_for_onig(split_pattern(name))
+
+
+# Each trainer's child returns what its library gives, in plain Python objects; the parent turns it
+# into merges (merges_of), so that a peer's process never imports hf_bbpe.
+
+
+def train_hf_bbpe(args: argparse.Namespace):
     from hf_bbpe import RegexTokenizer
 
-    tok = RegexTokenizer(split_pattern(args.pattern))
+    tok = RegexTokenizer(args.split_pattern)
     if args.hf_bbpe_input == "path":
         tok.train([args.path], args.vocab_size, tie_break=args.tie_break, progress=False)
     else:
         with documents(args.path) as docs:
             tok.train(docs, args.vocab_size, tie_break=args.tie_break, progress=False)
-    return {"merges": tok.merges, "vocab": tok.vocab}
+    return tok
 
 
-def merges_of_hf_bbpe(out: dict) -> dict:
-    vocab = out["vocab"]
-    pairs = [(vocab[a], vocab[b]) for (a, b), _ in sorted(out["merges"].items(), key=lambda kv: kv[1])]
-    return {"pairs": pairs, "tokens": [a + b for a, b in pairs]}
+def raw_hf_bbpe(tok) -> dict:
+    vocab = tok.vocab
+    return {"pairs": [(vocab[a], vocab[b]) for (a, b), _ in sorted(tok.merges.items(), key=lambda kv: kv[1])]}
 
 
-def train_rustbpe(args: argparse.Namespace) -> dict:
+def train_rustbpe(args: argparse.Namespace):
     import rustbpe
 
     tok = rustbpe.Tokenizer()
     with documents(args.path) as docs:
-        tok.train_from_iterator(docs, args.vocab_size, pattern=split_pattern(args.pattern))
-    return {"ranks": tok.get_mergeable_ranks()}
+        tok.train_from_iterator(docs, args.vocab_size, pattern=args.split_pattern)
+    return tok
 
 
-def merges_of_rustbpe(out: dict) -> dict:
-    # the 256 single bytes first (ranks 0-255), then one token per merge in order; no pairs
-    ranked = sorted(out["ranks"], key=lambda kv: kv[1])
-    return {"pairs": None, "tokens": [token for token, rank in ranked if rank >= 256]}
+def raw_rustbpe(tok) -> dict:
+    # the 256 single bytes first (ranks 0-255), then one token per merge, in order; no pairs
+    return {"tokens": [token for token, rank in sorted(tok.get_mergeable_ranks(), key=lambda kv: kv[1]) if rank >= 256]}
 
 
-def train_hf_tokenizers(args: argparse.Namespace) -> dict:
+def train_hf_tokenizers(args: argparse.Namespace):
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     if args.pattern == "gpt2":
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     else:
-        from hf_bbpe.onig_regex import translate_pattern_for_onig
-
-        # as a tokenizer.json spells the pattern: Oniguruma reads some of Python regex's syntax
-        # differently ("{1,3}+", "$"), see hf_bbpe/onig_regex.py
         tok.pre_tokenizer = pre_tokenizers.Sequence(
             [
-                pre_tokenizers.Split(Regex(translate_pattern_for_onig(split_pattern(args.pattern))), behavior="isolated"),
+                pre_tokenizers.Split(Regex(args.onig_pattern), behavior="isolated"),
                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
             ]
         )
@@ -218,52 +224,59 @@ def train_hf_tokenizers(args: argparse.Namespace) -> dict:
         special_tokens=[],
     )
     tok.train([args.path], trainer)
-    return {"tokenizer": tok}
+    return tok
 
 
-def merges_of_hf_tokenizers(out: dict) -> dict:
-    import json as json_module
-
-    merges = json_module.loads(out["tokenizer_json"])["model"]["merges"]
-    return merges_of_unicode_pairs(tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in merges)
+def raw_hf_tokenizers(tok) -> dict:
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    return {"unicode_pairs": [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in merges]}
 
 
-def merges_of_unicode_pairs(merges) -> dict:
-    from hf_bbpe.byte_unicode import unicode_to_token
-
-    pairs = [(unicode_to_token(a), unicode_to_token(b)) for a, b in merges]
-    return {"pairs": pairs, "tokens": [a + b for a, b in pairs]}
-
-
-def train_gigabpe(args: argparse.Namespace) -> dict:
+def train_gigabpe(args: argparse.Namespace):
     import gigabpe
 
     # its alphabet is the corpus's bytes only: ask for as many merges as the others make
     vocab_size = args.vocab_size - 256 + args.distinct_bytes
-    _, merges = gigabpe.train_bpe([args.path], vocab_size, pretokenizer="bytelevel", min_frequency=0)
-    return {"merges": merges}
+    return gigabpe.train_bpe([args.path], vocab_size, pretokenizer="bytelevel", min_frequency=0)
+
+
+def raw_gigabpe(out) -> dict:
+    _, merges = out
+    return {"unicode_pairs": [tuple(m) for m in merges]}
+
+
+CHILDREN = {
+    "hf_bbpe": ("hf_bbpe", train_hf_bbpe, raw_hf_bbpe),
+    "rustbpe": ("rustbpe", train_rustbpe, raw_rustbpe),
+    "hf_tokenizers": ("tokenizers", train_hf_tokenizers, raw_hf_tokenizers),
+    "gigabpe": ("gigabpe", train_gigabpe, raw_gigabpe),
+}
 
 
 def run_child(args: argparse.Namespace) -> None:
-    import hf_bbpe  # noqa: F401  (every child pays the same light import, for base RSS)
-
-    train = {"hf_bbpe": train_hf_bbpe, "rustbpe": train_rustbpe, "hf_tokenizers": train_hf_tokenizers,
-             "gigabpe": train_gigabpe}[args.child]
-    # the library's own import, before the clock starts
-    __import__({"hf_bbpe": "hf_bbpe", "rustbpe": "rustbpe", "hf_tokenizers": "tokenizers", "gigabpe": "gigabpe"}[args.child])
+    module, train, raw = CHILDREN[args.child]
+    __import__(module)  # the library's import, before the clock starts
     base = rss_mb()
     cpu_start = cpu_seconds()
     start = time.perf_counter()
     out = train(args)
     wall = time.perf_counter() - start
     cpu = cpu_seconds() - cpu_start
-    if args.child == "hf_tokenizers":  # the merges as the tokenizer serializes them (after timing)
-        out["tokenizer_json"] = out.pop("tokenizer").to_str()
-    merges = {"hf_bbpe": merges_of_hf_bbpe, "rustbpe": merges_of_rustbpe, "hf_tokenizers": merges_of_hf_tokenizers,
-              "gigabpe": lambda o: merges_of_unicode_pairs(o["merges"])}[args.child](out)
+    result = raw(out)
     with open(args.merges_out, "wb") as f:
-        pickle.dump(merges, f)
-    print(json.dumps({"wall": wall, "cpu": cpu, "base_rss_mb": base, "merges": len(merges["tokens"])}))
+        pickle.dump(result, f)
+    print(json.dumps({"wall": wall, "cpu": cpu, "base_rss_mb": base}))
+
+
+def merges_of(raw: dict) -> dict:
+    """Merges as byte strings: the pairs where the library gives them, and the merged tokens."""
+    if "unicode_pairs" in raw:
+        from hf_bbpe.byte_unicode import unicode_to_token
+
+        raw = {"pairs": [(unicode_to_token(a), unicode_to_token(b)) for a, b in raw["unicode_pairs"]]}
+    if "pairs" in raw:
+        return {"pairs": raw["pairs"], "tokens": [a + b for a, b in raw["pairs"]]}
+    return {"pairs": None, "tokens": raw["tokens"]}
 
 
 def rss_mb() -> float:
@@ -317,7 +330,8 @@ def run_one(job: dict, args: argparse.Namespace, path: str, n_bytes: int, merges
     """One training in its own process: its child's timings, and its memory measured from outside."""
     cmd = [sys.executable, os.path.abspath(__file__), "--child", job["trainer"], "--path", path,
            "--pattern", job["pattern"], "--vocab-size", str(job["vocab_size"]), "--tie-break", job["tie_break"],
-           "--distinct-bytes", str(n_bytes), "--hf-bbpe-input", args.hf_bbpe_input, "--merges-out", merges_out]
+           "--distinct-bytes", str(n_bytes), "--hf-bbpe-input", args.hf_bbpe_input, "--merges-out", merges_out,
+           "--split-pattern", split_pattern(job["pattern"]), "--onig-pattern", onig_pattern(job["pattern"])]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     peak_pss = 0.0
     done = threading.Event()
@@ -438,11 +452,13 @@ def summarize(args, configs, runs, checks, path, n_bytes) -> dict:
         smallest = min(peers, key=lambda n: peers[n]["peak_mb"])
         for name in (n for n in t if n.startswith("hf_bbpe")):
             time_ratio = t[name]["wall"] / peers[fastest]["wall"]
+            cpu_ratio = t[name]["cpu"] / min(p["cpu"] for p in peers.values())
             memory_ratio = t[name]["peak_mb"] / peers[smallest]["peak_mb"]
             config["ratios"][name] = {"time": time_ratio, "memory": memory_ratio, "fastest_peer": fastest,
-                                      "smallest_peer": smallest}
+                                      "smallest_peer": smallest, "cpu_vs_least_cpu_peer": cpu_ratio}
             print(f"{head}: {name} / fastest peer ({fastest}) time {time_ratio:.2f}x "
-                  f"[target <= {TARGET_TIME}: {'met' if time_ratio <= TARGET_TIME else 'not met'}], "
+                  f"[target <= {TARGET_TIME}: {'met' if time_ratio <= TARGET_TIME else 'not met'}; "
+                  f"CPU time / the least CPU of a peer {cpu_ratio:.2f}x], "
                   f"{name} / smallest peer ({smallest}) peak memory {memory_ratio:.2f}x "
                   f"[target <= {TARGET_MEMORY}: {'met' if memory_ratio <= TARGET_MEMORY else 'not met'}]")
     print()
@@ -480,6 +496,8 @@ def main() -> None:
     parser.add_argument("--tie-break", help=argparse.SUPPRESS)
     parser.add_argument("--distinct-bytes", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--merges-out", help=argparse.SUPPRESS)
+    parser.add_argument("--split-pattern", help=argparse.SUPPRESS)
+    parser.add_argument("--onig-pattern", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         run_child(args)
@@ -521,13 +539,13 @@ def main() -> None:
                     merges_out = os.path.join(tmp, f"{job['label']}.pkl")
                     r = run_one(job, args, path, n_bytes, merges_out)
                     with open(merges_out, "rb") as f:
-                        merges[job["label"]] = pickle.load(f)
+                        merges[job["label"]] = merges_of(pickle.load(f))
                     os.remove(merges_out)
                     runs.setdefault((job["pattern"], job["vocab_size"], job["label"]), []).append(r)
                     print(f"round {round_number + 1} {job['pattern']} {job['vocab_size']:>7,} {job['label']:22s} "
                           f"{r['wall']:7.1f} s  CPU {r['cpu']:7.1f} s  peak {r['peak_mb']:6.0f} MB "
                           f"(max RSS {r['max_rss_mb']:.0f}, tree PSS {r['tree_pss_mb']:.0f}, base {r['base_rss_mb']:.0f})"
-                          f"  {r['merges']} merges  load {os.getloadavg()[0]:.2f}", flush=True)
+                          f"  {len(merges[job['label']]['tokens'])} merges  load {os.getloadavg()[0]:.2f}", flush=True)
                 checks.setdefault((jobs[0]["pattern"], jobs[0]["vocab_size"]), []).append(
                     check_merges(merges, has_huggingface))
     summary = summarize(args, configs, runs, checks, path, n_bytes)

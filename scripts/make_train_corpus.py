@@ -6,8 +6,7 @@ Every byte is real text that people wrote: source code (Linux 6.1, GCC 12, Go 1.
 1.63's standard libraries and tools, OpenJDK 17's class library, Perl's modules, Emacs Lisp), its
 documentation (kernel docs, texinfo, the Python 3.11 docs' reST sources, the Debian
 Administrator's Handbook in about twenty languages) and natural language (man pages in thirteen
-languages, WordNet's glosses, a German-English dictionary, the King James Bible). Nothing is
-generated.
+languages, WordNet's glosses, a German-English dictionary). Nothing is generated.
 
 Steps, all in OUT_DIR (nothing is committed; 1.2 GB of corpus beside 0.4 GB of packages):
 
@@ -18,7 +17,7 @@ Steps, all in OUT_DIR (nothing is committed; 1.2 GB of corpus beside 0.4 GB of p
    source tarball or src.zip a package ships is read in place of itself; ``*.gz`` files (man
    pages, ``.el.gz``) are read decompressed.
 3. A file is kept when it is valid UTF-8, holds no NUL byte and is at most 2 MB (larger ones are
-   mostly generated tables). Of a source's kept files, those first in the order of
+   mostly generated tables; the two dictionaries' files may be 30 MB). Of a source's kept files, those first in the order of
    ``sha256(path inside the package)`` are taken up to the source's cap: a fixed and varied
    sample, rather than the first directories in alphabetical order.
 4. ``corpus.txt``: the taken files (in package order), each ending in ``\\n``. Documents are lines
@@ -55,6 +54,7 @@ class Source:
     version: str
     cap_mb: float  # at most this many MB of text from this package
     what: str
+    max_file_mb: float = MAX_FILE_BYTES / MB  # a dictionary is one large file of real text
 
 
 MAN_LANGUAGES = ("de", "fr", "ru", "ja", "pl", "es", "it", "nl", "pt-br", "zh", "uk", "ro", "cs")
@@ -76,9 +76,8 @@ SOURCES = (
     ),
     Source("manpages-ja", "0.5.0.0.20221215+dfsg-1", 30, "manual pages (ja)"),
     Source("manpages-zh", "1.6.4.0-1", 30, "manual pages (zh)"),
-    Source("wordnet-base", "1:3.0-37", 30, "WordNet 3.0 database: English glosses"),
-    Source("trans-de-en", "1.9-6", 30, "German-English dictionary (ding)"),
-    Source("bible-kjv-text", "4.38", 10, "King James Bible"),
+    Source("wordnet-base", "1:3.0-37", 30, "WordNet 3.0 database: English glosses", max_file_mb=30),
+    Source("trans-de-en", "1.9-6", 30, "German-English dictionary (ding)", max_file_mb=30),
 )
 
 ARCHIVE_SUFFIXES = (".tar.xz", ".tar.gz", ".tgz", ".tar.bz2", ".zip")
@@ -175,9 +174,9 @@ def sample_key(path: str) -> bytes:
     return hashlib.sha256(path.encode("utf-8", "surrogateescape")).digest()
 
 
-def text_of(name: str, size: int, read) -> bytes | None:
+def text_of(name: str, size: int, read, max_bytes: int = MAX_FILE_BYTES) -> bytes | None:
     """The file's bytes (decompressed if .gz) when they are real text we keep, else None."""
-    if size > MAX_FILE_BYTES:
+    if size > max_bytes:
         return None
     data = read()
     if name.endswith(".gz"):
@@ -185,7 +184,7 @@ def text_of(name: str, size: int, read) -> bytes | None:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error):
             return None
-    if not data or len(data) > MAX_FILE_BYTES or b"\0" in data:
+    if not data or len(data) > max_bytes or b"\0" in data:
         return None
     try:
         data.decode("utf-8")
@@ -194,13 +193,13 @@ def text_of(name: str, size: int, read) -> bytes | None:
     return data if data.endswith(b"\n") else data + b"\n"
 
 
-def select(deb: str, cap: int) -> tuple[set[str], int]:
+def select(deb: str, cap: int, max_bytes: int) -> tuple[set[str], int]:
     """The files a source gives: kept files in sha256(path) order until ``cap`` bytes; and how
     many files were not text. One pass over the package that reads every file."""
     kept = []
     rejected = 0
     for name, size, read in members(deb):
-        data = text_of(name, size, read)
+        data = text_of(name, size, read, max_bytes)
         if data is None:
             rejected += 1
         else:
@@ -233,21 +232,22 @@ def main() -> None:
         for source in SOURCES:
             deb, version = fetch_deb(source, debs, args.any_version)
             cap = int(source.cap_mb * MB * args.cap_scale)
-            chosen, skipped = select(deb, cap)
+            max_bytes = int(source.max_file_mb * MB)
+            chosen, skipped = select(deb, cap, max_bytes)
             taken = size = 0
             for name, n, read in members(deb):  # second pass: the chosen files, in the package's order
                 if name in chosen:
-                    data = text_of(name, n, read)
+                    data = text_of(name, n, read, max_bytes)
                     corpus.write(data)
                     size += len(data)
                     taken += 1
             entry = {
                 "package": source.package, "version": version, "deb_sha256": sha256_file(deb),
-                "what": source.what, "cap_bytes": cap, "bytes": size, "files": taken, "files_skipped": skipped,
+                "what": source.what, "cap_bytes": cap, "max_file_bytes": max_bytes, "bytes": size, "files": taken, "files_skipped": skipped,
             }
             manifest["sources"].append(entry)
             print(f"{source.package:20s} {version:26s} {size / MB:7.1f} MB from {taken:6d} files"
-                  f" ({skipped} skipped: binary, not UTF-8 or > 2 MB)  [{time.time() - start:.0f} s]", flush=True)
+                  f" ({skipped} skipped: binary, not UTF-8 or too large)  [{time.time() - start:.0f} s]", flush=True)
     manifest["bytes"] = os.path.getsize(partial)
     manifest["sha256"] = sha256_file(partial)
     manifest["lines"] = count_lines(partial)
