@@ -142,11 +142,8 @@ def base_lines(path: str) -> Iterator[bytes]:
 
 
 def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def generate(args: argparse.Namespace) -> dict:

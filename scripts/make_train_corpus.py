@@ -92,11 +92,8 @@ def run(cmd: list[str], cwd: str | None = None) -> str:
 
 
 def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def count_lines(path: str) -> int:
