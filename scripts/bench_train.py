@@ -279,12 +279,17 @@ def merges_of(raw: dict) -> dict:
     return {"pairs": None, "tokens": raw["tokens"]}
 
 
-def rss_mb() -> float:
+def status_mb(field: str) -> float:
+    """A memory figure of this process from /proc/self/status (VmRSS, VmHWM, ...), in MB."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def rss_mb() -> float:
+    return status_mb("VmRSS")
 
 
 def cpu_seconds() -> float:
