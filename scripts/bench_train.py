@@ -35,10 +35,13 @@ Per run:
 
 * wall: the training call, from the path to the merges in memory; CPU: of the process and its
   worker processes over that call (on a shared machine, wall time alone misleads);
-* max RSS: the largest RSS of any one process of the tree over its life (``wait4``'s
-  ``ru_maxrss``: the child, or a worker process it reaped); tree PSS: the largest sum of the
-  proportional set sizes of the child and its worker processes, sampled every 0.1 s (pages shared
-  after ``fork`` split, not counted twice): the fair figure for a trainer that works in processes;
+* max RSS: the largest RSS of any one process of the tree, as the child reports it at its end:
+  its own peak (VmHWM) or that of a worker process it reaped (``RUSAGE_CHILDREN``). Not the
+  child's ``ru_maxrss`` from ``wait4``: Linux carries into it the RSS that this script had when
+  it forked the child, a floor under every trainer's figure;
+* tree PSS: the largest sum of the proportional set sizes of the child and its worker processes,
+  sampled every 0.1 s (pages shared after ``fork`` split, not counted twice): the fair figure for
+  a trainer that works in processes;
 * peak: the larger of the two, the figure the ratios use. It includes the interpreter and the
   imports (base: the child's RSS just before training).
 
@@ -265,7 +268,9 @@ def run_child(args: argparse.Namespace) -> None:
     result = raw(out)
     with open(args.merges_out, "wb") as f:
         pickle.dump(result, f)
-    print(json.dumps({"wall": wall, "cpu": cpu, "base_rss_mb": base}))
+    # this process's peak since its exec (VmHWM is per address space), or a reaped worker's
+    max_rss = max(status_mb("VmHWM"), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    print(json.dumps({"wall": wall, "cpu": cpu, "base_rss_mb": base, "max_rss_mb": max_rss}))
 
 
 def merges_of(raw: dict) -> dict:
@@ -348,15 +353,12 @@ def run_one(job: dict, args: argparse.Namespace, path: str, n_bytes: int, merges
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)  # its rusage: ru_maxrss over it and its reaped children
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    out, _ = proc.communicate()
     done.set()
     sampler.join()
     if proc.returncode:
         raise SystemExit(f"{job['label']} failed with exit code {proc.returncode}: {' '.join(cmd)}")
     result = json.loads(out.strip().splitlines()[-1])
-    result["max_rss_mb"] = usage.ru_maxrss / 1024
     result["tree_pss_mb"] = peak_pss
     result["peak_mb"] = max(result["max_rss_mb"], peak_pss)
     return result
