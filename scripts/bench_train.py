@@ -7,7 +7,10 @@
 CORPUS (default: the shared mix-49mb) is a UTF-8 text file; ``.xz`` is decompressed once into the
 cache directory (``--cache-dir``, default ``$HF_BBPE_BENCH_CACHE`` or /tmp/hf_bbpe_bench), and
 ``--limit-mb`` trains on its first N MB, cut at a line end (also written there). The 1 GB real-text
-corpus is made by scripts/make_train_corpus.py.
+corpus is made by scripts/make_train_corpus.py (``python scripts/make_train_corpus.py DIR``, then
+``python scripts/bench_train.py DIR/corpus.txt``); a corpus with ~100 million distinct chunks by
+scripts/make_many_chunks_corpus.py. Run with ``PYTHONPATH`` at the checkout whose hf_bbpe is
+measured (its C kernels built in place).
 
 **Documents are lines**: each line with its ``\\n`` (the last one may lack it), split at ``\\n``
 only (no ``\\r`` or Unicode line separator ends a line). That is how ``tokenizers`` and gigabpe read
@@ -51,7 +54,8 @@ hf_bbpe / smallest peer (peak), per hf_bbpe tie-break. The merges are checked in
 * hf_bbpe ``tie_break="smallest_pair"`` must equal rustbpe's merges (its rule), token for token;
 * hf_bbpe ``tie_break="huggingface"`` must equal BpeTrainer's and gigabpe's merge pairs, when
   ``hf_bbpe.trainer.TIE_BREAKS`` has it ("not available" otherwise);
-* gigabpe's must equal BpeTrainer's (the peers read the same documents);
+* gigabpe's must equal BpeTrainer's (the peers read the same documents; reported, it does not
+  fail the run);
 * information: how many of hf_bbpe's tokens are also BpeTrainer's (ties are broken differently).
 
 The script exits with status 1 when an hf_bbpe check fails.
