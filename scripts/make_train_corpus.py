@@ -5,7 +5,7 @@
 Every byte is real text that people wrote: source code (Linux 6.1, GCC 12, Go 1.19's and Rust
 1.63's standard libraries and tools, OpenJDK 17's class library, Perl's modules, Emacs Lisp), its
 documentation (kernel docs, texinfo, the Python 3.11 docs' reST sources, the Debian
-Administrator's Handbook in about twenty languages) and natural language (man pages in thirteen
+Administrator's Handbook in 26 languages) and natural language (man pages in thirteen
 languages, WordNet's glosses, a German-English dictionary). Nothing is generated.
 
 Steps, all in OUT_DIR (nothing is committed; 1.2 GB of corpus beside 0.4 GB of packages):
@@ -68,7 +68,7 @@ SOURCES = (
     Source("emacs-el", "1:28.2+1-15+deb12u4", 50, "Emacs 28 Lisp sources"),
     Source("perl-modules-5.36", "5.36.0-7+deb12u4", 20, "Perl 5.36 core modules and POD"),
     Source("python3.11-doc", "3.11.2-6+deb12u9", 40, "Python 3.11 documentation (HTML and reST sources)"),
-    Source("debian-handbook", "11.20220922", 80, "Debian Administrator's Handbook, about twenty languages (HTML)"),
+    Source("debian-handbook", "11.20220922", 80, "Debian Administrator's Handbook in 26 languages (HTML)"),
     *(
         Source(f"manpages-{lang}", "1:4.18.1-1" if lang == "pl" else "4.18.1-1", 30, f"manual pages ({lang})")
         for lang in MAN_LANGUAGES
