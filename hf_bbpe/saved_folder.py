@@ -44,6 +44,7 @@ REMOTE_CODE_MODULES = (
     "model_card",  # push_to_hub's README.md
     # the engine
     "tokenizer",
+    "training",
     "token_ids",
     "token_offsets",
     "chunk_encoder",

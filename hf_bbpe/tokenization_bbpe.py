@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from .token_offsets import token_char_spans  # noqa: F401
     from .tokenizer_json_writer import tokenizer_json_dict  # noqa: F401
     from .trainer import train_merges  # noqa: F401
+    from .training import train_tokenizer  # noqa: F401
     from .unicode_tables import code_points  # noqa: F401
     from .worker_pool import forked_pool  # noqa: F401
 
