@@ -49,6 +49,8 @@ REMOTE_CODE_MODULES = (
     "token_offsets",
     "chunk_encoder",
     "chunk_counting",
+    "native_counting",
+    "text_files",
     "batch_encoding",
     "trainer",
     "patterns",

@@ -47,7 +47,7 @@ from .special_tokens import (
 )
 from .token_ids import MAX_TOKEN_ID, single_token_id, token_id_list
 from .token_offsets import token_char_spans
-from .training import extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
+from .training import ChunkCounts, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
 
 Merges = dict[tuple[int, int], int]
 
@@ -530,30 +530,39 @@ class Tokenizer:
 
     def train(
         self,
-        text: str | Iterable[str],
-        vocab_size: int,
+        text: str | Iterable[str] | os.PathLike | Sequence[os.PathLike] | None = None,
+        vocab_size: int | None = None,
         verbose: bool = False,
         *,
+        files: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
         tie_break: str = "smallest_pair",
         min_frequency: int = 1,
         num_workers: int | None = None,
         progress: bool | None = None,
         text_column: str = "text",
     ) -> None:
-        """Learn ``vocab_size - 256`` merges from a str or an iterable of documents.
+        """Learn ``vocab_size - 256`` merges from a str, an iterable of documents, or files.
 
-        Documents (a file object yields lines) are split with the pattern one by one, in
-        parallel processes; see :func:`train_from_counts` for the rest. A Hugging Face
-        ``datasets.Dataset`` or streaming ``IterableDataset`` is read in batches (column
-        ``text_column``); a ``ray.data.Dataset`` is counted on its Ray cluster (the same column;
-        see ``hf_bbpe.distributed``).
+        ``files=`` (a path or a list: text files, ``.jsonl``, ``.parquet``, as ``tokenizers``'
+        ``train(files=...)`` takes them; ``pathlib.Path`` objects given as ``text`` are files
+        too, a str never is): each line of a text file is a document, as ``open(f)`` yields it
+        (with ``\r`` kept as it is), each record's ``text_column`` of a ``.jsonl`` or
+        ``.parquet`` file is one (see text_files.py). A Hugging Face ``datasets.Dataset`` or
+        streaming ``IterableDataset`` is read in batches (column ``text_column``); a
+        ``ray.data.Dataset`` is counted on its Ray cluster (the same column; see
+        ``hf_bbpe.distributed``).
+
+        With a pattern the C scanner knows (and no normalizer or pipeline), chunks are counted
+        by the C kernel on ``num_workers`` threads (default: the CPUs available), files read in
+        blocks by those threads; otherwise documents are split one by one in ``num_workers``
+        processes. See :func:`train_from_counts` for the rest.
         """
-        train_tokenizer(self, text, vocab_size, verbose, tie_break=tie_break, min_frequency=min_frequency,
-                       num_workers=num_workers, progress=progress, text_column=text_column)
+        train_tokenizer(self, text, vocab_size, verbose, files=files, tie_break=tie_break, min_frequency=min_frequency,
+                        num_workers=num_workers, progress=progress, text_column=text_column)
 
     def train_from_counts(
         self,
-        counts: Mapping[str | bytes, int],
+        counts: Mapping[str | bytes, int] | ChunkCounts,
         vocab_size: int,
         verbose: bool = False,
         *,
@@ -565,6 +574,7 @@ class Tokenizer:
 
         Count the chunks with any engine (e.g. a map-reduce over ``pattern``), then call this.
         For ``tie_break="first_occurrence"`` the mapping must be in order of first appearance.
+        ``counts`` may also be the C kernel's :class:`~native_counting.ChunkCounts`.
         Special tokens already registered keep their ids; merges skip them.
         """
         train_tokenizer_from_counts(self, counts, vocab_size, verbose, tie_break=tie_break,
@@ -573,10 +583,11 @@ class Tokenizer:
     # The keywords repeat train's on purpose: extending is training that continues from these merges.
     def extend(
         self,
-        text: str | Iterable[str],
-        num_new_merges: int,
+        text: str | Iterable[str] | os.PathLike | Sequence[os.PathLike] | None = None,
+        num_new_merges: int | None = None,
         verbose: bool = False,
         *,
+        files: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
         tie_break: str = "smallest_pair",
         min_frequency: int = 1,
         num_workers: int | None = None,
@@ -593,10 +604,11 @@ class Tokenizer:
         old ones, text in which no new merge applies encodes exactly as before. The mode is kept:
         in ``"ranks"`` mode the new tokens join the vocabulary, and text that does not contain
         a new token's bytes encodes exactly as before (tiktoken's rule only builds a token from
-        its own bytes).
+        its own bytes). The corpus is ``text`` or ``files=``, as :meth:`train` takes them.
         """
-        return extend_tokenizer(self, text, num_new_merges, verbose, tie_break=tie_break, min_frequency=min_frequency,
-                               num_workers=num_workers, progress=progress, text_column=text_column)
+        return extend_tokenizer(self, text, num_new_merges, verbose, files=files, tie_break=tie_break,
+                                min_frequency=min_frequency, num_workers=num_workers, progress=progress,
+                                text_column=text_column)
 
     def _reset_to_bytes(self) -> None:
         """Training's start: the 256 byte tokens, no merges (special tokens keep their ids)."""

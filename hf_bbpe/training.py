@@ -3,10 +3,16 @@
 ``Tokenizer.train``, ``train_from_counts`` and ``extend`` are thin methods over the functions
 here. The steps, and where each lives:
 
-1. **Counting** (:func:`chunk_counts`): ``chunk_counting.py`` (documents split with the pattern,
-   counted in worker processes), or ``hf_bbpe.distributed`` for a Ray Dataset.
-2. **Merging** (:func:`learn`): ``trainer.train_merges``, the one merge loop (the C kernel
-   ``_merge_loop.c`` or its twin ``merge_loop.py``).
+1. **Reading**: documents are strs (one str, an iterable, a ``datasets`` dataset) or the lines
+   and records of files (``text_files.py``: text, ``.jsonl``, ``.parquet``).
+2. **Counting** (:func:`chunk_counts`): for a pattern a C scanner knows and no normalizer or
+   pipeline, the C kernel ``_chunk_count.c`` (``native_counting.py``: threads without the GIL,
+   the counts in three flat buffers, :class:`~native_counting.ChunkCounts`); otherwise
+   ``chunk_counting.py`` (the regex module in worker processes, a dict), or
+   ``hf_bbpe.distributed`` for a Ray Dataset.
+3. **Merging** (:func:`learn`): ``trainer.py``, the one merge loop (the C kernel
+   ``_merge_loop.c`` or its twin ``merge_loop.py``), given the kernel's buffers as they are
+   (no Python object per chunk from counting to the last merge) or a dict's chunks.
 
 The tokenizer's state is reset to the 256 bytes before training and set from the learned merges
 after it; ``extend`` builds a new tokenizer that keeps every old merge.
@@ -15,13 +21,17 @@ after it; ``extend`` builds a new tokenizer that keeps every old merge.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .chunk_counting import count_chunks, warn_if_mostly_control
+from .native_counting import ChunkCounts, available, count_native, is_arrow_dataset
 from .progress import progress_bar
-from .trainer import train_merges
+from .text_files import iter_file_documents, training_files
+from .trainer import train_flat_merges, train_merges
 
 if TYPE_CHECKING:
     from .tokenizer import Merges, Tokenizer
@@ -29,26 +39,27 @@ if TYPE_CHECKING:
 
 def train_tokenizer(
     tok: Tokenizer,
-    text: str | Iterable[str],
+    text: Any,
     vocab_size: int,
     verbose: bool = False,
     *,
+    files: Any = None,
     tie_break: str = "smallest_pair",
     min_frequency: int = 1,
     num_workers: int | None = None,
     progress: bool | None = None,
     text_column: str = "text",
 ) -> None:
-    """``tok.train``: count the chunks of ``text``, then :func:`train_tokenizer_from_counts`."""
+    """``tok.train``: count the chunks of ``text`` or ``files``, then :func:`train_tokenizer_from_counts`."""
     check_vocab_size(vocab_size)
-    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column)
+    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files)
     train_tokenizer_from_counts(tok, counts, vocab_size, verbose, tie_break=tie_break,
                                 min_frequency=min_frequency, progress=progress)
 
 
 def train_tokenizer_from_counts(
     tok: Tokenizer,
-    counts: Mapping[str | bytes, int],
+    counts: Mapping[str | bytes, int] | ChunkCounts,
     vocab_size: int,
     verbose: bool = False,
     *,
@@ -56,8 +67,13 @@ def train_tokenizer_from_counts(
     min_frequency: int = 1,
     progress: bool | None = None,
 ) -> None:
-    """``tok.train_from_counts``: the merges of ``{chunk: count}``, from the 256 bytes up."""
+    """``tok.train_from_counts``: the merges of ``{chunk: count}`` (or the C kernel's
+    :class:`~native_counting.ChunkCounts`), from the 256 bytes up."""
     check_vocab_size(vocab_size)
+    if isinstance(counts, ChunkCounts):
+        tok._reset_to_bytes()
+        tok._set_merges(learn(tok, counts, None, vocab_size - 256, tie_break, min_frequency, verbose, progress))
+        return
     warn_if_mostly_control(counts, stacklevel=4)
     words = []
     weights = []
@@ -77,10 +93,11 @@ def train_tokenizer_from_counts(
 
 def extend_tokenizer(
     tok: Tokenizer,
-    text: str | Iterable[str],
-    num_new_merges: int,
+    text: Any,
+    num_new_merges: int | None,
     verbose: bool = False,
     *,
+    files: Any = None,
     tie_break: str = "smallest_pair",
     min_frequency: int = 1,
     num_workers: int | None = None,
@@ -88,11 +105,14 @@ def extend_tokenizer(
     text_column: str = "text",
 ) -> Tokenizer:
     """``tok.extend``: a copy of ``tok`` with up to ``num_new_merges`` merges learned on top."""
-    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column)
-    warn_if_mostly_control(counts, stacklevel=4)
+    if not isinstance(num_new_merges, int):
+        raise TypeError(f"num_new_merges must be an int, got {num_new_merges!r}")
+    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files)
+    if not isinstance(counts, ChunkCounts):
+        warn_if_mostly_control(counts, stacklevel=4)
     words: list[list[int]] = []
     weights: list[int] = []
-    for chunk, count in counts.items():
+    for chunk, count in counts.items():  # (a Python object per chunk: extension segments each one)
         ids = tok.encode_single_piece(chunk)
         if len(ids) >= 2:
             words.append(ids)
@@ -105,13 +125,27 @@ def extend_tokenizer(
 
 
 def chunk_counts(
-    tok: Tokenizer, text: Any, num_workers: int | None, progress: bool | None, tie_break: str, text_column: str
-) -> dict[str, int]:
-    """The chunk counts of training text: in this machine's processes, or on Ray for a Ray Dataset."""
-    ray_data = sys.modules.get("ray.data")  # a Ray Dataset can only exist once ray.data is loaded
-    if ray_data is None or not isinstance(text, ray_data.Dataset):
+    tok: Tokenizer, text: Any, num_workers: int | None, progress: bool | None, tie_break: str, text_column: str,
+    *, files: Any = None,
+) -> dict[str, int] | ChunkCounts:
+    """The chunk counts of training text or files: with the C kernel where it splits the
+    tokenizer's chunking, else in this machine's processes, or on Ray for a Ray Dataset.
+
+    ``files`` (a path or several) or a ``text`` that is an ``os.PathLike`` or a list of them are
+    files (see text_files.py); a str is always text. ``num_workers``: the kernel's threads, or
+    the processes of the other paths (default: the CPUs available)."""
+    files = training_paths(text, files)
+    spec = tok._chunking_spec()
+    native = isinstance(spec, str) and available(spec) and not _is_ray_dataset(text)
+    if files is None and not (native and is_arrow_dataset(text)):  # (the kernel reads a Dataset's Arrow column)
         text = hf_dataset_texts(text, text_column)
-        return count_chunks(text, tok._chunking_spec(), num_workers=num_workers, progress=progress)
+    if native:
+        return count_native(text, spec, files=files, num_threads=num_workers, progress=progress,
+                            text_column=text_column)
+    if files is not None:
+        text = iter_file_documents(files, text_column)
+    if not _is_ray_dataset(text):
+        return count_chunks(text, spec, num_workers=num_workers, progress=progress)
     if tie_break == "first_occurrence":
         raise ValueError(
             "tie_break='first_occurrence' needs the order of the documents, which a Ray Dataset does not "
@@ -122,10 +156,42 @@ def chunk_counts(
     return distributed.count_chunks(text, tok, text_column=text_column)
 
 
+def training_paths(text: Any, files: Any) -> list[str] | None:
+    """The checked paths of the training files, or None when training is on ``text``.
+
+    Files are ``files=`` (a path or a list of paths, str or ``os.PathLike``, as ``tokenizers``'
+    ``train(files=...)`` takes them), or ``text`` given as ``os.PathLike`` objects (a
+    ``pathlib.Path`` or a list or tuple of them): a str in ``text`` is a document, never a path.
+    A list of strs that all name existing files draws a warning (it is trained on as text)."""
+    if files is not None:
+        if text is not None:
+            raise TypeError("train on text or on files=, not both")
+        return training_files(files)
+    if text is None:
+        raise TypeError("nothing to train on: pass text (a str or an iterable of documents) or files=")
+    if isinstance(text, os.PathLike):
+        return training_files([text])
+    if isinstance(text, (list, tuple)) and text and all(isinstance(item, os.PathLike) for item in text):
+        return training_files(text)
+    if (isinstance(text, (list, tuple)) and 0 < len(text) <= 1000 and all(isinstance(item, str) for item in text)
+            and all("\n" not in item and len(item) < 4096 and os.path.isfile(item) for item in text)):
+        warnings.warn(
+            f"every document given to train names an existing file ({text[0]!r}, ...): they are trained on as text. "
+            "To train on the files' contents, pass files=[...] or pathlib.Path objects",
+            stacklevel=4,
+        )
+    return None
+
+
+def _is_ray_dataset(text: Any) -> bool:
+    ray_data = sys.modules.get("ray.data")  # a Ray Dataset can only exist once ray.data is loaded
+    return ray_data is not None and isinstance(text, ray_data.Dataset)
+
+
 def learn(
     tok: Tokenizer,
-    words: list[bytes] | list[list[int]],
-    weights: list[int],
+    words: list[bytes] | list[list[int]] | ChunkCounts,
+    weights: list[int] | None,
     num_merges: int,
     tie_break: str,
     min_frequency: int,
@@ -133,8 +199,9 @@ def learn(
     progress: bool | None,
     unique_bytes: bool = False,
 ) -> Merges:
-    """Run the merge loop on words of ``tok``'s token ids; new ids go above the current ones.
-    Returns ``tok``'s merges followed by the new ones.
+    """Run the merge loop on words of ``tok``'s token ids (or on the C kernel's counts, whose
+    words are bytes: no weights then); new ids go above the current ones. Returns ``tok``'s
+    merges followed by the new ones.
 
     With ``unique_bytes``, a pair whose bytes already form a token is never merged, so no
     two tokens share the same bytes.
@@ -160,18 +227,19 @@ def learn(
         known_bytes.add(merged)
         return True
 
-    learned = train_merges(
-        words,
-        weights,
-        num_merges,
-        first_id=max(tok._normal_ids()) + 1,
-        taken_ids=tok.vocab.keys(),
-        tie_break=tie_break,
-        min_frequency=min_frequency,
-        on_merge=on_merge if verbose or not bar.disable or unique_bytes else None,
-        allow_pair=allow_pair if unique_bytes else None,
-        byte_ids=tok._byte_ids,
-    )
+    options = {
+        "first_id": max(tok._normal_ids()) + 1,
+        "taken_ids": tok.vocab.keys(),
+        "tie_break": tie_break,
+        "min_frequency": min_frequency,
+        "on_merge": on_merge if verbose or not bar.disable or unique_bytes else None,
+        "allow_pair": allow_pair if unique_bytes else None,
+        "byte_ids": tok._byte_ids,
+    }
+    if isinstance(words, ChunkCounts):
+        learned = train_flat_merges(words.symbols, words.lengths, words.counts, num_merges, **options)
+    else:
+        learned = train_merges(words, weights, num_merges, **options)
     bar.close()
     merges = dict(tok.merges)
     merges.update(learned)
