@@ -358,8 +358,20 @@ enum { JSON_OK, JSON_BAD, JSON_NO_FIELD, JSON_NOT_STRING, JSON_SURROGATE, JSON_T
 typedef struct {
     const uint8_t *p, *end, *start;
     int error;
-    const char *what; /* for JSON_BAD: what was expected; JSON_NOT_STRING: the value's type */
+    const char *what; /* for JSON_BAD: what is wrong; JSON_NOT_STRING, JSON_NO_FIELD: the value's type */
+    char names[96];   /* for JSON_NO_FIELD: the object's field names, as written, quoted */
 } JsonScan;
+
+/* Note a field name (for the error when the wanted one is missing): 'name', ... cut before 80 bytes. */
+static void json_note_name(JsonScan *j, const uint8_t *name, size_t n) {
+    size_t used = strlen(j->names);
+    if (used && j->names[used - 1] == '.') return; /* cut already */
+    if (used + (used ? 2 : 0) + n + 2 >= 80) {
+        strcpy(j->names + used, used ? ", ..." : "...");
+        return;
+    }
+    snprintf(j->names + used, sizeof j->names - used, "%s'%.*s'", used ? ", " : "", (int)n, (const char *)name);
+}
 
 static inline int json_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static inline void json_skip_ws(JsonScan *j) {
@@ -388,25 +400,25 @@ static int json_string(JsonScan *j, const uint8_t **body, const uint8_t **body_e
             *body_end = j->p++;
             return 0;
         }
-        if (c < 0x20) return json_fail(j, "a control character in a string");
+        if (c < 0x20) return json_fail(j, "a raw control character in a string");
         if (c == '\\') {
             *escaped = 1;
             if (j->p + 1 >= j->end) break;
             uint8_t e = j->p[1];
             if (e == 'u') {
-                if (j->p + 6 > j->end) return json_fail(j, "4 hex digits after \\u");
+                if (j->p + 6 > j->end) return json_fail(j, "expected 4 hex digits after \\u");
                 for (int k = 2; k < 6; k++)
-                    if (hex_value(j->p[k]) < 0) return json_fail(j, "4 hex digits after \\u");
+                    if (hex_value(j->p[k]) < 0) return json_fail(j, "expected 4 hex digits after \\u");
                 j->p += 6;
                 continue;
             }
-            if (!strchr("\"\\/bfnrt", e) || !e) return json_fail(j, "a valid escape");
+            if (!strchr("\"\\/bfnrt", e) || !e) return json_fail(j, "expected a valid escape");
             j->p += 2;
             continue;
         }
         j->p++;
     }
-    return json_fail(j, "the string's closing quote");
+    return json_fail(j, "expected the string's closing quote");
 }
 
 /* Decode a string body with escapes into out (room: its length); lone surrogates become their
@@ -463,7 +475,7 @@ static size_t json_decode(const uint8_t *p, const uint8_t *end, uint8_t *out, in
 
 static int json_literal(JsonScan *j, const char *word) {
     size_t n = strlen(word);
-    if ((size_t)(j->end - j->p) < n || memcmp(j->p, word, n) != 0) return json_fail(j, "a JSON value");
+    if ((size_t)(j->end - j->p) < n || memcmp(j->p, word, n) != 0) return json_fail(j, "expected a JSON value");
     j->p += n;
     return 0;
 }
@@ -474,7 +486,7 @@ static int json_number(JsonScan *j) {
         j->p++;
         if (j->p < j->end && *j->p == 'I') return json_literal(j, "Infinity");
     }
-    if (j->p >= j->end || *j->p < '0' || *j->p > '9') return json_fail(j, "a JSON value");
+    if (j->p >= j->end || *j->p < '0' || *j->p > '9') return json_fail(j, "expected a JSON value");
     if (*j->p++ != '0')
         while (j->p < j->end && *j->p >= '0' && *j->p <= '9') j->p++;
     if (j->p + 1 < j->end && *j->p == '.' && j->p[1] >= '0' && j->p[1] <= '9') {
@@ -495,7 +507,7 @@ static int json_number(JsonScan *j) {
 /* Skip (and check) the value at j->p; its JSON type name in *type. */
 static int json_value(JsonScan *j, int depth, const char **type) {
     json_skip_ws(j);
-    if (j->p >= j->end) return json_fail(j, "a JSON value");
+    if (j->p >= j->end) return json_fail(j, "expected a JSON value");
     uint8_t c = *j->p;
     const uint8_t *b, *e;
     int escaped;
@@ -520,10 +532,10 @@ static int json_value(JsonScan *j, int depth, const char **type) {
             const char *inner;
             if (c == '{') {
                 json_skip_ws(j);
-                if (j->p >= j->end || *j->p != '"') return json_fail(j, "a property name in double quotes");
+                if (j->p >= j->end || *j->p != '"') return json_fail(j, "expected a property name in double quotes");
                 if (json_string(j, &b, &e, &escaped) < 0) return -1;
                 json_skip_ws(j);
-                if (j->p >= j->end || *j->p != ':') return json_fail(j, "':' after a property name");
+                if (j->p >= j->end || *j->p != ':') return json_fail(j, "expected ':' after a property name");
                 j->p++;
             }
             if (json_value(j, depth + 1, &inner) < 0) return -1;
@@ -545,7 +557,7 @@ static int json_value(JsonScan *j, int depth, const char **type) {
     if (c == 'N') { *type = "number"; return json_literal(j, "NaN"); }
     if (c == 'I') { *type = "number"; return json_literal(j, "Infinity"); }
     if (c == '-' || (c >= '0' && c <= '9')) { *type = "number"; return json_number(j); }
-    return json_fail(j, "a JSON value");
+    return json_fail(j, "expected a JSON value");
 }
 
 /* The text of field (field[0:nfield], UTF-8) of the JSON object on line[0:n]: *text and *len
@@ -556,12 +568,14 @@ static int json_field(JsonScan *j, const uint8_t *line, size_t n, const uint8_t 
     j->p = j->start = line;
     j->end = line + n;
     j->error = JSON_OK;
+    j->what = NULL;
+    j->names[0] = 0;
     json_skip_ws(j);
     if (j->p >= j->end || *j->p != '{') {
         const char *type = "value";
         if (json_value(j, 0, &type) < 0) return j->error;
         json_skip_ws(j);
-        if (j->p < j->end) return json_fail(j, "the end of the line"), JSON_BAD;
+        if (j->p < j->end) return json_fail(j, "expected the end of the line"), JSON_BAD;
         j->what = type;
         return j->error = JSON_NO_FIELD;
     }
@@ -577,7 +591,7 @@ static int json_field(JsonScan *j, const uint8_t *line, size_t n, const uint8_t 
             const uint8_t *kb, *ke;
             int kescaped;
             json_skip_ws(j);
-            if (j->p >= j->end || *j->p != '"') return json_fail(j, "a property name in double quotes"), JSON_BAD;
+            if (j->p >= j->end || *j->p != '"') return json_fail(j, "expected a property name in double quotes"), JSON_BAD;
             if (json_string(j, &kb, &ke, &kescaped) < 0) return j->error;
             int match;
             if (kescaped) {
@@ -587,8 +601,9 @@ static int json_field(JsonScan *j, const uint8_t *line, size_t n, const uint8_t 
             } else {
                 match = (size_t)(ke - kb) == nfield && memcmp(kb, field, nfield) == 0;
             }
+            if (!match) json_note_name(j, kb, (size_t)(ke - kb));
             json_skip_ws(j);
-            if (j->p >= j->end || *j->p != ':') return json_fail(j, "':' after a property name"), JSON_BAD;
+            if (j->p >= j->end || *j->p != ':') return json_fail(j, "expected ':' after a property name"), JSON_BAD;
             j->p++;
             json_skip_ws(j);
             const uint8_t *value = j->p;
@@ -608,11 +623,11 @@ static int json_field(JsonScan *j, const uint8_t *line, size_t n, const uint8_t 
                 j->p++;
                 break;
             }
-            return json_fail(j, "',' or '}'"), JSON_BAD;
+            return json_fail(j, "expected ',' or '}'"), JSON_BAD;
         }
     }
     json_skip_ws(j);
-    if (j->p < j->end) return json_fail(j, "the end of the line"), JSON_BAD;
+    if (j->p < j->end) return json_fail(j, "expected the end of the line"), JSON_BAD;
     if (!vtype) {
         j->what = "object";
         return j->error = JSON_NO_FIELD;
@@ -836,7 +851,7 @@ static int64_t read_at(int fd, uint8_t *buf, int64_t n, int64_t at) {
     return got;
 }
 
-#define LINE_READ (1 << 16)
+#define LINE_READ 4096 /* the first read past a unit's end (then twice as much each time) */
 
 /* The lines of a file unit: read [start - 1, end) and on to the end of the line that runs past end,
  * then each line that starts in [start, end): a document (text), or the field of a JSON object. */
@@ -873,12 +888,12 @@ static void run_file(Worker *w, int64_t u) {
     }
     int64_t e = n;
     if (n == want && n > 0 && w->buf[n - 1] != '\n' && unit->end < f->size && s < n) {
-        for (;;) { /* the last line goes on past end */
-            if (ensure(&w->buf, &w->bufcap, (size_t)e + LINE_READ + PAD) < 0) {
+        for (int64_t step = LINE_READ;; step *= step < (1 << 24) ? 2 : 1) { /* the last line goes on past end */
+            if (ensure(&w->buf, &w->bufcap, (size_t)(e + step) + PAD) < 0) {
                 job_error(job, u, ERR_MEMORY, unit->start);
                 return;
             }
-            int64_t m = read_at(w->fd, w->buf + e, LINE_READ, from + e);
+            int64_t m = read_at(w->fd, w->buf + e, step, from + e);
             if (m < 0) {
                 InputError err = {.kind = ERR_IO, .unit = u, .where = from + e, .io_errno = errno};
                 job_error_at(job, &err);
@@ -890,7 +905,7 @@ static void run_file(Worker *w, int64_t u) {
                 break;
             }
             e += m;
-            if (m < LINE_READ) break;
+            if (m < step) break;
         }
     }
     memset(w->buf + e, 0, PAD);
@@ -935,8 +950,12 @@ static void run_file(Worker *w, int64_t u) {
                     InputError err = {.kind = ERR_JSON, .unit = u, .where = from + i, .line_start = from + i,
                                       .json_error = status};
                     if (status == JSON_BAD)
-                        snprintf(err.detail, sizeof err.detail, "expected %s at column %lld", j.what,
+                        snprintf(err.detail, sizeof err.detail, "%s at column %lld", j.what,
                                  (long long)(j.p - line + 1));
+                    else if (status == JSON_NO_FIELD && j.names[0])
+                        snprintf(err.detail, sizeof err.detail, "%s (its fields: %s; ", j.what, j.names);
+                    else if (status == JSON_NO_FIELD)
+                        snprintf(err.detail, sizeof err.detail, "%s (", j.what);
                     else if (j.what)
                         snprintf(err.detail, sizeof err.detail, "%s", j.what);
                     job_error_at(job, &err);
@@ -1380,6 +1399,8 @@ static PyObject *Counter_count_files(Counter *self, PyObject *args) {
         int fd = open(name, O_RDONLY);
         int64_t got = fd >= 0 ? read_at(fd, bad, 4, e->where) : 0;
         if (fd >= 0) close(fd);
+        for (int64_t k = 0; k < got; k++)
+            if (bad[k] == '\n') got = k + 1; /* (as much of the line as Python shows) */
         PyObject *shown = PyBytes_FromStringAndSize((const char *)bad, got > 0 ? got : 0);
         if (shown) {
             PyErr_Format(PyExc_ValueError, "%S, line %lld: not UTF-8 text (byte %lld: %R)", path, line,
@@ -1392,7 +1413,7 @@ static PyObject *Counter_count_files(Counter *self, PyObject *args) {
     if (!field_obj) goto done;
     switch (e->json_error) {
     case JSON_NO_FIELD:
-        PyErr_Format(PyExc_ValueError, "%S, line %lld: no field %R in the JSON %s (text_column= names the field)",
+        PyErr_Format(PyExc_ValueError, "%S, line %lld: no field %R in the JSON %stext_column= names the field)",
                      path, line, field_obj, e->detail);
         break;
     case JSON_NOT_STRING:

@@ -108,7 +108,7 @@ def _jsonl_documents(path: str, column: str) -> Iterator[str]:
         if not isinstance(record, dict) or column not in record:
             what = "object" if isinstance(record, dict) else _JSON_TYPES.get(type(record), "value")
             raise ValueError(f"{path}, line {number}: no field {column!r} in the JSON {what} "
-                             "(text_column= names the field)")
+                             f"({_field_names(record)}text_column= names the field)")
         value = record[column]
         if not isinstance(value, str):
             raise ValueError(f"{path}, line {number}: field {column!r} is a JSON {_JSON_TYPES[type(value)]}, "
@@ -119,6 +119,20 @@ def _jsonl_documents(path: str, column: str) -> Iterator[str]:
             raise ValueError(f"{path}, line {number}: field {column!r} holds a lone surrogate (\\ud800-\\udfff), "
                              "which is not text") from None
         yield value
+
+
+def _field_names(record: Any) -> str:
+    """``its fields: 'a', 'b'; `` (cut at 80 characters) for an object that has some, else ``""``."""
+    if not isinstance(record, dict) or not record:
+        return ""
+    names = ""
+    for name in record:
+        part = f"{', ' if names else ''}{name!r}"
+        if len(names) + len(part) >= 80:
+            names += ", ..." if names else "..."
+            break
+        names += part
+    return f"its fields: {names}; "
 
 
 def _parquet_documents(path: str, column: str) -> Iterator[str]:

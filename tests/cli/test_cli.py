@@ -39,7 +39,7 @@ def test_train_writes_the_same_tokenizer_as_the_library(mix_tok_dir):
     tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
     assert (mix_tok_dir / "tokenizer.vocab").is_file()
     ref = RegexTokenizer("gpt4")
-    ref.train(iter_documents([str(MIX)], "paragraph"), 512, progress=False)
+    ref.train(files=MIX, vocab_size=512, progress=False, num_workers=1)
     assert tok.merges == ref.merges
     assert tok.pattern == ref.pattern
     assert tok.special_tokens == {"<|endoftext|>": 512}
@@ -49,7 +49,7 @@ def test_train_from_stdin_into_an_existing_folder(tmp_path):
     """'-' reads stdin, with the same result as the library on the same documents; training into an
     existing folder replaces its tokenizer files and keeps the others."""
     ref = RegexTokenizer("gpt4")
-    ref.train(iter_documents([str(TAYLOR)], "paragraph"), 300, progress=False)
+    ref.train(iter_documents([str(TAYLOR)], "line"), 300, progress=False)
     existing = tmp_path / "stdin"
     existing.mkdir()
     (existing / "keep.txt").write_text("mine")
@@ -71,6 +71,46 @@ def test_train_takes_each_tie_break(tmp_path):
         ref.train(iter_documents([str(TAYLOR)], "paragraph"), 400, tie_break=rule, progress=False)
         assert learned[rule] == ref.merges, rule
     assert list(learned["huggingface"].items()) != list(learned["smallest_pair"].items())
+
+
+def test_train_takes_lines_as_the_readme_does_and_jsonl_and_parquet(tmp_path):
+    """The default documents are lines, as the README's ``tok.train(open("corpus.txt"), ...)`` gives
+    them (issue 27's point 14: the two used to differ); .jsonl and .parquet files give their records'
+    --text-column, in the order of the files, as the library's ``train(files=...)``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open(TAYLOR) as handle:  # the README's example, word for word
+        readme = RegexTokenizer("gpt4")
+        readme.train(handle, 300, progress=False)
+    run_cli("train", TAYLOR, "--vocab-size", 300, "--out", tmp_path / "lines", "--quiet")
+    assert Tokenizer.from_file(tmp_path / "lines" / "tokenizer.model").merges == readme.merges
+    docs = MIX.read_text(encoding="utf-8").split("\n\n")
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"id": k, "body": d}) + "\n" for k, d in enumerate(docs[:500])),
+                                      encoding="utf-8")
+    pq.write_table(pa.table({"body": docs[500:]}), tmp_path / "b.parquet")
+    files = [TAYLOR, tmp_path / "a.jsonl", tmp_path / "b.parquet"]
+    run_cli("train", *files, "--vocab-size", 600, "--text-column", "body", "--out", tmp_path / "mixed", "--quiet")
+    library = RegexTokenizer("gpt4")
+    library.train(files=files, vocab_size=600, text_column="body", progress=False)
+    with open(TAYLOR) as handle:
+        documents = list(handle) + docs
+    assert Tokenizer.from_file(tmp_path / "mixed" / "tokenizer.model").merges == library.merges
+    python = RegexTokenizer(r"(?:" + library.pattern + ")")  # the same chunks, counted by the regex module
+    python.train(documents, 600, progress=False)
+    assert python.merges == library.merges
+
+
+def test_bad_training_records_are_one_line_errors(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"content": "no text field"}\n', encoding="utf-8")
+    proc = run_cli("train", TAYLOR, bad, "--vocab-size", 300, "--out", tmp_path / "o", check=False)
+    assert_one_line_error(proc, f"{bad}, line 2", "no field 'text'", "'content'", "--text-column")
+    assert not (tmp_path / "o").exists()
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    assert_one_line_error(run_cli("train", empty, "--vocab-size", 300, "--out", tmp_path / "o", check=False),
+                          "empty input")
 
 
 def test_globs_expand_to_files(mix_tok_dir):
@@ -210,7 +250,7 @@ def test_bad_text_input(tmp_path, mix_tok_dir):
     bad.write_bytes("ok\ncaf\xe9\n".encode("latin-1"))
     assert_one_line_error(run_cli("encode", mix_tok_dir, bad, check=False), "latin1.txt", "not UTF-8", "byte 6")
     assert_one_line_error(run_cli("train", bad, "--vocab-size", 300, "--out", tmp_path / "o", check=False),
-                          "latin1.txt", "byte 6")
+                          "latin1.txt", "line 2", "byte 6")
     assert not (tmp_path / "o").exists()
     assert not list(tmp_path.glob(".o.*"))  # the staging folder is gone too
 
