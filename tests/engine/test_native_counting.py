@@ -56,12 +56,19 @@ def regex_counts(docs, pattern: str) -> dict[str, int]:
     return counts
 
 
+def distinct(counts: ChunkCounts) -> dict[str, int]:
+    """The kernel's counts as a dict, checking that no chunk comes twice."""
+    as_dict = counts.to_dict()
+    assert len(as_dict) == len(counts), "a chunk comes out more than once"
+    return as_dict
+
+
 def kernel_counts(batches, pattern: str, threads: int) -> dict[str, int]:
     """The kernel's counts over several calls (each a list of documents) on ``threads`` threads."""
     counter = _chunk_count.Counter(native_scanner(pattern), threads)
     for batch in batches:
         counter.count_texts(batch)
-    return ChunkCounts(*counter.result()).to_dict()
+    return distinct(ChunkCounts(*counter.result()))
 
 
 def twin_file_counts(paths, pattern: str, text_column: str = "text") -> dict[str, int]:
@@ -92,7 +99,7 @@ def test_real_documents_from_an_iterable(name, threads):
     pattern = NATIVE_PATTERNS[name]
     docs = MIX.read_text(encoding="utf-8").split("\n\n") + SWIFT.read_text(encoding="utf-8").split("\n\n")
     got = count_native(iter(docs), pattern, num_threads=threads, progress=False)
-    assert_same(got.to_dict(), count_chunks(docs, pattern, num_workers=1, progress=False))
+    assert_same(distinct(got), count_chunks(docs, pattern, num_workers=1, progress=False))
     assert got.documents == len(docs) and got.input_bytes == sum(len(d.encode()) for d in docs)
 
 
@@ -105,7 +112,7 @@ def test_text_files_are_counted_line_by_line_as_the_twin_reads_them(name, block)
     counter = _chunk_count.Counter(native_scanner(pattern), 3)
     counter.count_files([str(MIX), str(SWIFT)], [False, False], b"text", block, None)
     expected = twin_file_counts([MIX, SWIFT], pattern)
-    assert_same(ChunkCounts(*counter.result()).to_dict(), expected)
+    assert_same(distinct(ChunkCounts(*counter.result())), expected)
     assert_same(expected, regex_counts(lines_of(MIX) + lines_of(SWIFT), pattern))
 
 
@@ -124,7 +131,7 @@ def test_a_line_is_a_document_and_carriage_returns_stay(tmp_path):
         assert list(handle) == lines
     for pattern in NATIVE_PATTERNS.values():
         got = count_native(None, pattern, files=[str(path)], num_threads=2, progress=False)
-        assert_same(got.to_dict(), regex_counts(lines, pattern))
+        assert_same(distinct(got), regex_counts(lines, pattern))
         assert got.documents == len(lines)
 
 
@@ -159,7 +166,7 @@ def test_jsonl_text_fields_match_the_twin(tmp_path, name):
     assert list(iter_file_documents([str(path)])) == docs
     counter = _chunk_count.Counter(native_scanner(pattern), 2)
     counter.count_files([str(path)], [True], b"text", 997, None)
-    assert_same(ChunkCounts(*counter.result()).to_dict(), regex_counts(docs, pattern))
+    assert_same(distinct(ChunkCounts(*counter.result())), regex_counts(docs, pattern))
 
 
 @settings(max_examples=100, deadline=None)
@@ -169,8 +176,8 @@ def test_jsonl_with_random_text_matches_the_twin(docs, seed, tmp_path_factory):
     path.write_bytes(jsonl_records(docs, seed))
     pattern = NATIVE_PATTERNS["gpt4"]
     got = count_native(None, pattern, files=[str(path)], num_threads=2, progress=False)
-    assert_same(got.to_dict(), twin_file_counts([path], pattern))
-    assert got.to_dict() == regex_counts(docs, pattern)
+    assert_same(distinct(got), twin_file_counts([path], pattern))
+    assert distinct(got) == regex_counts(docs, pattern)
 
 
 def write_parquet(path: Path, docs: list, large: bool = False, column: str = "body") -> None:
@@ -189,8 +196,8 @@ def test_parquet_columns_match_the_twin(tmp_path, large, monkeypatch):
     write_parquet(path, docs, large)
     pattern = NATIVE_PATTERNS["o200k"]
     got = count_native(None, pattern, files=[str(path)], num_threads=3, progress=False, text_column="body")
-    assert_same(got.to_dict(), twin_file_counts([path], pattern, "body"))
-    assert got.to_dict() == regex_counts(docs, pattern)
+    assert_same(distinct(got), twin_file_counts([path], pattern, "body"))
+    assert distinct(got) == regex_counts(docs, pattern)
 
 
 def test_files_of_every_kind_in_one_run_keep_the_order_of_first_appearance(tmp_path):
@@ -204,7 +211,7 @@ def test_files_of_every_kind_in_one_run_keep_the_order_of_first_appearance(tmp_p
     assert len(documents) == 2 * len(lines_of(tmp_path / "c.txt")) + third + 2 * third
     for pattern in (NATIVE_PATTERNS["gpt2"], NATIVE_PATTERNS["llama3"]):
         counts = count_native(None, pattern, files=[str(p) for p in paths], num_threads=2, progress=False)
-        assert_same(counts.to_dict(), regex_counts(documents, pattern))
+        assert_same(distinct(counts), regex_counts(documents, pattern))
 
 
 def test_a_datasets_dataset_is_counted_from_its_arrow_column():
@@ -213,7 +220,7 @@ def test_a_datasets_dataset_is_counted_from_its_arrow_column():
     ds = datasets.Dataset.from_dict({"text": docs, "n": list(range(len(docs)))}).shuffle(seed=0).select(range(0, 900, 2))
     pattern = NATIVE_PATTERNS["gpt4"]
     got = count_native(ds, pattern, num_threads=2, progress=False)
-    assert_same(got.to_dict(), regex_counts(ds["text"], pattern))
+    assert_same(distinct(got), regex_counts(ds["text"], pattern))
     with pytest.raises(ValueError, match="row 1: the text is null"):
         count_native(datasets.Dataset.from_dict({"text": ["a", None, "b"]}), pattern, num_threads=1, progress=False)
 
@@ -280,7 +287,7 @@ def test_json_that_python_reads_is_read(tmp_path):
     docs = list(iter_file_documents([str(path)]))
     assert docs == ["\U0001f642 \u00e9/\b", "x", "tight"]
     got = count_native(None, NATIVE_PATTERNS["gpt2"], files=[str(path)], num_threads=1, progress=False)
-    assert_same(got.to_dict(), regex_counts(docs, NATIVE_PATTERNS["gpt2"]))
+    assert_same(distinct(got), regex_counts(docs, NATIVE_PATTERNS["gpt2"]))
 
 
 def test_parquet_errors(tmp_path, monkeypatch):
