@@ -235,15 +235,20 @@ static void front_flush_all(Table *t, Front *front) {
 /* The front-cache key of chunk p[0:n] (n <= FRONT_MAX): its bytes zero-padded in *w0, *w1, and
  * its entry. p[0:16] may be read when p + 16 <= readable. */
 static inline uint64_t front_key(const uint8_t *p, uint64_t n, const uint8_t *readable, uint64_t *w0, uint64_t *w1) {
+    /* (the masks keep the chunk's n bytes of the two words: the first 8, then the rest) */
+#define LOW_MASK(n) ((n) >= 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * (n))) - 1)
+#define HIGH_MASK(n) ((n) <= 8 ? 0 : (n) >= 16 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * ((n) - 8))) - 1)
+    static const uint64_t low[FRONT_MAX + 1] = {LOW_MASK(0), LOW_MASK(1), LOW_MASK(2), LOW_MASK(3), LOW_MASK(4),
+        LOW_MASK(5), LOW_MASK(6), LOW_MASK(7), LOW_MASK(8), LOW_MASK(9), LOW_MASK(10), LOW_MASK(11), LOW_MASK(12),
+        LOW_MASK(13), LOW_MASK(14), LOW_MASK(15), LOW_MASK(16)};
+    static const uint64_t high[FRONT_MAX + 1] = {HIGH_MASK(0), HIGH_MASK(1), HIGH_MASK(2), HIGH_MASK(3),
+        HIGH_MASK(4), HIGH_MASK(5), HIGH_MASK(6), HIGH_MASK(7), HIGH_MASK(8), HIGH_MASK(9), HIGH_MASK(10),
+        HIGH_MASK(11), HIGH_MASK(12), HIGH_MASK(13), HIGH_MASK(14), HIGH_MASK(15), HIGH_MASK(16)};
     if (p + 16 <= readable) {
         memcpy(w0, p, 8);
         memcpy(w1, p + 8, 8);
-        if (n < 8) {
-            *w0 &= (UINT64_C(1) << (8 * n)) - 1;
-            *w1 = 0;
-        } else if (n < 16) {
-            *w1 &= (UINT64_C(1) << (8 * (n - 8))) - 1;
-        }
+        *w0 &= low[n];
+        *w1 &= high[n];
     } else {
         uint8_t b[16] = {0};
         memcpy(b, p, n);
@@ -254,7 +259,7 @@ static inline uint64_t front_key(const uint8_t *p, uint64_t n, const uint8_t *re
 }
 
 static inline int front_hit(Table *t, Front *e, uint64_t w0, uint64_t w1, uint64_t n) {
-    if (e->w0 != w0 || e->w1 != w1 || e->len != n || !e->record) return 0;
+    if ((e->w0 ^ w0) | (e->w1 ^ w1) | (e->len ^ n)) return 0; /* (an empty entry has length 0) */
     if (++e->pending == UINT32_MAX) front_flush(t, e);
     return 1;
 }
