@@ -62,7 +62,7 @@ def count_chunks(
     counts: Counter[str] = Counter()
     uncovered: Counter[str] = Counter()
     total_chars = 0
-    batches = _batches(documents)
+    batches = document_batches(documents)
     first = next(batches, None)
     if first is None:
         bar.close()
@@ -194,7 +194,9 @@ def _chain(first: list[str], second: list[str] | None, rest: Iterator[list[str]]
         yield from rest
 
 
-def _batches(documents: Iterable[str]) -> Iterator[list[str]]:
+def document_batches(documents: str | Iterable[str], batch_chars: int = _BATCH_CHARS) -> Iterator[list[str]]:
+    """The documents (a str is one) in lists of about ``batch_chars`` characters; a document that
+    is not a str is a TypeError."""
     if isinstance(documents, str):
         documents = (documents,)
     batch: list[str] = []
@@ -204,7 +206,7 @@ def _batches(documents: Iterable[str]) -> Iterator[list[str]]:
             raise TypeError(f"training documents must be str, got {type(doc).__name__}")
         batch.append(doc)
         size += len(doc)
-        if size >= _BATCH_CHARS:
+        if size >= batch_chars:
             yield batch
             batch, size = [], 0
     if batch:

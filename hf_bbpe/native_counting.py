@@ -9,8 +9,7 @@ chunk from counting to the last merge. Inputs:
 * files (text, ``.jsonl``, ``.parquet``; see text_files.py), read in blocks by the threads
   (a parquet column through pyarrow, as Arrow buffers);
 * a ``datasets.Dataset``: its Arrow column, without a str per row;
-* a str, or any iterable of str: in batches, a thread reading the next batch while the kernel
-  counts one.
+* a str, or any iterable of str: in batches of about 8 MB.
 
 Everything else, and any process without the kernel (the copy of this code that a saved folder
 carries), takes chunk_counting.py, the readable twin; both give the same counts in the same order.
@@ -20,12 +19,11 @@ from __future__ import annotations
 
 import importlib
 import os
-import queue
 import sys
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+from .chunk_counting import document_batches
 from .patterns import native_scanner
 from .progress import progress_bar
 from .text_files import PARQUET, TEXT, file_kind, parquet_text_arrays
@@ -107,7 +105,7 @@ def count_native(
         elif is_arrow_dataset(source):
             _count_dataset(counter, source, text_column, bar)
         else:
-            for batch in _in_background(_text_batches(source)):
+            for batch in document_batches(source, _BATCH_CHARS):
                 bar.update(counter.count_texts(batch))
     finally:
         bar.close()
@@ -191,70 +189,3 @@ def _count_dataset(counter: Any, dataset: Any, text_column: str, bar: Any) -> No
         for array in column.chunks:
             bar.update(_count_array(counter, array, row, "the dataset"))
             row += len(array)
-
-
-def _text_batches(documents: str | Iterable[str]) -> Iterator[list[str]]:
-    """Documents in lists of about :data:`_BATCH_CHARS` characters."""
-    if isinstance(documents, str):
-        yield [documents]
-        return
-    batch: list[str] = []
-    size = 0
-    for doc in documents:
-        if type(doc) is not str and not isinstance(doc, str):
-            raise TypeError(f"training documents must be str, got {type(doc).__name__}")
-        batch.append(doc)
-        size += len(doc)
-        if size >= _BATCH_CHARS:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-_DONE = object()
-
-
-def _in_background(batches: Iterator[list[str]]) -> Iterator[list[str]]:
-    """The batches, the next one made on a thread while the caller counts this one (the kernel
-    releases the GIL); the thread's exception is raised here."""
-    if isinstance(batches, list):
-        yield from batches
-        return
-    ready: queue.Queue = queue.Queue(maxsize=1)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            for batch in batches:
-                while not stop.is_set():
-                    try:
-                        ready.put(batch, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            item: Any = _DONE
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which raises it
-            item = exc
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=0.1)
-                return
-            except queue.Full:
-                continue
-
-    thread = threading.Thread(target=produce, name="hf_bbpe counting reader", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = ready.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        thread.join()
