@@ -264,43 +264,83 @@ static inline int front_hit(Table *t, Front *e, uint64_t w0, uint64_t w1, uint64
     return 1;
 }
 
+/* A chunk on its way through count_batch: where it is, its front-cache key and entry, its hash. */
 typedef struct {
-    Py_ssize_t start, len;
-    uint64_t w0, w1, h, key;
-} Miss;
+    const uint8_t *at;
+    uint64_t len, w0, w1, h, key;
+} Pending;
 
-/* Count the chunks p[starts[c]:ends[c]] (a batch from the scanner), in order. Front-cache hits
- * first; the others then go to the table in order, their slots prefetched meanwhile (one cache
- * miss each, overlapped). -1 when out of memory. */
-static int count_batch(Table *t, Front *front, const uint8_t *p, Py_ssize_t start, const Py_ssize_t *ends,
-                       Py_ssize_t k, const uint8_t *readable) {
-    Miss miss[SCAN_BATCH];
-    int nmiss = 0;
+/* What a thread counts into: its table, its front cache, and the chunks of its last two batches
+ * that missed the front cache (see count_batch), which still point into their text. */
+typedef struct {
+    Table *table;
+    Front *front;
+    Pending waiting[2][SCAN_BATCH]; /* [older]: its records prefetched; [!older]: its slots prefetched */
+    int nwaiting[2], older;
+} Tally;
+
+/* The table's part of counting: each waiting chunk of the older batch in order (the front cache
+ * first, as an earlier one may have brought it there), then the newer batch's records
+ * prefetched (its slots were), and it becomes the older. -1 when out of memory. */
+static int tally_step(Tally *y) {
+    Table *t = y->table;
+    Pending *old = y->waiting[y->older];
+    for (int m = 0; m < y->nwaiting[y->older]; m++) {
+        uint64_t n = old[m].len;
+        Front *e = &y->front[old[m].key];
+        if (n <= FRONT_MAX && front_hit(t, e, old[m].w0, old[m].w1, n)) continue;
+        uint64_t record = table_add(t, old[m].at, n, old[m].h);
+        if (!record) return -1;
+        if (n <= FRONT_MAX) {
+            if (e->record) front_flush(t, e);
+            *e = (Front){old[m].w0, old[m].w1, record, (uint32_t)n, 0};
+        }
+    }
+    y->nwaiting[y->older] = 0;
+    y->older ^= 1;
+    Pending *next = y->waiting[y->older];
+    for (int m = 0; m < y->nwaiting[y->older]; m++) { /* the record of the first slot, if it may be the chunk's */
+        uint64_t s = t->slots[home_slot(t, next[m].h)];
+        if (s >> TAG_SHIFT == next[m].h >> TAG_SHIFT) PREFETCH(t->arena + (s & OFFSET_MASK) - 1);
+    }
+    return 0;
+}
+
+/* Every waiting chunk into the table: before the text they point into goes, and before a new unit
+ * (whose records must follow this one's). */
+static int tally_drain(Tally *y) {
+    return tally_step(y) < 0 || tally_step(y) < 0 ? -1 : 0;
+}
+
+/* Count the chunks of a batch from the scanner, p[start:ends[0]], p[ends[0]:ends[1]], ..., in passes
+ * so that the memory loads of many chunks overlap instead of waiting one for another: the front
+ * cache entries of the batch are prefetched, then looked up; the chunks that miss wait for the table
+ * while two more batches go by (their slots prefetched now, their records at the next batch; see
+ * tally_step), which keeps their order. -1 when out of memory. */
+static int count_batch(Tally *y, const uint8_t *p, Py_ssize_t start, const Py_ssize_t *ends, Py_ssize_t k,
+                       const uint8_t *readable) {
+    Pending chunk[SCAN_BATCH];
     for (Py_ssize_t c = 0; c < k; start = ends[c++]) {
         uint64_t n = (uint64_t)(ends[c] - start), w0 = 0, w1 = 0, key = 0;
         if (n <= FRONT_MAX) {
             key = front_key(p + start, n, readable, &w0, &w1);
-            if (front_hit(t, &front[key], w0, w1, n)) continue;
+            PREFETCH(&y->front[key]);
         }
-        uint64_t h = hash_bytes(p + start, n);
-        PREFETCH(&t->slots[home_slot(t, h)]);
-        miss[nmiss++] = (Miss){start, (Py_ssize_t)n, w0, w1, h, key};
+        chunk[c] = (Pending){p + start, n, w0, w1, 0, key};
     }
-    for (int m = 0; m < nmiss; m++) { /* the record of the first slot, if it may be the chunk's */
-        uint64_t s = t->slots[home_slot(t, miss[m].h)];
-        if (s >> TAG_SHIFT == miss[m].h >> TAG_SHIFT) PREFETCH(t->arena + (s & OFFSET_MASK) - 1);
+    if (tally_step(y) < 0) return -1; /* (the older batch to the table, making room) */
+    Table *t = y->table;
+    Pending *miss = y->waiting[y->older ^ 1];
+    int nmiss = 0;
+    for (Py_ssize_t c = 0; c < k; c++) {
+        uint64_t n = chunk[c].len;
+        if (n <= FRONT_MAX && front_hit(t, &y->front[chunk[c].key], chunk[c].w0, chunk[c].w1, n)) continue;
+        Pending *m = &miss[nmiss++];
+        *m = chunk[c];
+        m->h = hash_bytes(m->at, n);
+        PREFETCH(&t->slots[home_slot(t, m->h)]);
     }
-    for (int m = 0; m < nmiss; m++) {
-        uint64_t n = (uint64_t)miss[m].len;
-        Front *e = &front[miss[m].key];
-        if (n <= FRONT_MAX && front_hit(t, e, miss[m].w0, miss[m].w1, n)) continue; /* (met earlier in the batch) */
-        uint64_t record = table_add(t, p + miss[m].start, n, miss[m].h);
-        if (!record) return -1;
-        if (n <= FRONT_MAX) {
-            if (e->record) front_flush(t, e);
-            *e = (Front){miss[m].w0, miss[m].w1, record, (uint32_t)n, 0};
-        }
-    }
+    y->nwaiting[y->older ^ 1] = nmiss;
     return 0;
 }
 
@@ -729,8 +769,7 @@ struct Counter {
 
 typedef struct {
     Job *job;
-    Table *table;
-    Front *front;
+    Tally tally;
     uint8_t *buf, *scratch;
     size_t bufcap, scratchcap;
     int fd, fd_file;
@@ -772,14 +811,14 @@ static void job_error(Job *job, int64_t unit, int kind, int64_t where) {
 }
 
 /* Count the chunks of one document (valid UTF-8 with a readable byte after it; bytes up to readable
- * may be read). */
-static int count_document(const PretokScanner *scanner, Table *t, Front *front, const uint8_t *p, Py_ssize_t n,
+ * may be read). Some of its chunks may still wait (see count_batch): drain y before its text goes. */
+static int count_document(const PretokScanner *scanner, Tally *y, const uint8_t *p, Py_ssize_t n,
                           const uint8_t *readable) {
     PretokText text = {PRETOK_UTF8_KIND, p, n};
     Py_ssize_t ends[SCAN_BATCH];
     for (Py_ssize_t i = 0; i < n;) {
         Py_ssize_t k = scanner->chunks(&text, i, ends, SCAN_BATCH);
-        if (count_batch(t, front, p, i, ends, k, readable) < 0) return -1;
+        if (count_batch(y, p, i, ends, k, readable) < 0) return -1;
         i = ends[k - 1];
     }
     return 0;
@@ -793,13 +832,14 @@ static int count_unpadded(Worker *w, const uint8_t *p, Py_ssize_t n, int padded)
         memset(w->scratch + n, 0, PAD);
         p = w->scratch;
     }
-    return count_document(w->job->counter->scanner, w->table, w->front, p, n, p + n + PAD);
+    if (count_document(w->job->counter->scanner, &w->tally, p, n, p + n + PAD) < 0) return -1;
+    return padded ? 0 : tally_drain(&w->tally); /* (the scratch copy is reused) */
 }
 
 static void run_texts(Worker *w, int64_t u) {
     Job *job = w->job;
     for (Py_ssize_t d = job->first[u]; d < job->first[u + 1]; d++)
-        if (count_document(job->counter->scanner, w->table, w->front, job->docs[d], job->lens[d],
+        if (count_document(job->counter->scanner, &w->tally, job->docs[d], job->lens[d],
                            job->docs[d] + job->lens[d] + 1) < 0) {
             job_error(job, u, ERR_MEMORY, d);
             return;
@@ -929,7 +969,7 @@ static void run_file(Worker *w, int64_t u) {
         const uint8_t *line = w->buf + i;
         size_t len = (size_t)(end - i);
         if (f->format == FILE_TEXT) {
-            if (count_document(scanner, w->table, w->front, line, (Py_ssize_t)len, w->buf + e + PAD) < 0) {
+            if (count_document(scanner, &w->tally, line, (Py_ssize_t)len, w->buf + e + PAD) < 0) {
                 job_error(job, u, ERR_MEMORY, from + i);
                 return;
             }
@@ -968,7 +1008,8 @@ static void run_file(Worker *w, int64_t u) {
                 }
                 if (text == w->scratch) memset(w->scratch + tlen, 0, PAD);
                 const uint8_t *readable = text == w->scratch ? w->scratch + tlen + PAD : w->buf + e + PAD;
-                if (count_document(scanner, w->table, w->front, text, (Py_ssize_t)tlen, readable) < 0) {
+                if (count_document(scanner, &w->tally, text, (Py_ssize_t)tlen, readable) < 0 ||
+                    (text == w->scratch && tally_drain(&w->tally) < 0)) { /* (the scratch is reused) */
                     job_error(job, u, ERR_MEMORY, from + i);
                     return;
                 }
@@ -989,7 +1030,7 @@ static void *work(void *arg) {
     for (;;) {
         int64_t u = ATOMIC_NEXT(&job->next_unit);
         if (u >= job->nunits || u > ATOMIC_GET(&job->stop_after)) break;
-        if (table_segment(w->table, job->unit_base + u) < 0) {
+        if (table_segment(w->tally.table, job->unit_base + u) < 0) {
             job_error(job, u, ERR_MEMORY, 0);
             break;
         }
@@ -998,8 +1039,12 @@ static void *work(void *arg) {
 #if HAVE_THREADS
         else run_file(w, u);
 #endif
+        if (tally_drain(&w->tally) < 0) { /* (this unit's records in its segment) */
+            job_error(job, u, ERR_MEMORY, 0);
+            break;
+        }
     }
-    front_flush_all(w->table, w->front);
+    front_flush_all(w->tally.table, w->tally.front);
 #if HAVE_THREADS
     pthread_mutex_lock(&job->lock);
     job->running--;
@@ -1015,18 +1060,22 @@ static void *work(void *arg) {
 static int run_job(Counter *self, Job *job, PyObject *progress) {
     int nthreads = self->nthreads;
     if (nthreads > job->nunits) nthreads = job->nunits > 0 ? (int)job->nunits : 1;
-    Worker workers[MAX_THREADS];
-    memset(workers, 0, sizeof workers);
+    Worker *workers = calloc((size_t)nthreads, sizeof(Worker));
     job->counter = self;
     job->unit_base = self->next_unit;
     job->stop_after = INT64_MAX;
-    int failed = 0;
-    for (int k = 0; k < nthreads; k++) {
-        workers[k] = (Worker){job, &self->tables[k], calloc((size_t)1 << FRONT_BITS, sizeof(Front)), NULL, NULL, 0, 0, -1, -1};
-        if (!workers[k].front) failed = 1;
+    int failed = workers == NULL;
+    for (int k = 0; k < nthreads && !failed; k++) {
+        Worker *w = &workers[k];
+        w->job = job;
+        w->tally.table = &self->tables[k];
+        w->tally.front = calloc((size_t)1 << FRONT_BITS, sizeof(Front));
+        w->fd = w->fd_file = -1;
+        if (!w->tally.front) failed = 1;
     }
     if (failed) {
-        for (int k = 0; k < nthreads; k++) free(workers[k].front);
+        for (int k = 0; workers && k < nthreads; k++) free(workers[k].tally.front);
+        free(workers);
         PyErr_NoMemory();
         return -1;
     }
@@ -1082,13 +1131,14 @@ static int run_job(Counter *self, Job *job, PyObject *progress) {
     work(&workers[0]);
 #endif
     for (int k = 0; k < nthreads; k++) {
-        free(workers[k].front);
+        free(workers[k].tally.front);
         free(workers[k].buf);
         free(workers[k].scratch);
 #if HAVE_THREADS
         if (workers[k].fd >= 0) close(workers[k].fd);
 #endif
     }
+    free(workers);
     self->next_unit += job->nunits;
     self->bytes += job->bytes_done;
     self->documents += job->documents;
