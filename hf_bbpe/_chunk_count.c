@@ -264,17 +264,21 @@ static inline int front_hit(Table *t, Front *e, uint64_t w0, uint64_t w1, uint64
     return 1;
 }
 
-/* A chunk on its way through count_batch: where it is, its front-cache key and entry, its hash. */
+/* A chunk on its way through counting (see count_chunks): where it is, its front-cache key and
+ * entry, its hash. */
 typedef struct {
     const uint8_t *at;
     uint64_t len, w0, w1, h, key;
 } Pending;
 
-/* What a thread counts into: its table, its front cache, and the chunks of its last two batches
- * that missed the front cache (see count_batch), which still point into their text. */
+/* What a thread counts into: its table, its front cache, the chunks met since the last batch, and
+ * those of the last two batches that missed the front cache (see tally_batch); they all still
+ * point into their text. */
 typedef struct {
     Table *table;
     Front *front;
+    Pending fresh[SCAN_BATCH]; /* of any documents, their front entries prefetched */
+    int nfresh;
     Pending waiting[2][SCAN_BATCH]; /* [older]: its records prefetched; [!older]: its slots prefetched */
     int nwaiting[2], older;
 } Tally;
@@ -299,48 +303,60 @@ static int tally_step(Tally *y) {
     y->nwaiting[y->older] = 0;
     y->older ^= 1;
     Pending *next = y->waiting[y->older];
-    for (int m = 0; m < y->nwaiting[y->older]; m++) { /* the record of the first slot, if it may be the chunk's */
+    for (int m = 0; m < y->nwaiting[y->older]; m++) {
         uint64_t s = t->slots[home_slot(t, next[m].h)];
-        if (s >> TAG_SHIFT == next[m].h >> TAG_SHIFT) PREFETCH(t->arena + (s & OFFSET_MASK) - 1);
+        if (s >> TAG_SHIFT == next[m].h >> TAG_SHIFT) /* the record of the first slot, if it may be the chunk's */
+            PREFETCH(t->arena + (s & OFFSET_MASK) - 1);
+        const Front *e = &y->front[next[m].key];
+        if (next[m].len <= FRONT_MAX && e->pending) /* the record its front entry's count will go to */
+            PREFETCH(t->arena + e->record - 1);
     }
     return 0;
 }
 
-/* Every waiting chunk into the table: before the text they point into goes, and before a new unit
- * (whose records must follow this one's). */
-static int tally_drain(Tally *y) {
-    return tally_step(y) < 0 || tally_step(y) < 0 ? -1 : 0;
+/* The fresh chunks (see count_chunks) in order: front-cache hits are counted there; the others
+ * wait for the table while two more batches go by (their slots prefetched now, their records at
+ * the next batch; see tally_step), which keeps their order. -1 when out of memory. */
+static int tally_batch(Tally *y) {
+    if (tally_step(y) < 0) return -1; /* (the older batch to the table, making room) */
+    Table *t = y->table;
+    Pending *miss = y->waiting[y->older ^ 1];
+    int nmiss = 0;
+    for (int c = 0; c < y->nfresh; c++) {
+        const Pending *f = &y->fresh[c];
+        if (f->len <= FRONT_MAX && front_hit(t, &y->front[f->key], f->w0, f->w1, f->len)) continue;
+        Pending *m = &miss[nmiss++];
+        *m = *f;
+        m->h = hash_bytes(m->at, m->len);
+        PREFETCH(&t->slots[home_slot(t, m->h)]);
+    }
+    y->nwaiting[y->older ^ 1] = nmiss;
+    y->nfresh = 0;
+    return 0;
 }
 
-/* Count the chunks of a batch from the scanner, p[start:ends[0]], p[ends[0]:ends[1]], ..., in passes
- * so that the memory loads of many chunks overlap instead of waiting one for another: the front
- * cache entries of the batch are prefetched, then looked up; the chunks that miss wait for the table
- * while two more batches go by (their slots prefetched now, their records at the next batch; see
- * tally_step), which keeps their order. -1 when out of memory. */
-static int count_batch(Tally *y, const uint8_t *p, Py_ssize_t start, const Py_ssize_t *ends, Py_ssize_t k,
-                       const uint8_t *readable) {
-    Pending chunk[SCAN_BATCH];
+/* Every chunk met so far into the table: before the text they point into goes, and before a new
+ * unit (whose records must follow this one's). */
+static int tally_drain(Tally *y) {
+    return tally_batch(y) < 0 || tally_step(y) < 0 || tally_step(y) < 0 ? -1 : 0;
+}
+
+/* Count the chunks p[start:ends[0]], p[ends[0]:ends[1]], ... (from the scanner), in passes over
+ * batches of chunks (of any documents) so that the memory loads of many chunks overlap instead of
+ * waiting one for another: a chunk's front-cache entry is prefetched here, looked up when its batch
+ * is full (tally_batch). The chunks keep pointing into their text until they are drained. -1 when
+ * out of memory. */
+static int count_chunks(Tally *y, const uint8_t *p, Py_ssize_t start, const Py_ssize_t *ends, Py_ssize_t k,
+                        const uint8_t *readable) {
     for (Py_ssize_t c = 0; c < k; start = ends[c++]) {
         uint64_t n = (uint64_t)(ends[c] - start), w0 = 0, w1 = 0, key = 0;
         if (n <= FRONT_MAX) {
             key = front_key(p + start, n, readable, &w0, &w1);
             PREFETCH(&y->front[key]);
         }
-        chunk[c] = (Pending){p + start, n, w0, w1, 0, key};
+        y->fresh[y->nfresh++] = (Pending){p + start, n, w0, w1, 0, key};
+        if (y->nfresh == SCAN_BATCH && tally_batch(y) < 0) return -1;
     }
-    if (tally_step(y) < 0) return -1; /* (the older batch to the table, making room) */
-    Table *t = y->table;
-    Pending *miss = y->waiting[y->older ^ 1];
-    int nmiss = 0;
-    for (Py_ssize_t c = 0; c < k; c++) {
-        uint64_t n = chunk[c].len;
-        if (n <= FRONT_MAX && front_hit(t, &y->front[chunk[c].key], chunk[c].w0, chunk[c].w1, n)) continue;
-        Pending *m = &miss[nmiss++];
-        *m = chunk[c];
-        m->h = hash_bytes(m->at, n);
-        PREFETCH(&t->slots[home_slot(t, m->h)]);
-    }
-    y->nwaiting[y->older ^ 1] = nmiss;
     return 0;
 }
 
@@ -811,14 +827,14 @@ static void job_error(Job *job, int64_t unit, int kind, int64_t where) {
 }
 
 /* Count the chunks of one document (valid UTF-8 with a readable byte after it; bytes up to readable
- * may be read). Some of its chunks may still wait (see count_batch): drain y before its text goes. */
+ * may be read). Some of its chunks may still wait (see count_chunks): drain y before its text goes. */
 static int count_document(const PretokScanner *scanner, Tally *y, const uint8_t *p, Py_ssize_t n,
                           const uint8_t *readable) {
     PretokText text = {PRETOK_UTF8_KIND, p, n};
     Py_ssize_t ends[SCAN_BATCH];
     for (Py_ssize_t i = 0; i < n;) {
         Py_ssize_t k = scanner->chunks(&text, i, ends, SCAN_BATCH);
-        if (count_batch(y, p, i, ends, k, readable) < 0) return -1;
+        if (count_chunks(y, p, i, ends, k, readable) < 0) return -1;
         i = ends[k - 1];
     }
     return 0;
