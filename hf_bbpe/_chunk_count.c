@@ -10,8 +10,9 @@
  * [length: varint][bytes], appended in the order the thread first meets each chunk. No Python
  * object is made per chunk.
  *
- * Documents are never cut: a document is one str, one row of an Arrow string column, or one line
- * (with its \n) of a text file, or the text field of one line of a .jsonl file. The work is cut
+ * Documents are never cut blindly: a document is one str, one row of an Arrow string column, or one
+ * line (with its \n) of a text file, or the text field of one line of a .jsonl file; a long str is
+ * counted in parts that hand over where their chunkings meet (see Part), as one pass. The work is cut
  * into units (ranges of documents, or byte ranges of files that own the lines starting in them),
  * numbered in input order; threads take units in that order (an atomic counter), and a thread
  * notes where each unit's records start in its arena (a segment with the unit's number). Within a
@@ -740,15 +741,39 @@ typedef struct {
 
 typedef struct Counter Counter;
 
+/* A long document is cut into parts for the threads (see count_texts). The scanner's chunk at a
+ * position depends only on the text from there on (no pattern it knows looks behind), so two
+ * chunkings of the same text that share one boundary share every boundary after it. Part k > 0
+ * starts at an arbitrary character; its first SYNC_MARKS chunk boundaries (marks), found
+ * beforehand, are where part k - 1 may hand over to it: part k - 1 goes on past its end until one
+ * of its boundaries is one of part k's marks (met), and part k counts from its last mark on, into
+ * a table of its own. The chunks between the mark met and the last mark are then counted into the
+ * seam table, in order between the two parts. The first part starts at a true boundary (0), hence
+ * every part it hands over to. A part that meets no mark runs to the end of the document, and the
+ * parts after it are dropped (their tables emptied). */
+#define SYNC_MARKS 64
+
+typedef struct {
+    Py_ssize_t doc, start, end;
+    Py_ssize_t marks[SYNC_MARKS];
+    int nmarks;
+    int table; /* its own table (an index in the counter's tables), or -1: the first part, the thread's */
+    int met;   /* the next part's mark where this part stopped, or -1: it ran to the end of the document */
+    int has_next;
+} Part;
+
 typedef struct {
     int kind; /* JOB_ */
     Counter *counter;
     int64_t nunits, next_unit, unit_base;
     int64_t stop_after; /* units after this one are not started (an error was met) */
-    /* JOB_TEXTS: document d is docs[d][0:lens[d]]; unit u is documents first[u] .. first[u + 1] */
+    /* JOB_TEXTS: document d is docs[d][0:lens[d]]; unit u is documents first[u] .. first[u + 1], or
+     * (part[u] >= 0) the part parts[part[u]] of a long document */
     const uint8_t **docs;
     Py_ssize_t *lens;
     Py_ssize_t *first;
+    Py_ssize_t *part;
+    Part *parts;
     /* JOB_ARROW: row r is data[offsets[r] : offsets[r + 1]] (int32 or int64 offsets) */
     const uint8_t *data;
     Py_ssize_t data_len;
@@ -777,7 +802,8 @@ struct Counter {
     const PretokScanner *scanner;
     PyObject *capsule;
     int nthreads;
-    Table *tables;
+    Table *tables; /* the threads' (nthreads), then the long documents' parts' and the seam table */
+    int ntables, seam; /* seam: the seam table's index, or -1 */
     int64_t next_unit; /* units of earlier calls */
     int64_t bytes, documents;
     int broken; /* a call failed: the counts are partial */
@@ -852,8 +878,14 @@ static int count_unpadded(Worker *w, const uint8_t *p, Py_ssize_t n, int padded)
     return padded ? 0 : tally_drain(&w->tally); /* (the scratch copy is reused) */
 }
 
+static void run_part(Worker *w, int64_t u, Part *part);
+
 static void run_texts(Worker *w, int64_t u) {
     Job *job = w->job;
+    if (job->part && job->part[u] >= 0) {
+        run_part(w, u, &job->parts[job->part[u]]);
+        return;
+    }
     for (Py_ssize_t d = job->first[u]; d < job->first[u + 1]; d++)
         if (count_document(job->counter->scanner, &w->tally, job->docs[d], job->lens[d],
                            job->docs[d] + job->lens[d] + 1) < 0) {
@@ -864,6 +896,56 @@ static void run_texts(Worker *w, int64_t u) {
     for (Py_ssize_t d = job->first[u]; d < job->first[u + 1]; d++) bytes += job->lens[d];
     ATOMIC_ADD(&job->bytes_done, bytes);
     ATOMIC_ADD(&job->documents, job->first[u + 1] - job->first[u]);
+}
+
+/* Switch the worker's counting to table t (its front cache emptied into the table it leaves). */
+static int tally_switch(Tally *y, Table *t) {
+    if (tally_drain(y) < 0) return -1;
+    front_flush_all(y->table, y->front);
+    memset(y->front, 0, sizeof(Front) << FRONT_BITS);
+    y->table = t;
+    return 0;
+}
+
+/* One part of a long document (see Part): from its last mark (the first part: from 0) to its end,
+ * then on until one of its boundaries is a mark of the next part, or to the end of the document. */
+static void run_part(Worker *w, int64_t u, Part *part) {
+    Job *job = w->job;
+    Tally *y = &w->tally;
+    Table *own = part->table >= 0 ? &job->counter->tables[part->table] : NULL, *thread_table = y->table;
+    if (own && (tally_switch(y, own) < 0 || table_segment(own, 2 * (job->unit_base + u)) < 0)) {
+        job_error(job, u, ERR_MEMORY, 0);
+        return;
+    }
+    const uint8_t *p = job->docs[part->doc];
+    Py_ssize_t n = job->lens[part->doc], ends[SCAN_BATCH];
+    PretokText text = {PRETOK_UTF8_KIND, p, n};
+    const Part *next = part->has_next ? part + 1 : NULL;
+    int stop = 0, failed = 0;
+    part->met = -1;
+    for (Py_ssize_t i = part->table >= 0 ? part->marks[part->nmarks - 1] : 0; i < n && !failed;) {
+        Py_ssize_t k = job->counter->scanner->chunks(&text, i, ends, SCAN_BATCH), take = k;
+        for (Py_ssize_t c = 0; next && c < k; c++) {
+            if (ends[c] < part->end) continue;
+            while (stop < next->nmarks && next->marks[stop] < ends[c]) stop++;
+            if (stop == next->nmarks) {
+                next = NULL; /* past every mark: on to the end of the document */
+            } else if (next->marks[stop] == ends[c]) {
+                part->met = stop;
+                take = c + 1;
+            }
+            if (part->met >= 0) break;
+        }
+        failed = count_chunks(y, p, i, ends, take, p + n + 1) < 0;
+        i = ends[take - 1];
+        if (part->met >= 0) break;
+    }
+    if (failed || (own && tally_switch(y, thread_table) < 0)) {
+        job_error(job, u, ERR_MEMORY, 0);
+        return;
+    }
+    ATOMIC_ADD(&job->bytes_done, part->end - part->start);
+    if (part->start == 0) ATOMIC_ADD(&job->documents, 1);
 }
 
 static inline int64_t arrow_offset(const Job *job, int64_t r) {
@@ -1046,7 +1128,7 @@ static void *work(void *arg) {
     for (;;) {
         int64_t u = ATOMIC_NEXT(&job->next_unit);
         if (u >= job->nunits || u > ATOMIC_GET(&job->stop_after)) break;
-        if (table_segment(w->tally.table, job->unit_base + u) < 0) {
+        if (table_segment(w->tally.table, 2 * (job->unit_base + u)) < 0) { /* (odd: seams, see Part) */
             job_error(job, u, ERR_MEMORY, 0);
             break;
         }
@@ -1189,7 +1271,8 @@ static PyObject *Counter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!self) return NULL;
     self->scanner = scanner;
     self->capsule = Py_NewRef(capsule);
-    self->nthreads = nthreads;
+    self->nthreads = self->ntables = nthreads;
+    self->seam = -1;
     self->tables = calloc((size_t)nthreads, sizeof(Table));
     if (!self->tables) {
         Py_DECREF(self);
@@ -1205,7 +1288,7 @@ static PyObject *Counter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 static void Counter_dealloc(Counter *self) {
     if (self->tables)
-        for (int k = 0; k < self->nthreads; k++) table_free(&self->tables[k]);
+        for (int k = 0; k < self->ntables; k++) table_free(&self->tables[k]);
     free(self->tables);
     Py_XDECREF(self->capsule);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -1219,6 +1302,106 @@ static int check_usable(Counter *self) {
     if (self->broken) {
         PyErr_SetString(PyExc_RuntimeError, "an earlier call failed: these counts are partial");
         return -1;
+    }
+    return 0;
+}
+
+/* A new empty table (a long document's part's, or the seam table): its index, or -1 (no memory).
+ * Only between jobs: the tables move. */
+static int counter_add_table(Counter *self) {
+    Table *tables = realloc(self->tables, (size_t)(self->ntables + 1) * sizeof(Table));
+    if (!tables) return -1;
+    self->tables = tables;
+    if (table_init(&tables[self->ntables]) < 0) {
+        table_free(&tables[self->ntables]);
+        return -1;
+    }
+    return self->ntables++;
+}
+
+static Py_ssize_t part_bytes = (Py_ssize_t)1 << 20; /* a longer document is cut into parts for the threads */
+
+/* count_texts' units: documents first[u] .. first[u + 1] of about equal size, and each document of
+ * part_bytes or more (with two threads or more) cut into parts (part[u] >= 0; see Part), each with
+ * its own table. -1 when out of memory. */
+static int text_units(Counter *self, Job *job, Py_ssize_t count, int64_t total) {
+    int threads = self->nthreads;
+    int64_t cap = (int64_t)threads * 8 + 2, per = total / (threads * 8) + 1, size = 0;
+    Py_ssize_t nparts = 0;
+    for (Py_ssize_t d = 0; d < count; d++)
+        if (threads > 1 && job->lens[d] >= part_bytes) nparts += threads, cap += threads + 1;
+    job->first = malloc((size_t)(cap + 1) * sizeof(Py_ssize_t));
+    job->part = malloc((size_t)cap * sizeof(Py_ssize_t));
+    job->parts = calloc((size_t)(nparts ? nparts : 1), sizeof(Part));
+    if (!job->first || !job->part || !job->parts) return -1;
+    int64_t u = 0;
+    Py_ssize_t k = 0, from = 0;
+    for (Py_ssize_t d = 0; d <= count; d++) {
+        int long_doc = d < count && threads > 1 && job->lens[d] >= part_bytes;
+        if (d > from && (d == count || long_doc || size >= per)) { /* close a unit of documents */
+            job->first[u] = from;
+            job->part[u++] = -1;
+            from = d;
+            size = 0;
+        }
+        if (d == count) break;
+        if (!long_doc) {
+            size += job->lens[d];
+            continue;
+        }
+        Py_ssize_t n = job->lens[d], start = 0;
+        const uint8_t *p = job->docs[d];
+        PretokText text = {PRETOK_UTF8_KIND, p, n};
+        for (int j = 0; j < threads; j++, k++) {
+            Part *part = &job->parts[k];
+            Py_ssize_t end = j + 1 < threads ? n / threads * (j + 1) : n;
+            while (end < n && (p[end] & 0xC0) == 0x80) end++; /* a character's first byte */
+            if (end < start) end = start;
+            *part = (Part){.doc = d, .start = start, .end = end, .table = -1, .met = -1, .has_next = j + 1 < threads};
+            if (j > 0) {
+                part->marks[0] = start;
+                part->nmarks = 1;
+                for (Py_ssize_t at = start; at < n && part->nmarks < SYNC_MARKS;)
+                    part->marks[part->nmarks++] = at += self->scanner->chunk(&text, at);
+                if ((part->table = counter_add_table(self)) < 0) return -1;
+            }
+            job->first[u] = d;
+            job->part[u++] = k;
+            start = end;
+        }
+        from = d + 1;
+    }
+    job->first[u] = count;
+    job->nunits = u;
+    return 0;
+}
+
+/* After a job: each part's hand-over to the next (see Part), in order: the chunks between the mark
+ * met and the next part's last mark into the seam table (between the two parts' units), or, past a
+ * part that met none, the next parts' tables emptied. -1 when out of memory. */
+static int join_parts(Counter *self, Job *job) {
+    for (int64_t u = 0; u < job->nunits; u++) {
+        if (job->part[u] < 0 || job->parts[job->part[u]].start > 0) continue;
+        int dropped = 0;
+        for (Part *part = &job->parts[job->part[u]]; part->has_next; part++) {
+            Part *next = part + 1;
+            Table *mine = &self->tables[next->table];
+            if (dropped || part->met < 0) {
+                dropped = 1;
+                table_free(mine);
+                if (table_init(mine) < 0) return -1;
+                continue;
+            }
+            if (self->seam < 0 && (self->seam = counter_add_table(self)) < 0) return -1;
+            Table *seam = &self->tables[self->seam];
+            int64_t unit = 2 * (job->unit_base + u + (next - &job->parts[job->part[u]])) - 1;
+            if (table_segment(seam, unit) < 0) return -1;
+            const uint8_t *p = job->docs[next->doc];
+            for (int m = part->met; m + 1 < next->nmarks; m++) {
+                uint64_t len = (uint64_t)(next->marks[m + 1] - next->marks[m]);
+                if (!table_add(seam, p + next->marks[m], len, hash_bytes(p + next->marks[m], len))) return -1;
+            }
+        }
     }
     return 0;
 }
@@ -1266,23 +1449,32 @@ static PyObject *Counter_count_texts(Counter *self, PyObject *args) {
         total += job.lens[d];
     }
     /* (a str's UTF-8 has a NUL after it, not PAD bytes: the scanner reads at most that one) */
-    job.first = cut_units(count, job.lens, total, self->nthreads, &job.nunits);
-    if (!job.first) {
+    if (text_units(self, &job, count, total) < 0) {
+        self->broken = 1; /* (parts' tables may be there already) */
         PyErr_NoMemory();
         goto fail;
     }
     Py_INCREF(list);
     int status = run_job(self, &job, Py_None);
+    if (status == 0 && job.error.kind == ERR_NONE && join_parts(self, &job) < 0) job.error.kind = ERR_MEMORY;
     Py_DECREF(list);
     free(job.docs);
     free(job.lens);
     free(job.first);
+    free(job.part);
+    free(job.parts);
     if (status < 0) return NULL;
-    if (job.error.kind == ERR_MEMORY) return PyErr_NoMemory();
+    if (job.error.kind == ERR_MEMORY) {
+        self->broken = 1;
+        return PyErr_NoMemory();
+    }
     return PyLong_FromLongLong(total);
 fail:
     free(job.docs);
     free(job.lens);
+    free(job.first);
+    free(job.part);
+    free(job.parts);
     return NULL;
 }
 
@@ -1580,7 +1772,8 @@ static PyObject *buffer_take(void *data, Py_ssize_t nitems, Py_ssize_t itemsize,
 /* The tables merged in order of first appearance (see the top of the file) into out buffers. */
 static int merge_tables(Table *tables, int ntables, uint8_t *symbols, int32_t *lengths, int64_t *counts,
                         Py_ssize_t *nchunks, Py_ssize_t *nsymbols) {
-    size_t seg[MAX_THREADS] = {0};
+    size_t *seg = calloc((size_t)ntables, sizeof(size_t));
+    if (!seg) return -2;
     Py_ssize_t k = 0, s = 0;
     for (;;) {
         int best = -1;
@@ -1614,7 +1807,10 @@ static int merge_tables(Table *tables, int ntables, uint8_t *symbols, int32_t *l
                     store_count(other, 0);
                 }
             }
-            if (len > INT32_MAX) return -1;
+            if (len > INT32_MAX) {
+                free(seg);
+                return -1;
+            }
             memcpy(symbols + s, q, len);
             s += (Py_ssize_t)len;
             lengths[k] = (int32_t)len;
@@ -1622,6 +1818,7 @@ static int merge_tables(Table *tables, int ntables, uint8_t *symbols, int32_t *l
         }
         seg[best]++;
     }
+    free(seg);
     *nchunks = k;
     *nsymbols = s;
     return 0;
@@ -1630,7 +1827,7 @@ static int merge_tables(Table *tables, int ntables, uint8_t *symbols, int32_t *l
 static PyObject *Counter_result(Counter *self, PyObject *unused) {
     if (check_usable(self) < 0) return NULL;
     uint64_t records = 0, bytes = 0;
-    for (int t = 0; t < self->nthreads; t++) {
+    for (int t = 0; t < self->ntables; t++) {
         records += self->tables[t].records;
         bytes += self->tables[t].chunk_bytes;
     }
@@ -1646,8 +1843,8 @@ static PyObject *Counter_result(Counter *self, PyObject *unused) {
     Py_ssize_t nchunks = 0, nsymbols = 0;
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = merge_tables(self->tables, self->nthreads, symbols, lengths, counts, &nchunks, &nsymbols);
-    for (int t = 0; t < self->nthreads; t++) table_free(&self->tables[t]);
+    status = merge_tables(self->tables, self->ntables, symbols, lengths, counts, &nchunks, &nsymbols);
+    for (int t = 0; t < self->ntables; t++) table_free(&self->tables[t]);
     Py_END_ALLOW_THREADS
     free(self->tables);
     self->tables = NULL;
@@ -1655,6 +1852,7 @@ static PyObject *Counter_result(Counter *self, PyObject *unused) {
         free(symbols);
         free(lengths);
         free(counts);
+        if (status == -2) return PyErr_NoMemory();
         PyErr_SetString(PyExc_OverflowError, "a chunk of 2**31 bytes or more");
         return NULL;
     }
@@ -1673,7 +1871,7 @@ static PyObject *Counter_result(Counter *self, PyObject *unused) {
 static PyObject *Counter_memory(Counter *self, PyObject *unused) {
     uint64_t total = 0, records = 0;
     if (self->tables)
-        for (int t = 0; t < self->nthreads; t++) {
+        for (int t = 0; t < self->ntables; t++) {
             total += (self->tables[t].mask + 1) * 8 + self->tables[t].cap + self->tables[t].capsegs * sizeof(Segment);
             records += self->tables[t].records;
         }
@@ -1717,9 +1915,23 @@ static PyTypeObject CounterType = {
     .tp_getset = Counter_getset,
 };
 
+static PyObject *set_part_bytes(PyObject *self, PyObject *args) {
+    Py_ssize_t n = 0;
+    if (!PyArg_ParseTuple(args, "|n:part_bytes", &n)) return NULL;
+    if (n > 0) part_bytes = n;
+    return PyLong_FromSsize_t(part_bytes);
+}
+
+static PyMethodDef module_methods[] = {
+    {"part_bytes", set_part_bytes, METH_VARARGS,
+     "part_bytes(n=0): the length (UTF-8 bytes) from which a document is counted in parts on several threads; n > 0 "
+     "sets it (for tests). Returns the value in force."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_chunk_count", "Counting the chunks of a corpus in C (see hf_bbpe/native_counting.py).",
-    -1, NULL,
+    -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__chunk_count(void) {

@@ -13,6 +13,7 @@ import json
 import random
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,41 @@ def test_kernel_counts_equal_the_regex_modules(name, docs, cuts, threads):
     expected = regex_counts(docs, pattern)
     assert_same(kernel_counts(batches, pattern, threads), expected)
     assert_same(count_chunks(docs, pattern, num_workers=1, progress=False), expected)  # the twin agrees
+
+
+@contextmanager
+def parts_from(length: int):
+    """Documents of ``length`` UTF-8 bytes or more are counted in parts on the threads."""
+    before = _chunk_count.part_bytes()
+    _chunk_count.part_bytes(length)
+    try:
+        yield
+    finally:
+        _chunk_count.part_bytes(before)
+
+
+@pytest.mark.parametrize("name", PATTERNS)
+@settings(max_examples=150, deadline=None)
+@given(docs=documents, part=st.sampled_from([1, 3, 16, 64]), threads=st.sampled_from([2, 3, 5]))
+def test_long_documents_cut_into_parts_count_as_one_pass(name, docs, part, threads):
+    """A long document is cut for the threads at arbitrary characters; each part hands over to the
+    next where their chunkings meet (or runs to the end when they do not), so the counts and their
+    order are one pass's."""
+    pattern = PATTERNS[name]
+    with parts_from(part):
+        assert_same(kernel_counts([docs], pattern, threads), regex_counts(docs, pattern))
+
+
+@pytest.mark.parametrize("name", NATIVE_PATTERNS)
+def test_one_long_real_text_in_parts(name):
+    """minbpe's way, one str: mix-sample in parts of 4 KB on 2 to 4 threads, between other
+    documents; runs of one class longer than the marks reach make parts run on to the end."""
+    pattern = NATIVE_PATTERNS[name]
+    text = MIX.read_text(encoding="utf-8")
+    docs = ["before", text, "x" * 9000 + " " * 9000 + "\n" * 9000 + "9" * 9000, SWIFT.read_text(encoding="utf-8")]
+    with parts_from(4096):
+        for threads in (2, 3, 4):
+            assert_same(kernel_counts([docs[:2], docs[2:]], pattern, threads), regex_counts(docs, pattern))
 
 
 @pytest.mark.parametrize("name", NATIVE_PATTERNS)
