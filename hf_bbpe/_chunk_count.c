@@ -1939,7 +1939,8 @@ PyMODINIT_FUNC PyInit__chunk_count(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Counter", (PyObject *)&CounterType) < 0 ||
-        PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufferType) < 0) {
+        PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufferType) < 0 ||
+        PyModule_AddIntConstant(m, "READS_FILES", HAVE_THREADS) < 0) { /* (count_files needs POSIX) */
         Py_DECREF(m);
         return NULL;
     }

@@ -26,7 +26,7 @@ from typing import Any
 from .chunk_counting import document_batches
 from .patterns import native_scanner
 from .progress import progress_bar
-from .text_files import PARQUET, TEXT, file_kind, parquet_text_arrays
+from .text_files import PARQUET, TEXT, file_kind, iter_file_documents, parquet_text_arrays
 from .worker_pool import available_cpus
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
@@ -50,8 +50,8 @@ class ChunkCounts:
         self.symbols = memoryview(symbols).cast("B")
         self.lengths = memoryview(lengths).cast("B").cast("i")
         self.counts = memoryview(counts).cast("B").cast("q")
-        if len(self.lengths) != len(self.counts) or sum(self.lengths) != len(self.symbols):
-            raise ValueError("lengths and counts must have one item per chunk, and lengths add up to the symbols")
+        if len(self.lengths) != len(self.counts):
+            raise ValueError("lengths and counts must have one item per chunk")
         self.documents = documents
         self.input_bytes = input_bytes
 
@@ -137,6 +137,12 @@ def _count_files(counter: Any, paths: list[str], text_column: str, bar: Any) -> 
             run.clear()
 
     for path in paths:
+        if file_kind(path) != PARQUET and not _kernel.READS_FILES:  # (no POSIX threads: read here)
+            for batch in document_batches(iter_file_documents([path], text_column), _BATCH_CHARS):
+                counter.count_texts(batch)
+            done += os.path.getsize(path)
+            move_to(done)
+            continue
         if file_kind(path) != PARQUET:
             run.append(path)
             continue

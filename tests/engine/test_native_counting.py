@@ -420,3 +420,19 @@ def test_the_counting_bar_shows_megabytes_a_second(capfd):
     assert "counting chunks" in shown and "MB/s" in shown
     tok.train([MIX.read_text(encoding="utf-8")], 260, progress=True)
     assert "MB/s" in capfd.readouterr().err
+
+
+def test_where_the_kernel_cannot_read_files_python_reads_them_for_it(monkeypatch, tmp_path):
+    """Without POSIX threads (Windows) the kernel reads no file: the lines and records are read
+    in Python and counted by the kernel, with the same counts in the same order."""
+    class NoFiles:
+        Counter = _chunk_count.Counter
+        READS_FILES = 0
+
+    docs = MIX.read_text(encoding="utf-8").split("\n\n")
+    (tmp_path / "a.jsonl").write_bytes(jsonl_records(docs[:300], seed=4))
+    paths = [str(SWIFT), str(tmp_path / "a.jsonl")]
+    pattern = NATIVE_PATTERNS["gpt4"]
+    expected = distinct(count_native(None, pattern, files=paths, num_threads=2, progress=False))
+    monkeypatch.setattr(native_counting, "_kernel", NoFiles)
+    assert_same(distinct(count_native(None, pattern, files=paths, num_threads=2, progress=False)), expected)
