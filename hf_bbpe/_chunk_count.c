@@ -49,8 +49,13 @@
 #define ATOMIC_NEXT(p) __atomic_fetch_add(p, 1, __ATOMIC_RELAXED)
 #define ATOMIC_ADD(p, v) __atomic_fetch_add(p, v, __ATOMIC_RELAXED)
 #define ATOMIC_GET(p) __atomic_load_n(p, __ATOMIC_ACQUIRE)
-#else
+#define ATOMIC_SET(p, v) __atomic_store_n(p, v, __ATOMIC_RELEASE)
+#else /* one thread, the caller's */
 #define HAVE_THREADS 0
+#define ATOMIC_NEXT(p) ((*(p))++)
+#define ATOMIC_ADD(p, v) (*(p) += (v))
+#define ATOMIC_GET(p) (*(p))
+#define ATOMIC_SET(p, v) (*(p) = (v))
 #endif
 
 #define MAX_THREADS 256
@@ -413,6 +418,7 @@ static Py_ssize_t utf8_invalid_at(const uint8_t *s, Py_ssize_t n) {
     return -1;
 }
 
+#if HAVE_THREADS /* (.jsonl files are read by run_file only) */
 /* What went wrong with a line of a .jsonl file (besides invalid UTF-8). */
 enum { JSON_OK, JSON_BAD, JSON_NO_FIELD, JSON_NOT_STRING, JSON_SURROGATE, JSON_TOO_DEEP };
 #define JSON_MAX_DEPTH 1000
@@ -711,6 +717,8 @@ static int json_field(JsonScan *j, const uint8_t *line, size_t n, const uint8_t 
     return JSON_OK;
 }
 
+#endif
+
 /* ------------------------------------------------------------------------------------------ */
 /* Work: units and the threads that take them                                                  */
 
@@ -836,7 +844,7 @@ static void job_error_at(Job *job, const InputError *found) {
     InputError *e = &job->error;
     if (e->kind == ERR_NONE || found->unit < e->unit || (found->unit == e->unit && found->where < e->where)) {
         *e = *found;
-        if (found->unit < job->stop_after) __atomic_store_n(&job->stop_after, found->unit, __ATOMIC_RELEASE);
+        if (found->unit < job->stop_after) ATOMIC_SET(&job->stop_after, found->unit);
     }
 #if HAVE_THREADS
     pthread_mutex_unlock(&job->lock);
@@ -1216,7 +1224,7 @@ static int run_job(Counter *self, Job *job, PyObject *progress) {
             Py_XDECREF(r);
             reported = done;
         }
-        if (failed) __atomic_store_n(&job->stop_after, (int64_t)-1, __ATOMIC_RELEASE);
+        if (failed) ATOMIC_SET(&job->stop_after, (int64_t)-1);
         state = PyEval_SaveThread();
         pthread_mutex_lock(&job->lock);
     }
