@@ -217,8 +217,9 @@ def test_jsonl_with_random_text_matches_the_twin(docs, seed, tmp_path_factory):
 
 
 def write_parquet(path: Path, docs: list, large: bool = False, column: str = "body") -> None:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     kind = pa.large_string() if large else pa.string()
     table = pa.table({"n": list(range(len(docs))), column: pa.array(docs, type=kind)})
     pq.write_table(table, path, row_group_size=97)
@@ -251,7 +252,8 @@ def test_files_of_every_kind_in_one_run_keep_the_order_of_first_appearance(tmp_p
 
 
 def test_a_datasets_dataset_is_counted_from_its_arrow_column():
-    datasets = pytest.importorskip("datasets")
+    import datasets
+
     docs = MIX.read_text(encoding="utf-8").split("\n\n")
     ds = datasets.Dataset.from_dict({"text": docs, "n": list(range(len(docs)))}).shuffle(seed=0).select(range(0, 900, 2))
     pattern = NATIVE_PATTERNS["gpt4"]
