@@ -60,6 +60,7 @@
 
 #define MAX_THREADS 256
 #define SCAN_BATCH 64 /* chunk ends asked of the scanner at a time */
+#define NOT_UTF8_HINT "a binary file, or another encoding such as Latin-1?" /* (text_files.py says the same) */
 #define PAD 64        /* readable bytes kept after any text given to the scanner */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1551,8 +1552,8 @@ static PyObject *Counter_count_column(Counter *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "%s, row %lld: the text is null, not a string", source,
                      (long long)(row_base + e->where));
     else if (e->kind == ERR_UTF8)
-        PyErr_Format(PyExc_ValueError, "%s, row %lld: not UTF-8 text (byte %lld of the row)", source,
-                     (long long)(row_base + e->where), (long long)e->line_start);
+        PyErr_Format(PyExc_ValueError, "%s, row %lld: not UTF-8 text (byte %lld of the row; " NOT_UTF8_HINT ")",
+                     source, (long long)(row_base + e->where), (long long)e->line_start);
     else result = PyLong_FromLongLong(total);
 done:
     free(sizes);
@@ -1674,8 +1675,8 @@ static PyObject *Counter_count_files(Counter *self, PyObject *args) {
             if (bad[k] == '\n') got = k + 1; /* (as much of the line as Python shows) */
         PyObject *shown = PyBytes_FromStringAndSize((const char *)bad, got > 0 ? got : 0);
         if (shown) {
-            PyErr_Format(PyExc_ValueError, "%S, line %lld: not UTF-8 text (byte %lld: %R)", path, line,
-                         (long long)e->where, shown);
+            PyErr_Format(PyExc_ValueError, "%S, line %lld: not UTF-8 text (byte %lld: %R; " NOT_UTF8_HINT ")", path,
+                         line, (long long)e->where, shown);
             Py_DECREF(shown);
         }
         goto done;
@@ -1688,7 +1689,7 @@ static PyObject *Counter_count_files(Counter *self, PyObject *args) {
                      path, line, field_obj, e->detail);
         break;
     case JSON_NOT_STRING:
-        PyErr_Format(PyExc_ValueError, "%S, line %lld: field %R is a JSON %s, not a string", path, line, field_obj,
+        PyErr_Format(PyExc_ValueError, "%S, line %lld: field %R is not a string (a JSON %s)", path, line, field_obj,
                      e->detail);
         break;
     case JSON_SURROGATE:
@@ -1777,9 +1778,34 @@ static PyObject *buffer_take(void *data, Py_ssize_t nitems, Py_ssize_t itemsize,
     return (PyObject *)b;
 }
 
+/* What training tells its user about the text (chunk_counting.warn_if_mostly_control): its
+ * characters, and its control characters (Unicode's Cc but \t \n \v \f \r and U+0085, all below
+ * U+00A0), each counted, in order of first appearance. */
+#define CONTROL_LIMIT 0xA0
+typedef struct {
+    uint64_t characters;
+    uint64_t control[CONTROL_LIMIT];
+    int order[CONTROL_LIMIT], norder;
+} TextTally;
+
+static void tally_text(TextTally *x, const uint8_t *q, uint64_t len, uint64_t count) {
+    uint64_t characters = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        uint8_t b = q[i];
+        int cp = -1;
+        characters += (b & 0xC0) != 0x80;
+        if (b < 0x20 ? b < 0x09 || b > 0x0D : b == 0x7F) cp = b;
+        else if (b == 0xC2 && i + 1 < len && q[i + 1] <= 0x9F && q[i + 1] != 0x85) cp = q[i + 1]; /* U+0080.. */
+        if (cp < 0) continue;
+        if (!x->control[cp]) x->order[x->norder++] = cp;
+        x->control[cp] += count;
+    }
+    x->characters += characters * count;
+}
+
 /* The tables merged in order of first appearance (see the top of the file) into out buffers. */
 static int merge_tables(Table *tables, int ntables, uint8_t *symbols, int32_t *lengths, int64_t *counts,
-                        Py_ssize_t *nchunks, Py_ssize_t *nsymbols) {
+                        Py_ssize_t *nchunks, Py_ssize_t *nsymbols, TextTally *text) {
     size_t *seg = calloc((size_t)ntables, sizeof(size_t));
     if (!seg) return -2;
     Py_ssize_t k = 0, s = 0;
@@ -1819,6 +1845,7 @@ static int merge_tables(Table *tables, int ntables, uint8_t *symbols, int32_t *l
                 free(seg);
                 return -1;
             }
+            tally_text(text, q, len, count);
             memcpy(symbols + s, q, len);
             s += (Py_ssize_t)len;
             lengths[k] = (int32_t)len;
@@ -1850,8 +1877,15 @@ static PyObject *Counter_result(Counter *self, PyObject *unused) {
     }
     Py_ssize_t nchunks = 0, nsymbols = 0;
     int status;
+    TextTally *text = calloc(1, sizeof(TextTally));
+    if (!text) {
+        free(symbols);
+        free(lengths);
+        free(counts);
+        return PyErr_NoMemory();
+    }
     Py_BEGIN_ALLOW_THREADS
-    status = merge_tables(self->tables, self->ntables, symbols, lengths, counts, &nchunks, &nsymbols);
+    status = merge_tables(self->tables, self->ntables, symbols, lengths, counts, &nchunks, &nsymbols, text);
     for (int t = 0; t < self->ntables; t++) table_free(&self->tables[t]);
     Py_END_ALLOW_THREADS
     free(self->tables);
@@ -1860,6 +1894,7 @@ static PyObject *Counter_result(Counter *self, PyObject *unused) {
         free(symbols);
         free(lengths);
         free(counts);
+        free(text);
         if (status == -2) return PyErr_NoMemory();
         PyErr_SetString(PyExc_OverflowError, "a chunk of 2**31 bytes or more");
         return NULL;
@@ -1867,13 +1902,23 @@ static PyObject *Counter_result(Counter *self, PyObject *unused) {
     PyObject *s = buffer_take(symbols, nsymbols, 1, 'B');
     PyObject *l = buffer_take(lengths, nchunks, 4, 'i');
     PyObject *c = buffer_take(counts, nchunks, 8, 'q');
-    if (!s || !l || !c) {
+    PyObject *control = PyList_New(text->norder);
+    for (int k = 0; control && k < text->norder; k++) {
+        int cp = text->order[k];
+        PyObject *pair = Py_BuildValue("(CK)", cp, (unsigned long long)text->control[cp]);
+        if (!pair) Py_CLEAR(control);
+        else PyList_SET_ITEM(control, k, pair);
+    }
+    unsigned long long characters = text->characters;
+    free(text);
+    if (!s || !l || !c || !control) {
         Py_XDECREF(s);
         Py_XDECREF(l);
         Py_XDECREF(c);
+        Py_XDECREF(control);
         return NULL;
     }
-    return Py_BuildValue("(NNN)", s, l, c);
+    return Py_BuildValue("(NNNKN)", s, l, c, characters, control);
 }
 
 static PyObject *Counter_memory(Counter *self, PyObject *unused) {
@@ -1899,8 +1944,9 @@ static PyMethodDef Counter_methods[] = {
      "count_files(paths, jsonl_flags, field, block, progress): count the lines of text files and the field of each "
      "line of .jsonl files, read in blocks by the threads; progress(bytes done) or None. Returns the bytes read."},
     {"result", (PyCFunction)Counter_result, METH_NOARGS,
-     "result() -> (symbols, lengths, counts): every distinct chunk in order of first appearance, as three Buffers "
-     "(uint8 bytes end to end, int32 lengths, int64 counts); the counter's memory is given back."},
+     "result() -> (symbols, lengths, counts, characters, control): every distinct chunk in order of first appearance, "
+     "as three Buffers (uint8 bytes end to end, int32 lengths, int64 counts), the text's characters and its control "
+     "characters [(char, count)] in order of first appearance; the counter's memory is given back."},
     {"memory", (PyCFunction)Counter_memory, METH_NOARGS, "memory() -> (bytes the tables hold, records in them)."},
     {NULL, NULL, 0, NULL},
 };

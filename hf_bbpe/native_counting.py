@@ -46,7 +46,8 @@ class ChunkCounts:
     objects per chunk (for ``extend``, tests, or a look).
     """
 
-    def __init__(self, symbols: Any, lengths: Any, counts: Any, *, documents: int = 0, input_bytes: int = 0) -> None:
+    def __init__(self, symbols: Any, lengths: Any, counts: Any, *, documents: int = 0, input_bytes: int = 0,
+                 characters: int = 0, control: list[tuple[str, int]] | None = None) -> None:
         self.symbols = memoryview(symbols).cast("B")
         self.lengths = memoryview(lengths).cast("B").cast("i")
         self.counts = memoryview(counts).cast("B").cast("q")
@@ -54,6 +55,8 @@ class ChunkCounts:
             raise ValueError("lengths and counts must have one item per chunk")
         self.documents = documents
         self.input_bytes = input_bytes
+        self.characters = characters  # of the counted text, and its control characters with their counts
+        self.control = dict(control or ())  # (for chunk_counting.warn_if_mostly_control)
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -109,8 +112,14 @@ def count_native(
                 bar.update(counter.count_texts(batch))
     finally:
         bar.close()
-    symbols, lengths, counts = counter.result()
-    return ChunkCounts(symbols, lengths, counts, documents=counter.documents, input_bytes=counter.bytes)
+    return collected(counter)
+
+
+def collected(counter: Any) -> ChunkCounts:
+    """The counts of a ``_chunk_count.Counter`` (its memory given back)."""
+    symbols, lengths, counts, characters, control = counter.result()
+    return ChunkCounts(symbols, lengths, counts, documents=counter.documents, input_bytes=counter.bytes,
+                       characters=characters, control=control)
 
 
 def _count_files(counter: Any, paths: list[str], text_column: str, bar: Any) -> None:

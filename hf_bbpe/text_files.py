@@ -31,6 +31,7 @@ from typing import Any
 
 TEXT, JSONL, PARQUET = "text", "jsonl", "parquet"
 PARQUET_BATCH_ROWS = 1 << 16
+NOT_UTF8_HINT = "a binary file, or another encoding such as Latin-1?"
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean",
                type(None): "null"}
@@ -81,12 +82,17 @@ def _lines(path: str) -> Iterator[tuple[int, int, bytes]]:
             offset += len(line)
 
 
+def not_utf8(source: str, line: int, offset: int, found: bytes) -> str:
+    """The message for bytes that are not UTF-8 at byte ``offset`` (on ``line``) of ``source``;
+    ``found``: the bytes from there (up to 4). The C kernel words it the same."""
+    return f"{source}, line {line}: not UTF-8 text (byte {offset}: {found!r}; {NOT_UTF8_HINT})"
+
+
 def _decoded(path: str, number: int, offset: int, line: bytes) -> str:
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        at = offset + exc.start
-        raise ValueError(f"{path}, line {number}: not UTF-8 text (byte {at}: {line[exc.start:exc.start + 4]!r})") from None
+        raise ValueError(not_utf8(path, number, offset + exc.start, line[exc.start:exc.start + 4])) from None
 
 
 def _text_lines(path: str) -> Iterator[str]:
@@ -111,8 +117,8 @@ def _jsonl_documents(path: str, column: str) -> Iterator[str]:
                              f"({_field_names(record)}text_column= names the field)")
         value = record[column]
         if not isinstance(value, str):
-            raise ValueError(f"{path}, line {number}: field {column!r} is a JSON {_JSON_TYPES[type(value)]}, "
-                             "not a string")
+            raise ValueError(f"{path}, line {number}: field {column!r} is not a string "
+                             f"(a JSON {_JSON_TYPES[type(value)]})")
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:

@@ -70,11 +70,11 @@ def train_tokenizer_from_counts(
     """``tok.train_from_counts``: the merges of ``{chunk: count}`` (or the C kernel's
     :class:`~native_counting.ChunkCounts`), from the 256 bytes up."""
     check_vocab_size(vocab_size)
+    warn_if_mostly_control(counts, stacklevel=4)
     if isinstance(counts, ChunkCounts):
         tok._reset_to_bytes()
         tok._set_merges(learn(tok, counts, None, vocab_size - 256, tie_break, min_frequency, verbose, progress))
         return
-    warn_if_mostly_control(counts, stacklevel=4)
     words = []
     weights = []
     for chunk, count in counts.items():
@@ -108,8 +108,7 @@ def extend_tokenizer(
     if not isinstance(num_new_merges, int):
         raise TypeError(f"num_new_merges must be an int, got {num_new_merges!r}")
     counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files)
-    if not isinstance(counts, ChunkCounts):
-        warn_if_mostly_control(counts, stacklevel=4)
+    warn_if_mostly_control(counts, stacklevel=4)
     words: list[list[int]] = []
     weights: list[int] = []
     for chunk, count in counts.items():  # (a Python object per chunk: extension segments each one)

@@ -98,10 +98,10 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
                         help="a special token, given the next free id after training (repeatable)")
     add_role_options(parser)
     parser.add_argument("--out", metavar="DIR", required=True, help="output folder (created, or files replaced)")
-    parser.add_argument("--docs", choices=DOCUMENT_MODES, default="line",
-                        help="how text files are cut into documents for counting: per line, as Python's open(f) and "
-                             "tokenizers' train(files) give them (default; read in blocks by the counting threads), "
-                             "at blank lines (paragraph), or whole files")
+    parser.add_argument("--docs", choices=DOCUMENT_MODES, default="paragraph",
+                        help="how text files are cut into documents for counting: at blank lines (paragraph, default, "
+                             "as hf_bbpe.paragraphs cuts them), per line (as open(f) and tokenizers' train(files) give "
+                             "them; read in blocks by the counting threads), or whole files")
     add_text_column(parser)
     parser.add_argument("--min-frequency", type=positive_int, default=1, help="stop when no pair occurs this often")
     parser.add_argument("--tie-break", choices=TIE_BREAKS, default=TIE_BREAKS[0],

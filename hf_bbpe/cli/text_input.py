@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..chunk_counting import paragraphs
-from ..text_files import TEXT, file_kind, iter_file_documents
+from ..text_files import TEXT, file_kind, iter_file_documents, not_utf8
 from .errors import CommandError
 
 STDIN = "-"
@@ -57,8 +57,7 @@ def decode_utf8(data: bytes, source: str) -> str:
 
 
 def _not_utf8(source: str, line: int, offset: int, found: bytes) -> CommandError:
-    return CommandError(f"{source}, line {line}: not UTF-8 text (byte {offset}: {found!r}; a binary file, or "
-                        "another encoding such as Latin-1?)")
+    return CommandError(not_utf8(source, line, offset, found))
 
 
 def read_bytes(path: str) -> bytes:
@@ -202,12 +201,12 @@ def input_error(exc: BaseException) -> CommandError:
 
 def train_on_inputs(learn: Callable[..., Any], paths: list[str], args: argparse.Namespace, size: int) -> Any:
     """``learn`` (a tokenizer's ``train`` or ``extend``) on the documents of ``paths``: the files
-    themselves when documents are lines (the counting threads read them), else the documents
-    read here. An error about a file names it and its line, as a one-line CommandError."""
+    themselves when documents are lines or records (the counting threads read them), else the
+    documents read here. An error about a file names it and its line, as a one-line CommandError."""
     options = {"tie_break": args.tie_break, "min_frequency": args.min_frequency, "num_workers": args.workers,
                "progress": False if args.no_progress else None, "text_column": args.text_column}
     try:
-        if args.docs == "line" and STDIN not in paths:
+        if STDIN not in paths and (args.docs == "line" or all(file_kind(path) != TEXT for path in paths)):
             if not any(os.path.getsize(path) for path in paths):
                 reject_empty(paths, 0)
             return learn(None, size, files=paths, **options)

@@ -39,7 +39,7 @@ def test_train_writes_the_same_tokenizer_as_the_library(mix_tok_dir):
     tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
     assert (mix_tok_dir / "tokenizer.vocab").is_file()
     ref = RegexTokenizer("gpt4")
-    ref.train(files=MIX, vocab_size=512, progress=False, num_workers=1)
+    ref.train(iter_documents([str(MIX)], "paragraph"), 512, progress=False)
     assert tok.merges == ref.merges
     assert tok.pattern == ref.pattern
     assert tok.special_tokens == {"<|endoftext|>": 512}
@@ -49,7 +49,7 @@ def test_train_from_stdin_into_an_existing_folder(tmp_path):
     """'-' reads stdin, with the same result as the library on the same documents; training into an
     existing folder replaces its tokenizer files and keeps the others."""
     ref = RegexTokenizer("gpt4")
-    ref.train(iter_documents([str(TAYLOR)], "line"), 300, progress=False)
+    ref.train(iter_documents([str(TAYLOR)], "paragraph"), 300, progress=False)
     existing = tmp_path / "stdin"
     existing.mkdir()
     (existing / "keep.txt").write_text("mine")
@@ -73,24 +73,25 @@ def test_train_takes_each_tie_break(tmp_path):
     assert list(learned["huggingface"].items()) != list(learned["smallest_pair"].items())
 
 
-def test_train_takes_lines_as_the_readme_does_and_jsonl_and_parquet(tmp_path):
-    """The default documents are lines, as the README's ``tok.train(open("corpus.txt"), ...)`` gives
-    them (issue 27's point 14: the two used to differ); .jsonl and .parquet files give their records'
-    --text-column, in the order of the files, as the library's ``train(files=...)``."""
+def test_train_on_lines_jsonl_and_parquet_equals_the_library_on_files(tmp_path):
+    """`--docs line` takes the documents `open(f)` gives, as the library's `train(files=...)`,
+    whose threads read the files; .jsonl and .parquet files give their records' --text-column, in
+    the order of the files, whatever --docs says."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    with open(TAYLOR) as handle:  # the README's example, word for word
-        readme = RegexTokenizer("gpt4")
-        readme.train(handle, 300, progress=False)
-    run_cli("train", TAYLOR, "--vocab-size", 300, "--out", tmp_path / "lines", "--quiet")
-    assert Tokenizer.from_file(tmp_path / "lines" / "tokenizer.model").merges == readme.merges
+    with open(TAYLOR) as handle:
+        by_line = RegexTokenizer("gpt4")
+        by_line.train(handle, 300, progress=False)
+    run_cli("train", TAYLOR, "--docs", "line", "--vocab-size", 300, "--out", tmp_path / "lines", "--quiet")
+    assert Tokenizer.from_file(tmp_path / "lines" / "tokenizer.model").merges == by_line.merges
     docs = MIX.read_text(encoding="utf-8").split("\n\n")
     (tmp_path / "a.jsonl").write_text("".join(json.dumps({"id": k, "body": d}) + "\n" for k, d in enumerate(docs[:500])),
                                       encoding="utf-8")
     pq.write_table(pa.table({"body": docs[500:]}), tmp_path / "b.parquet")
     files = [TAYLOR, tmp_path / "a.jsonl", tmp_path / "b.parquet"]
-    run_cli("train", *files, "--vocab-size", 600, "--text-column", "body", "--out", tmp_path / "mixed", "--quiet")
+    run_cli("train", *files, "--docs", "line", "--vocab-size", 600, "--text-column", "body", "--out",
+            tmp_path / "mixed", "--quiet")
     library = RegexTokenizer("gpt4")
     library.train(files=files, vocab_size=600, text_column="body", progress=False)
     with open(TAYLOR) as handle:
@@ -99,6 +100,10 @@ def test_train_takes_lines_as_the_readme_does_and_jsonl_and_parquet(tmp_path):
     python = RegexTokenizer(r"(?:" + library.pattern + ")")  # the same chunks, counted by the regex module
     python.train(documents, 600, progress=False)
     assert python.merges == library.merges
+    run_cli("train", *files[1:], "--vocab-size", 600, "--text-column", "body", "--out", tmp_path / "records", "--quiet")
+    records = RegexTokenizer("gpt4")
+    records.train(files=files[1:], vocab_size=600, text_column="body", progress=False)
+    assert Tokenizer.from_file(tmp_path / "records" / "tokenizer.model").merges == records.merges
 
 
 def test_bad_training_records_are_one_line_errors(tmp_path):

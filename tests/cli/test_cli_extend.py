@@ -19,7 +19,7 @@ def test_extend_equals_the_library(mix_tok_dir, tmp_path):
     out = tmp_path / "ext"
     run_cli("extend", mix_tok_dir, TAYLOR, "--new-merges", 40, "--special", "<|pad|>", "--out", out)
     got = Tokenizer.from_file(out / "tokenizer.model")
-    ref = base.extend(iter_documents([str(TAYLOR)], "line"), 40, progress=False)
+    ref = base.extend(iter_documents([str(TAYLOR)], "paragraph"), 40, progress=False)
     assert got.merges == ref.merges
     assert list(got.merges.items())[: len(base.merges)] == list(base.merges.items())
     assert len(got.merges) == len(base.merges) + 40

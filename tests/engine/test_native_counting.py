@@ -21,9 +21,9 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bbpe import RegexTokenizer, _chunk_count, native_counting, training
+from hf_bbpe import RegexTokenizer, _chunk_count, chunk_counting, native_counting, training
 from hf_bbpe.chunk_counting import count_chunks
-from hf_bbpe.native_counting import ChunkCounts, count_native
+from hf_bbpe.native_counting import ChunkCounts, collected, count_native
 from hf_bbpe.patterns import EQUIVALENT_PATTERNS, NATIVE_PATTERNS, native_scanner
 from hf_bbpe.text_files import iter_file_documents
 
@@ -69,7 +69,7 @@ def kernel_counts(batches, pattern: str, threads: int) -> dict[str, int]:
     counter = _chunk_count.Counter(native_scanner(pattern), threads)
     for batch in batches:
         counter.count_texts(batch)
-    return distinct(ChunkCounts(*counter.result()))
+    return distinct(collected(counter))
 
 
 def twin_file_counts(paths, pattern: str, text_column: str = "text") -> dict[str, int]:
@@ -148,7 +148,7 @@ def test_text_files_are_counted_line_by_line_as_the_twin_reads_them(name, block)
     counter = _chunk_count.Counter(native_scanner(pattern), 3)
     counter.count_files([str(MIX), str(SWIFT)], [False, False], b"text", block, None)
     expected = twin_file_counts([MIX, SWIFT], pattern)
-    assert_same(distinct(ChunkCounts(*counter.result())), expected)
+    assert_same(distinct(collected(counter)), expected)
     assert_same(expected, regex_counts(lines_of(MIX) + lines_of(SWIFT), pattern))
 
 
@@ -202,7 +202,7 @@ def test_jsonl_text_fields_match_the_twin(tmp_path, name):
     assert list(iter_file_documents([str(path)])) == docs
     counter = _chunk_count.Counter(native_scanner(pattern), 2)
     counter.count_files([str(path)], [True], b"text", 997, None)
-    assert_same(distinct(ChunkCounts(*counter.result())), regex_counts(docs, pattern))
+    assert_same(distinct(collected(counter)), regex_counts(docs, pattern))
 
 
 @settings(max_examples=100, deadline=None)
@@ -290,7 +290,7 @@ def test_invalid_utf8_names_the_first_bad_line(tmp_path):
     lines[39] = b"a cut character \xe6\x97\n"  # the first, in a unit other threads may finish later
     path = tmp_path / "bad.txt"
     path.write_bytes(b"".join(lines))
-    both_raise(path, r"line 40: not UTF-8 text \(byte \d+: b'\\xe6\\x97\\n'\)")
+    both_raise(path, r"line 40: not UTF-8 text \(byte \d+: b'\\xe6\\x97\\n'; a binary file")
     for bad in (b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80", b"\xe0\x80\x80"):  # surrogate, overlong, > U+10FFFF
         path.write_bytes(b"ok\n" + bad + b"\n")
         both_raise(path, "line 2: not UTF-8 text")
@@ -304,10 +304,10 @@ def test_invalid_utf8_names_the_first_bad_line(tmp_path):
     ("{'text': 'a'}", "line 3: not JSON"),
     ('{"body": "a"}', "line 3: no field 'text' in the JSON object"),
     ('["text"]', "line 3: no field 'text' in the JSON array"),
-    ('{"text": 12}', "line 3: field 'text' is a JSON number, not a string"),
-    ('{"text": null}', "line 3: field 'text' is a JSON null, not a string"),
-    ('{"text": ["a"]}', "line 3: field 'text' is a JSON array, not a string"),
-    ('{"text": "a", "text": false}', "line 3: field 'text' is a JSON boolean, not a string"),
+    ('{"text": 12}', r"line 3: field 'text' is not a string \(a JSON number\)"),
+    ('{"text": null}', r"line 3: field 'text' is not a string \(a JSON null\)"),
+    ('{"text": ["a"]}', r"line 3: field 'text' is not a string \(a JSON array\)"),
+    ('{"text": "a", "text": false}', r"line 3: field 'text' is not a string \(a JSON boolean\)"),
     ('{"text": "lone \\ud800 surrogate"}', "line 3: field 'text' holds a lone surrogate"),
 ])
 def test_bad_jsonl_lines_are_named(tmp_path, line, match):
@@ -438,3 +438,19 @@ def test_where_the_kernel_cannot_read_files_python_reads_them_for_it(monkeypatch
     expected = distinct(count_native(None, pattern, files=paths, num_threads=2, progress=False))
     monkeypatch.setattr(native_counting, "_kernel", NoFiles)
     assert_same(distinct(count_native(None, pattern, files=paths, num_threads=2, progress=False)), expected)
+
+
+@settings(max_examples=150, deadline=None)
+@given(docs=st.lists(st.text(alphabet=st.sampled_from(TRICKY + list("\x01\x1b\x7f\x80\x84\x85\x86\x9f\xa0")),
+                             max_size=40), max_size=8))
+def test_the_kernels_text_tallies_equal_pythons(docs):
+    """The characters and control characters (each counted, in order of first appearance) that the
+    kernel tallies for the control-character warning are the ones Python counts on the dict."""
+    counts = count_native(docs, NATIVE_PATTERNS["gpt4"], num_threads=2, progress=False)
+    as_dict = distinct(counts)
+    assert counts.characters == sum(len(chunk) * n for chunk, n in as_dict.items())
+    found: dict[str, int] = {}
+    for chunk, n in as_dict.items():
+        for char in chunk_counting._CONTROL.findall(chunk):
+            found[char] = found.get(char, 0) + n
+    assert list(counts.control.items()) == list(found.items())
