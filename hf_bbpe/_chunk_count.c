@@ -1713,7 +1713,7 @@ done:
 #endif
 }
 
-/* A buffer that owns its memory (malloc), with items of one type: what result() gives. */
+/* A writable buffer that owns its memory (malloc), with items of one type: what result() gives. */
 typedef struct {
     PyObject_HEAD
     void *data;
@@ -1722,14 +1722,10 @@ typedef struct {
 } Buffer;
 
 static int Buffer_getbuffer(Buffer *self, Py_buffer *view, int flags) {
-    if (flags & PyBUF_WRITABLE) {
-        PyErr_SetString(PyExc_BufferError, "read-only");
-        return -1;
-    }
     view->obj = Py_NewRef(self);
     view->buf = self->data;
     view->len = self->nitems * self->itemsize;
-    view->readonly = 1;
+    view->readonly = 0; /* (the merge loop may work in the symbols: trainer.train_flat_merges(consume=True)) */
     view->itemsize = self->itemsize; /* (as array.array gives it, whatever the flags) */
     view->format = (flags & PyBUF_FORMAT) ? self->format : NULL;
     view->ndim = 1;
@@ -1755,7 +1751,7 @@ static PyTypeObject BufferType = {
     .tp_name = "hf_bbpe._chunk_count.Buffer",
     .tp_basicsize = sizeof(Buffer),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A read-only buffer of uint8 ('B'), int32 ('i') or int64 ('q') items that owns its memory.",
+    .tp_doc = "A buffer of uint8 ('B'), int32 ('i') or int64 ('q') items that owns its memory.",
     .tp_dealloc = (destructor)Buffer_dealloc,
     .tp_as_buffer = &Buffer_as_buffer,
     .tp_as_sequence = &Buffer_as_sequence,

@@ -61,14 +61,24 @@ class ChunkCounts:
     def __len__(self) -> int:
         return len(self.lengths)
 
+    def buffers(self, *, spend: bool = False) -> tuple[memoryview, memoryview, memoryview]:
+        """``(symbols, lengths, counts)``; with ``spend``, for a merge loop that works in the
+        symbols: this object can then give no chunk any more (ValueError)."""
+        if self.symbols is None:
+            raise ValueError("these counts were spent by a merge loop that worked in their symbols")
+        buffers = (self.symbols, self.lengths, self.counts)
+        if spend:
+            self.symbols = None
+        return buffers
+
     @property
     def nbytes(self) -> int:
         """The memory the three buffers hold."""
-        return self.symbols.nbytes + self.lengths.nbytes + self.counts.nbytes
+        return sum(buffer.nbytes for buffer in self.buffers())
 
     def items(self) -> Iterator[tuple[bytes, int]]:
         """``(chunk bytes, count)`` in order of first appearance."""
-        symbols = self.symbols
+        symbols = self.buffers()[0]
         start = 0
         for length, count in zip(self.lengths, self.counts):
             yield symbols[start : start + length].tobytes(), count
@@ -79,7 +89,7 @@ class ChunkCounts:
         return {chunk.decode("utf-8"): count for chunk, count in self.items()}
 
     def __repr__(self) -> str:
-        return f"ChunkCounts({len(self)} distinct chunks, {len(self.symbols)} bytes)"
+        return f"ChunkCounts({len(self)} distinct chunks)"
 
 
 def available(pattern: str | None) -> bool:

@@ -54,7 +54,7 @@ def train_tokenizer(
     check_vocab_size(vocab_size)
     counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files)
     train_tokenizer_from_counts(tok, counts, vocab_size, verbose, tie_break=tie_break,
-                                min_frequency=min_frequency, progress=progress)
+                                min_frequency=min_frequency, progress=progress, consume=True)
 
 
 def train_tokenizer_from_counts(
@@ -66,14 +66,17 @@ def train_tokenizer_from_counts(
     tie_break: str = "smallest_pair",
     min_frequency: int = 1,
     progress: bool | None = None,
+    consume: bool = False,
 ) -> None:
     """``tok.train_from_counts``: the merges of ``{chunk: count}`` (or the C kernel's
-    :class:`~native_counting.ChunkCounts`), from the 256 bytes up."""
+    :class:`~native_counting.ChunkCounts`), from the 256 bytes up. With ``consume`` (training's
+    own counts) the merge loop works in the counts' symbols, which are then spent."""
     check_vocab_size(vocab_size)
     warn_if_mostly_control(counts, stacklevel=4)
     if isinstance(counts, ChunkCounts):
         tok._reset_to_bytes()
-        tok._set_merges(learn(tok, counts, None, vocab_size - 256, tie_break, min_frequency, verbose, progress))
+        tok._set_merges(learn(tok, counts, None, vocab_size - 256, tie_break, min_frequency, verbose, progress,
+                              consume=consume))
         return
     words = []
     weights = []
@@ -197,6 +200,7 @@ def learn(
     verbose: bool,
     progress: bool | None,
     unique_bytes: bool = False,
+    consume: bool = False,
 ) -> Merges:
     """Run the merge loop on words of ``tok``'s token ids (or on the C kernel's counts, whose
     words are bytes: no weights then); new ids go above the current ones. Returns ``tok``'s
@@ -236,7 +240,7 @@ def learn(
         "byte_ids": tok._byte_ids,
     }
     if isinstance(words, ChunkCounts):
-        learned = train_flat_merges(words.symbols, words.lengths, words.counts, num_merges, **options)
+        learned = train_flat_merges(*words.buffers(spend=consume), num_merges, consume=consume, **options)
     else:
         learned = train_merges(words, weights, num_merges, **options)
     bar.close()

@@ -454,3 +454,18 @@ def test_the_kernels_text_tallies_equal_pythons(docs):
         for char in chunk_counting._CONTROL.findall(chunk):
             found[char] = found.get(char, 0) + n
     assert list(counts.control.items()) == list(found.items())
+
+
+def test_the_merge_loop_works_in_trainings_own_counts_but_not_in_a_callers():
+    """Training's own counts are spent by a merge loop that works in their symbols (no copy of
+    them); counts a caller gives to train_from_counts stay whole, to train again."""
+    counts = count_native(None, NATIVE_PATTERNS["gpt4"], files=[str(SWIFT)], num_threads=2, progress=False)
+    first, again = RegexTokenizer("gpt4"), RegexTokenizer("gpt4")
+    first.train_from_counts(counts, 500)
+    again.train_from_counts(counts, 500)
+    direct = RegexTokenizer("gpt4")
+    direct.train(files=SWIFT, vocab_size=500, progress=False)
+    assert first.merges == again.merges == direct.merges
+    counts.buffers(spend=True)
+    with pytest.raises(ValueError, match="spent"):
+        RegexTokenizer("gpt4").train_from_counts(counts, 500)
