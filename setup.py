@@ -1,16 +1,16 @@
-"""Build the C kernels (training merge loop, chunk encoder with merge recovery, pre-tokenizer); metadata is in pyproject.toml."""
+"""Build the C kernels (chunk counting and merge loop for training, chunk encoder with merge recovery, pre-tokenizer); metadata is in pyproject.toml."""
 
 import os
 
 from setuptools import Extension, setup
 
-HASH_H = "hf_bbpe/_hash.h"  # mix64 and PREFETCH, included by two kernels (pyproject's package-data puts it in the sdist)
-PRETOK_H = "hf_bbpe/_pretokenize.h"  # the scanner interface _pretokenize.c gives _chunk_bpe.c
+HASH_H = "hf_bbpe/_hash.h"  # mix64, hash_bytes and PREFETCH, included by three kernels (pyproject's package-data puts it in the sdist)
+PRETOK_H = "hf_bbpe/_pretokenize.h"  # the scanner interface _pretokenize.c gives _chunk_bpe.c and _chunk_count.c
 
 
 def kernel(name: str, source: str, depends: tuple[str, ...] = (), numpy_headers: bool = False) -> Extension:
     """One C extension; numpy_headers: it uses numpy's C API (pyproject's build requirement)."""
-    threads = ["-pthread"] if os.name == "posix" else []  # _chunk_bpe cuts a long text over pthreads
+    threads = ["-pthread"] if os.name == "posix" else []  # _chunk_bpe and _chunk_count run pthreads
     include_dirs = []
     if numpy_headers:
         import numpy
@@ -22,6 +22,7 @@ def kernel(name: str, source: str, depends: tuple[str, ...] = (), numpy_headers:
 
 setup(
     ext_modules=[
+        kernel("hf_bbpe._chunk_count", "hf_bbpe/_chunk_count.c", (HASH_H, PRETOK_H)),
         kernel("hf_bbpe._merge_loop", "hf_bbpe/_merge_loop.c", (HASH_H,)),
         kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", (HASH_H, PRETOK_H), numpy_headers=True),  # encode_to_numpy's arrays
         kernel("hf_bbpe._pretokenize", "hf_bbpe/_pretokenize.c", (PRETOK_H,)),

@@ -62,7 +62,7 @@ def count_chunks(
     counts: Counter[str] = Counter()
     uncovered: Counter[str] = Counter()
     total_chars = 0
-    batches = _batches(documents)
+    batches = document_batches(documents)
     first = next(batches, None)
     if first is None:
         bar.close()
@@ -194,7 +194,9 @@ def _chain(first: list[str], second: list[str] | None, rest: Iterator[list[str]]
         yield from rest
 
 
-def _batches(documents: Iterable[str]) -> Iterator[list[str]]:
+def document_batches(documents: str | Iterable[str], batch_chars: int = _BATCH_CHARS) -> Iterator[list[str]]:
+    """The documents (a str is one) in lists of about ``batch_chars`` characters; a document that
+    is not a str is a TypeError."""
     if isinstance(documents, str):
         documents = (documents,)
     batch: list[str] = []
@@ -204,7 +206,7 @@ def _batches(documents: Iterable[str]) -> Iterator[list[str]]:
             raise TypeError(f"training documents must be str, got {type(doc).__name__}")
         batch.append(doc)
         size += len(doc)
-        if size >= _BATCH_CHARS:
+        if size >= batch_chars:
             yield batch
             batch, size = [], 0
     if batch:
@@ -263,7 +265,12 @@ CONTROL_SHARE = 0.5
 
 def warn_if_mostly_control(counts: Mapping[str | bytes, int], *, stacklevel: int = 3) -> None:
     """Warn when most characters of the counted text are control characters: a binary file read
-    as text (a file of NUL bytes is valid UTF-8) trains merges of them without a word otherwise."""
+    as text (a file of NUL bytes is valid UTF-8) trains merges of them without a word otherwise.
+    The C counter's counts (native_counting.ChunkCounts) carry their tallies, made in C."""
+    tallied = getattr(counts, "control", None)
+    if tallied is not None:
+        _warn_control(Counter(tallied), counts.characters, stacklevel + 1)
+        return
     try:  # a chunk that prints whole holds no control character: one C-level pass finds the others
         suspects = [chunk for chunk in itertools.filterfalse(str.isprintable, counts) if _CONTROL.search(chunk)]
     except TypeError:  # bytes keys (keys of other types are the caller's error to report)
@@ -282,6 +289,15 @@ def warn_if_mostly_control(counts: Mapping[str | bytes, int], *, stacklevel: int
         total += len(chunk) * count
         if total >= n / CONTROL_SHARE:  # (soon, in text with a few control characters)
             return
+    _warn_control(found, total, stacklevel + 1)
+
+
+def _warn_control(found: Counter[str], total: int, stacklevel: int) -> None:
+    """The warning, when the control characters ``found`` (with their counts, in order of first
+    appearance) are more than :data:`CONTROL_SHARE` of ``total`` characters."""
+    n = sum(found.values())
+    if not n or total >= n / CONTROL_SHARE:
+        return
     shown = ", ".join(f"{char!r} x{times:,}" for char, times in found.most_common(3))
     more = f" and {len(found) - 3} more" if len(found) > 3 else ""
     warnings.warn(

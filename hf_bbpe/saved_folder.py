@@ -44,10 +44,13 @@ REMOTE_CODE_MODULES = (
     "model_card",  # push_to_hub's README.md
     # the engine
     "tokenizer",
+    "training",
     "token_ids",
     "token_offsets",
     "chunk_encoder",
     "chunk_counting",
+    "native_counting",
+    "text_files",
     "batch_encoding",
     "trainer",
     "patterns",

@@ -95,11 +95,14 @@ if TYPE_CHECKING:
     from .chunk_encoder import ChunkEncoder  # noqa: F401
     from .merge_loop import train  # noqa: F401
     from .model_file import read_model_file  # noqa: F401
+    from .native_counting import count_native  # noqa: F401
     from .onig_regex import translate_pattern_for_onig  # noqa: F401
     from .progress import progress_bar  # noqa: F401
+    from .text_files import iter_file_documents  # noqa: F401
     from .token_offsets import token_char_spans  # noqa: F401
     from .tokenizer_json_writer import tokenizer_json_dict  # noqa: F401
     from .trainer import train_merges  # noqa: F401
+    from .training import train_tokenizer  # noqa: F401
     from .unicode_tables import code_points  # noqa: F401
     from .worker_pool import forked_pool  # noqa: F401
 

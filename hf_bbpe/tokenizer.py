@@ -17,17 +17,13 @@ the merges are the ones the ranks imply, recovered when first asked for.
 
 from __future__ import annotations
 
-import importlib
 import operator
 import os
-import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
 
-from .chunk_counting import count_chunks, warn_if_mostly_control
 from .chunk_encoder import MODES, ChunkEncoder, DuplicateTokensError, TokenTable
 from .model_file import (
     ModelFileContents,
@@ -40,7 +36,6 @@ from .model_file import (
 from .normalizers import Normalizer, original_span, resolve_normalizer
 from .patterns import native_scanner, resolve_pattern
 from .pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
-from .progress import progress_bar
 from .special_tokens import (
     AllowedSpecial,
     DisallowedSpecial,
@@ -52,7 +47,7 @@ from .special_tokens import (
 )
 from .token_ids import MAX_TOKEN_ID, single_token_id, token_id_list
 from .token_offsets import token_char_spans
-from .trainer import train_merges
+from .training import ChunkCounts, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
 
 Merges = dict[tuple[int, int], int]
 
@@ -531,36 +526,43 @@ class Tokenizer:
         return {token: idx for idx, token in sorted(self.vocab.items()) if idx not in specials}
 
     # -------------------------------------------------------------- training
+    # (the work is in training.py; these methods are the public API)
 
     def train(
         self,
-        text: str | Iterable[str],
-        vocab_size: int,
+        text: str | Iterable[str] | os.PathLike | Sequence[os.PathLike] | None = None,
+        vocab_size: int | None = None,
         verbose: bool = False,
         *,
+        files: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
         tie_break: str = "smallest_pair",
         min_frequency: int = 1,
         num_workers: int | None = None,
         progress: bool | None = None,
         text_column: str = "text",
     ) -> None:
-        """Learn ``vocab_size - 256`` merges from a str or an iterable of documents.
+        """Learn ``vocab_size - 256`` merges from a str, an iterable of documents, or files.
 
-        Documents (a file object yields lines) are split with the pattern one by one, in
-        parallel processes; see :func:`train_from_counts` for the rest. A Hugging Face
-        ``datasets.Dataset`` or streaming ``IterableDataset`` is read in batches (column
-        ``text_column``); a ``ray.data.Dataset`` is counted on its Ray cluster (the same column;
-        see ``hf_bbpe.distributed``).
+        ``files=`` (a path or a list: text files, ``.jsonl``, ``.parquet``, as ``tokenizers``'
+        ``train(files=...)`` takes them; ``pathlib.Path`` objects given as ``text`` are files
+        too, a str never is): each line of a text file is a document, as ``open(f)`` yields it
+        (with ``\r`` kept as it is), each record's ``text_column`` of a ``.jsonl`` or
+        ``.parquet`` file is one (see text_files.py). A Hugging Face ``datasets.Dataset`` or
+        streaming ``IterableDataset`` is read in batches (column ``text_column``); a
+        ``ray.data.Dataset`` is counted on its Ray cluster (the same column; see
+        ``hf_bbpe.distributed``).
+
+        With a pattern the C scanner knows (and no normalizer or pipeline), chunks are counted
+        by the C kernel on ``num_workers`` threads (default: the CPUs available), files read in
+        blocks by those threads; otherwise documents are split one by one in ``num_workers``
+        processes. See :func:`train_from_counts` for the rest.
         """
-        _check_vocab_size(vocab_size)
-        counts = self._chunk_counts(text, num_workers, progress, tie_break, text_column)
-        self.train_from_counts(
-            counts, vocab_size, verbose, tie_break=tie_break, min_frequency=min_frequency, progress=progress
-        )
+        train_tokenizer(self, text, vocab_size, verbose, files=files, tie_break=tie_break, min_frequency=min_frequency,
+                        num_workers=num_workers, progress=progress, text_column=text_column)
 
     def train_from_counts(
         self,
-        counts: Mapping[str | bytes, int],
+        counts: Mapping[str | bytes, int] | ChunkCounts,
         vocab_size: int,
         verbose: bool = False,
         *,
@@ -572,39 +574,20 @@ class Tokenizer:
 
         Count the chunks with any engine (e.g. a map-reduce over ``pattern``), then call this.
         For ``tie_break="first_occurrence"`` the mapping must be in order of first appearance.
-        Special tokens already registered keep their ids; merges skip them. Counts that are mostly
-        control characters (a binary file read as text) draw a warning.
+        ``counts`` may also be the C kernel's :class:`~native_counting.ChunkCounts`.
+        Special tokens already registered keep their ids; merges skip them.
         """
-        _check_vocab_size(vocab_size)
-        warn_if_mostly_control(counts, stacklevel=3)
-        words = []
-        weights = []
-        for chunk, count in counts.items():
-            if isinstance(chunk, str):
-                data = chunk.encode("utf-8")
-            elif isinstance(chunk, (bytes, bytearray)):
-                data = bytes(chunk)
-            else:
-                raise TypeError(f"chunk counts must have str or bytes keys, got {chunk!r}")
-            if count > 0 and data:
-                words.append(data)
-                weights.append(int(count))
-        self._mode = "merges"
-        self._byte_ids = list(range(256))
-        self._merges = {}
-        self._unmerged = {}
-        self._rank_table = self._rank_vocab = None
-        self._rebuild()
-        self._merges = self._learn(words, weights, vocab_size - 256, tie_break, min_frequency, verbose, progress)
-        self._rebuild()
+        train_tokenizer_from_counts(self, counts, vocab_size, verbose, tie_break=tie_break,
+                                   min_frequency=min_frequency, progress=progress)
 
     # The keywords repeat train's on purpose: extending is training that continues from these merges.
     def extend(
         self,
-        text: str | Iterable[str],
-        num_new_merges: int,
+        text: str | Iterable[str] | os.PathLike | Sequence[os.PathLike] | None = None,
+        num_new_merges: int | None = None,
         verbose: bool = False,
         *,
+        files: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
         tie_break: str = "smallest_pair",
         min_frequency: int = 1,
         num_workers: int | None = None,
@@ -621,17 +604,28 @@ class Tokenizer:
         old ones, text in which no new merge applies encodes exactly as before. The mode is kept:
         in ``"ranks"`` mode the new tokens join the vocabulary, and text that does not contain
         a new token's bytes encodes exactly as before (tiktoken's rule only builds a token from
-        its own bytes).
+        its own bytes). The corpus is ``text`` or ``files=``, as :meth:`train` takes them.
         """
-        counts = self._chunk_counts(text, num_workers, progress, tie_break, text_column)
-        warn_if_mostly_control(counts, stacklevel=3)
-        words: list[list[int]] = []
-        weights: list[int] = []
-        for chunk, count in counts.items():
-            ids = self.encode_single_piece(chunk)
-            if len(ids) >= 2:
-                words.append(ids)
-                weights.append(count)
+        return extend_tokenizer(self, text, num_new_merges, verbose, files=files, tie_break=tie_break,
+                                min_frequency=min_frequency, num_workers=num_workers, progress=progress,
+                                text_column=text_column)
+
+    def _reset_to_bytes(self) -> None:
+        """Training's start: the 256 byte tokens, no merges (special tokens keep their ids)."""
+        self._mode = "merges"
+        self._byte_ids = list(range(256))
+        self._merges = {}
+        self._unmerged = {}
+        self._rank_table = self._rank_vocab = None
+        self._rebuild()
+
+    def _set_merges(self, merges: Merges) -> None:
+        """Training's end: ``merges``, valid by construction, replace the current ones."""
+        self._merges = merges
+        self._rebuild()
+
+    def _copy_for_extension(self) -> Tokenizer:
+        """A copy that ``extend`` adds merges to: the same merges, mode, specials and chunking."""
         extended = type(self).from_merges(
             self.merges, special_tokens=self._special_tokens, byte_ids=self._byte_ids,
             check=False, unmerged_tokens=self._unmerged, mode=self._mode,
@@ -639,82 +633,7 @@ class Tokenizer:
             pre_tokenizer=self.pre_tokenizer, normalizer=self.normalizer,
         )
         extended._normalized_specials = self._normalized_specials
-        extended._merges = extended._learn(
-            words, weights, num_new_merges, tie_break, min_frequency, verbose, progress, unique_bytes=True
-        )
-        extended._rebuild()
         return extended
-
-    def _chunk_counts(
-        self, text: Any, num_workers: int | None, progress: bool | None, tie_break: str, text_column: str
-    ) -> dict[str, int]:
-        """The chunk counts of training text: in this machine's processes, or on Ray for a Ray Dataset."""
-        ray_data = sys.modules.get("ray.data")  # a Ray Dataset can only exist once ray.data is loaded
-        if ray_data is None or not isinstance(text, ray_data.Dataset):
-            text = _hf_dataset_texts(text, text_column)
-            return count_chunks(text, self._chunking_spec(), num_workers=num_workers, progress=progress)
-        if tie_break == "first_occurrence":
-            raise ValueError(
-                "tie_break='first_occurrence' needs the order of the documents, which a Ray Dataset does not "
-                "define: count with hf_bbpe.distributed.count_chunks(ds, tok, order_column=...) and call "
-                "train_from_counts"
-            )
-        distributed = importlib.import_module(".distributed", __package__)
-        return distributed.count_chunks(text, self, text_column=text_column)
-
-    def _learn(
-        self,
-        words: list[bytes] | list[list[int]],
-        weights: list[int],
-        num_merges: int,
-        tie_break: str,
-        min_frequency: int,
-        verbose: bool,
-        progress: bool | None,
-        unique_bytes: bool = False,
-    ) -> Merges:
-        """Run the merge loop on words of current token ids; new ids go above the current ones.
-
-        With ``unique_bytes``, a pair whose bytes already form a token is never merged, so no
-        two tokens share the same bytes.
-        """
-        vocab = dict(self.vocab)
-        bar = progress_bar(desc="merging", total=num_merges, unit="merge", enabled=progress)
-        merge_number = 0
-
-        def on_merge(a: int, b: int, new_id: int, count: int) -> None:
-            nonlocal merge_number
-            merge_number += 1
-            vocab[new_id] = vocab[a] + vocab[b]
-            if verbose:
-                print(f"merge {merge_number}/{num_merges}: {(a, b)} -> {new_id} ({vocab[new_id]}) had {count} occurrences")
-            bar.update(1)
-
-        known_bytes = set(vocab.values()) if unique_bytes else None
-
-        def allow_pair(a: int, b: int) -> bool:
-            merged = vocab[a] + vocab[b]
-            if merged in known_bytes:
-                return False
-            known_bytes.add(merged)
-            return True
-
-        learned = train_merges(
-            words,
-            weights,
-            num_merges,
-            first_id=max(self._normal_ids()) + 1,
-            taken_ids=self.vocab.keys(),
-            tie_break=tie_break,
-            min_frequency=min_frequency,
-            on_merge=on_merge if verbose or not bar.disable or unique_bytes else None,
-            allow_pair=allow_pair if unique_bytes else None,
-            byte_ids=self._byte_ids,
-        )
-        bar.close()
-        merges = dict(self.merges)
-        merges.update(learned)
-        return merges
 
     # -------------------------------------------------------------- encoding
 
@@ -969,10 +888,7 @@ class Tokenizer:
     def clear_cache(self) -> None:
         """Give back the memory of the encoding caches, which grow with use and live as long as
         the tokenizer (on 16 MB of mixed text, about 60 MB: short chunks, pieces that needed BPE,
-        a spare ids buffer; at most 128 MB per encoding thread, 4 threads' worth, and 64 MB of
-        ids: README, Memory); the next encode fills them again. Ids never depend on them. The
-        UTF-8 copy CPython keeps inside each non-ASCII str that was encoded is the str's, not a
-        cache: it goes with the str."""
+        a spare ids buffer); the next encode fills them again. Ids never depend on them."""
         self._encoder.clear_cache()
 
     # -------------------------------------------------------------- decoding
@@ -1093,23 +1009,6 @@ class RegexTokenizer(Tokenizer):
         super().__init__(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
 
 
-def _hf_dataset_texts(data: Any, text_column: str) -> Any:
-    """The texts of column ``text_column`` of a Hugging Face ``datasets.Dataset`` or streaming
-    ``IterableDataset``, as a stream read in batches; anything else is returned as it is."""
-    datasets = sys.modules.get("datasets")  # such a dataset can only exist once datasets is loaded
-    if datasets is None:
-        return data
-    if isinstance(data, (datasets.DatasetDict, datasets.IterableDatasetDict)):
-        raise TypeError(f"train on one split of the dataset (its splits: {', '.join(data)}), e.g. ds['train']")
-    if not isinstance(data, (datasets.Dataset, datasets.IterableDataset)):
-        return data
-    columns = data.column_names
-    if columns is not None and text_column not in columns:
-        raise ValueError(f"the dataset has no column {text_column!r} (its columns: {', '.join(columns)}); "
-                         "pass text_column=")
-    return (text for batch in data.select_columns([text_column]).iter(batch_size=1024) for text in batch[text_column])
-
-
 def _chunker(pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
              normalizer: Normalizer | str | Mapping | None) -> ChunkSplitter:
     """How text becomes chunks, from the constructor's options (ValueError for bad ones)."""
@@ -1225,7 +1124,3 @@ def _checked_unmerged(unmerged: Mapping[int, bytes], byte_ids: Sequence[int]) ->
         checked[idx] = bytes(data)
     return checked
 
-
-def _check_vocab_size(vocab_size: int) -> None:
-    if not isinstance(vocab_size, int) or vocab_size < 256:
-        raise ValueError(f"vocab_size must be an int >= 256 (the 256 byte tokens), got {vocab_size!r}")

@@ -40,6 +40,7 @@ from .merge_loop import BELOW_MIN_FREQUENCY, OUT_OF_PAIRS
 TIE_BREAKS = ("smallest_pair", "first_occurrence", "huggingface")
 
 Pair = tuple[int, int]
+Buffer = bytes | bytearray | memoryview | array
 
 
 def merge_kernel() -> ModuleType:
@@ -76,25 +77,52 @@ def train_merges(
     Returns the merges in order as ``[((left, right), new_id), ...]``. Stops early, with a
     warning, when no pair occurs at least ``min_frequency`` times.
     """
+    if len(words) != len(counts):
+        raise ValueError("words and counts must have the same length")
+    # (the buffers are made in the call: no name here holds them, so the kernel's symbols go as it ends)
+    return train_flat_merges(
+        _symbols(words), array("i", map(len, words)), array("q", counts), num_merges, first_id=first_id,
+        taken_ids=taken_ids, tie_break=tie_break, min_frequency=min_frequency, on_merge=on_merge,
+        allow_pair=allow_pair, byte_ids=byte_ids, consume=True,
+    )
+
+
+def _symbols(words: Sequence[bytes] | Sequence[Sequence[int]]) -> bytearray | array:
+    if all(isinstance(w, (bytes, bytearray)) for w in words):
+        return bytearray().join(words)
+    return array("i", itertools.chain.from_iterable(words))
+
+
+def train_flat_merges(
+    symbols: Buffer,
+    lengths: Buffer,
+    counts: Buffer,
+    num_merges: int,
+    *,
+    first_id: int = 256,
+    taken_ids: Iterable[int] = (),
+    tie_break: str = "smallest_pair",
+    min_frequency: int = 1,
+    on_merge: Callable[[int, int, int, int], None] | None = None,
+    allow_pair: Callable[[int, int], bool] | None = None,
+    byte_ids: Sequence[int] = range(256),
+    consume: bool = False,
+) -> list[tuple[Pair, int]]:
+    """:func:`train_merges` over words laid end to end, as the merge loop takes them: ``symbols``
+    (a buffer of uint8 bytes or int32 ids, every word's one after another), ``lengths`` (int32
+    per word) and ``counts`` (int64 per word), e.g. the buffers of chunk counting's C kernel
+    (native_counting.ChunkCounts), so that no Python object is made per word. With ``consume``
+    the kernel works in ``symbols`` (writable, and nobody's after the call)."""
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
     if num_merges < 0:
         raise ValueError(f"num_merges must be >= 0, got {num_merges}")
-    if len(words) != len(counts):
-        raise ValueError("words and counts must have the same length")
-    if all(isinstance(w, (bytes, bytearray)) for w in words):
-        symbols: bytearray | array = bytearray().join(words)
-    else:
-        symbols = array("i", itertools.chain.from_iterable(words))
-    lengths = array("i", map(len, words))
-    weights = array("q", counts)
     taken = set(taken_ids)
     ranks = huggingface_ranks(byte_ids) if tie_break == "huggingface" else None
-    # the kernel may work in symbols (consume: nobody else holds it) and returns the merges as
-    # arrays, so that no Python object per merge exists while its own memory does
+    # the merges come as arrays, so that no Python object per merge exists while the kernel's memory does
     (raw_ids, _), stop = merge_kernel().train(
-        symbols, lengths, weights, num_merges, first_id, taken or None,
-        tie_break == "first_occurrence", max(1, min_frequency), on_merge, allow_pair, ranks, True, True,
+        symbols, lengths, counts, num_merges, first_id, taken or None,
+        tie_break == "first_occurrence", max(1, min_frequency), on_merge, allow_pair, ranks, consume, True,
     )
     del symbols
     ids = memoryview(raw_ids).cast("i")
@@ -103,13 +131,13 @@ def train_merges(
         warnings.warn(
             f"training ran out of pairs to merge after {len(learned)} of {num_merges} merges "
             "(the corpus is too small for this vocab_size)",
-            stacklevel=3,
+            stacklevel=4,
         )
     elif stop == BELOW_MIN_FREQUENCY:
         warnings.warn(
             f"training stopped after {len(learned)} of {num_merges} merges: no pair occurs "
             f"min_frequency={min_frequency} times",
-            stacklevel=3,
+            stacklevel=4,
         )
     return learned
 

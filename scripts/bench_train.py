@@ -17,7 +17,7 @@ only (no ``\\r`` or Unicode line separator ends a line). That is how ``tokenizer
 a text file, so every trainer reads the same file and gets the same documents:
 
 * hf_bbpe: ``tok.train(open(path, newline="\\n"), ...)`` (a file object yields its lines);
-  ``--hf-bbpe-input path`` passes ``[path]`` instead, for a trainer that reads files itself;
+  ``--hf-bbpe-input path`` passes ``files=[path]`` instead: the counting threads read the file themselves;
 * rustbpe: ``train_from_iterator`` over the same file object's lines;
 * HF BpeTrainer: ``Tokenizer.train([path])``, with ``initial_alphabet=ByteLevel.alphabet()`` (all
   256 bytes, as hf_bbpe and rustbpe have) and ``min_frequency=0``;
@@ -184,7 +184,7 @@ def train_hf_bbpe(args: argparse.Namespace):
 
     tok = RegexTokenizer(args.split_pattern)
     if args.hf_bbpe_input == "path":
-        tok.train([args.path], args.vocab_size, tie_break=args.tie_break, progress=False)
+        tok.train(files=[args.path], vocab_size=args.vocab_size, tie_break=args.tie_break, progress=False)
     else:
         with documents(args.path) as docs:
             tok.train(docs, args.vocab_size, tie_break=args.tie_break, progress=False)

@@ -99,15 +99,24 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
     add_role_options(parser)
     parser.add_argument("--out", metavar="DIR", required=True, help="output folder (created, or files replaced)")
     parser.add_argument("--docs", choices=DOCUMENT_MODES, default="paragraph",
-                        help="how files are cut into documents for counting: at blank lines (paragraph, default), "
-                             "per line, or whole files")
+                        help="how text files are cut into documents for counting: at blank lines (paragraph, default, "
+                             "as hf_bbpe.paragraphs cuts them), per line (as open(f) and tokenizers' train(files) give "
+                             "them; read in blocks by the counting threads), or whole files")
+    add_text_column(parser)
     parser.add_argument("--min-frequency", type=positive_int, default=1, help="stop when no pair occurs this often")
     parser.add_argument("--tie-break", choices=TIE_BREAKS, default=TIE_BREAKS[0],
                         help=f"rule between pairs with equal counts (default {TIE_BREAKS[0]}, rustbpe's)")
-    parser.add_argument("--workers", type=positive_int, default=None, help="counting processes (default: all CPUs)")
+    parser.add_argument("--workers", type=positive_int, default=None,
+                        help="counting threads (processes for a pattern the C counter does not know; default: all "
+                             "CPUs)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
     add_chat_template(parser)
+
+
+def add_text_column(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--text-column", default="text", help="the field (.jsonl) or column (.parquet) holding the text "
+                        "(default: text)")
 
 
 def add_role_options(parser: argparse.ArgumentParser,

@@ -8,13 +8,15 @@ give a result that looks like one and means nothing.
 
 from __future__ import annotations
 
+import argparse
 import glob
-import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from ..chunk_counting import paragraphs
+from ..text_files import TEXT, file_kind, iter_file_documents, not_utf8
 from .errors import CommandError
 
 STDIN = "-"
@@ -55,8 +57,7 @@ def decode_utf8(data: bytes, source: str) -> str:
 
 
 def _not_utf8(source: str, line: int, offset: int, found: bytes) -> CommandError:
-    return CommandError(f"{source}, line {line}: not UTF-8 text (byte {offset}: {found!r}; a binary file, or "
-                        "another encoding such as Latin-1?)")
+    return CommandError(not_utf8(source, line, offset, found))
 
 
 def read_bytes(path: str) -> bytes:
@@ -168,20 +169,16 @@ def _split_lines(lines: Iterator[str], mode: str) -> Iterator[str]:
     return lines if mode == "line" else paragraphs(lines)
 
 
-RECORD_SUFFIXES = (".jsonl", ".parquet")
-
-
 def iter_corpus_documents(paths: Sequence[str], mode: str = "file", text_column: str = "text") -> Iterator[str]:
     """The documents of a corpus, file after file: each record's ``text_column`` in a ``.jsonl``
-    file (one JSON object a line) or a ``.parquet`` file (one row each), and text files cut by
-    ``mode`` (see :func:`iter_documents`). A bad record is an error naming the file and the line
-    or row; input with no text at all is an error, as everywhere (:func:`reject_empty`)."""
+    file (one JSON object a line) or a ``.parquet`` file (one row each), read as the engine reads
+    them (text_files.py), and text files cut by ``mode`` (see :func:`iter_documents`). A bad
+    record is an error naming the file and the line or row; input with no text at all is an
+    error, as everywhere (:func:`reject_empty`)."""
     n_chars = 0
     for path in paths:
-        if path.endswith(".jsonl"):
-            documents = _jsonl_documents(path, text_column)
-        elif path.endswith(".parquet"):
-            documents = _parquet_documents(path, text_column)
+        if path != STDIN and file_kind(path) != TEXT:
+            documents = _record_documents(path, text_column)
         else:
             documents = [read_text(path)] if mode == "file" else _split_lines(_iter_lines(path), mode)
         for doc in documents:
@@ -190,48 +187,29 @@ def iter_corpus_documents(paths: Sequence[str], mode: str = "file", text_column:
     reject_empty(paths, n_chars)
 
 
-def _jsonl_documents(path: str, column: str) -> Iterator[str]:
-    for lineno, line in enumerate(_iter_lines(path), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CommandError(f"{path}, line {lineno}: not JSON ({exc.msg} at column {exc.pos + 1})") from None
-        except ValueError as exc:
-            raise CommandError(f"{path}, line {lineno}: not JSON ({exc})") from None
-        if not isinstance(record, dict) or column not in record:
-            fields = ", ".join(map(repr, record)) if isinstance(record, dict) else \
-                f"a JSON {_JSON_TYPES.get(type(record), type(record).__name__)}"
-            raise CommandError(f"{path}, line {lineno}: no field {column!r} (it has {fields or 'no field'}; "
-                               "--text-column names the field)")
-        text = record[column]
-        if not isinstance(text, str):
-            raise CommandError(f"{path}, line {lineno}: field {column!r} is not a string "
-                               f"(a JSON {_JSON_TYPES.get(type(text), type(text).__name__)})")
-        yield text
-
-
-_JSON_TYPES = {int: "number", float: "number", bool: "boolean", type(None): "null", list: "array", dict: "object"}
-
-
-def _parquet_documents(path: str, column: str) -> Iterator[str]:
+def _record_documents(path: str, column: str) -> Iterator[str]:
     try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise CommandError(f"{path}: reading parquet needs pyarrow (pip install 'hf_bbpe[ray]' brings it)") from None
+        yield from iter_file_documents([path], column)
+    except (ValueError, ImportError) as exc:
+        raise input_error(exc) from None
+
+
+def input_error(exc: BaseException) -> CommandError:
+    """The engine's error about a training file, worded for this CLI (its option is a flag here)."""
+    return CommandError(str(exc).replace("text_column=", "--text-column"))
+
+
+def train_on_inputs(learn: Callable[..., Any], paths: list[str], args: argparse.Namespace, size: int) -> Any:
+    """``learn`` (a tokenizer's ``train`` or ``extend``) on the documents of ``paths``: the files
+    themselves when documents are lines or records (the counting threads read them), else the
+    documents read here. An error about a file names it and its line, as a one-line CommandError."""
+    options = {"tie_break": args.tie_break, "min_frequency": args.min_frequency, "num_workers": args.workers,
+               "progress": False if args.no_progress else None, "text_column": args.text_column}
     try:
-        parquet = pq.ParquetFile(path)
-    except OSError as exc:
-        raise CommandError(f"{path}: not a parquet file ({exc})") from None
-    names = parquet.schema_arrow.names
-    if column not in names:
-        raise CommandError(f"{path}: no column {column!r} (its columns: {', '.join(names)}; "
-                           "--text-column names the column)")
-    row = 0
-    for batch in parquet.iter_batches(columns=[column], batch_size=8192):
-        for text in batch.column(0).to_pylist():
-            if not isinstance(text, str):
-                raise CommandError(f"{path}, row {row}: column {column!r} holds {text!r}, not a string")
-            row += 1
-            yield text
+        if STDIN not in paths and (args.docs == "line" or all(file_kind(path) != TEXT for path in paths)):
+            if not any(os.path.getsize(path) for path in paths):
+                reject_empty(paths, 0)
+            return learn(None, size, files=paths, **options)
+        return learn(iter_corpus_documents(paths, args.docs, args.text_column), size, **options)
+    except (ValueError, ImportError) as exc:
+        raise input_error(exc) from None

@@ -73,6 +73,51 @@ def test_train_takes_each_tie_break(tmp_path):
     assert list(learned["huggingface"].items()) != list(learned["smallest_pair"].items())
 
 
+def test_train_on_lines_jsonl_and_parquet_equals_the_library_on_files(tmp_path):
+    """`--docs line` takes the documents `open(f)` gives, as the library's `train(files=...)`,
+    whose threads read the files; .jsonl and .parquet files give their records' --text-column, in
+    the order of the files, whatever --docs says."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open(TAYLOR) as handle:
+        by_line = RegexTokenizer("gpt4")
+        by_line.train(handle, 300, progress=False)
+    run_cli("train", TAYLOR, "--docs", "line", "--vocab-size", 300, "--out", tmp_path / "lines", "--quiet")
+    assert Tokenizer.from_file(tmp_path / "lines" / "tokenizer.model").merges == by_line.merges
+    docs = MIX.read_text(encoding="utf-8").split("\n\n")
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"id": k, "body": d}) + "\n" for k, d in enumerate(docs[:500])),
+                                      encoding="utf-8")
+    pq.write_table(pa.table({"body": docs[500:]}), tmp_path / "b.parquet")
+    files = [TAYLOR, tmp_path / "a.jsonl", tmp_path / "b.parquet"]
+    run_cli("train", *files, "--docs", "line", "--vocab-size", 600, "--text-column", "body", "--out",
+            tmp_path / "mixed", "--quiet")
+    library = RegexTokenizer("gpt4")
+    library.train(files=files, vocab_size=600, text_column="body", progress=False)
+    with open(TAYLOR) as handle:
+        documents = list(handle) + docs
+    assert Tokenizer.from_file(tmp_path / "mixed" / "tokenizer.model").merges == library.merges
+    python = RegexTokenizer(r"(?:" + library.pattern + ")")  # the same chunks, counted by the regex module
+    python.train(documents, 600, progress=False)
+    assert python.merges == library.merges
+    run_cli("train", *files[1:], "--vocab-size", 600, "--text-column", "body", "--out", tmp_path / "records", "--quiet")
+    records = RegexTokenizer("gpt4")
+    records.train(files=files[1:], vocab_size=600, text_column="body", progress=False)
+    assert Tokenizer.from_file(tmp_path / "records" / "tokenizer.model").merges == records.merges
+
+
+def test_bad_training_records_are_one_line_errors(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"content": "no text field"}\n', encoding="utf-8")
+    proc = run_cli("train", TAYLOR, bad, "--vocab-size", 300, "--out", tmp_path / "o", check=False)
+    assert_one_line_error(proc, f"{bad}, line 2", "no field 'text'", "'content'", "--text-column")
+    assert not (tmp_path / "o").exists()
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    assert_one_line_error(run_cli("train", empty, "--vocab-size", 300, "--out", tmp_path / "o", check=False),
+                          "empty input")
+
+
 def test_globs_expand_to_files(mix_tok_dir):
     """A glob names the matching files, in sorted order (`compare` reads them like `train` does)."""
     rows = json.loads(run_cli("compare", "-t", mix_tok_dir, str(TAYLOR.parent / "*.txt"), "--json").stdout)
@@ -210,7 +255,7 @@ def test_bad_text_input(tmp_path, mix_tok_dir):
     bad.write_bytes("ok\ncaf\xe9\n".encode("latin-1"))
     assert_one_line_error(run_cli("encode", mix_tok_dir, bad, check=False), "latin1.txt", "not UTF-8", "byte 6")
     assert_one_line_error(run_cli("train", bad, "--vocab-size", 300, "--out", tmp_path / "o", check=False),
-                          "latin1.txt", "byte 6")
+                          "latin1.txt", "line 2", "byte 6")
     assert not (tmp_path / "o").exists()
     assert not list(tmp_path.glob(".o.*"))  # the staging folder is gone too
 

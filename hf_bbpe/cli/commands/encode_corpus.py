@@ -18,7 +18,7 @@ from ...token_shards import FORMATS, local_encoder, read_manifest, write_token_s
 from ...token_shards.val_split import DEFAULT_VAL_FRACTION, DEFAULT_VAL_SEED
 from ...token_shards.writer import DEFAULT_SHARD_BYTES, discard_new_run
 from ...tokenizer import Tokenizer
-from ..arguments import add_pattern_for_ranks, load, open_fraction, positive_int
+from ..arguments import add_pattern_for_ranks, add_text_column, load, open_fraction, positive_int
 from ..errors import CommandError
 from ..output_dir import check_output
 from ..text_input import DOCUMENT_MODES, STDIN, expand_inputs, iter_corpus_documents
@@ -45,8 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ray", metavar="ADDRESS", default=None,
                    help="encode on a Ray cluster: its address ('auto' for the cluster this machine belongs to, "
                         "'ray://HOST:10001'), or 'local' to start one here (needs hf_bbpe[ray])")
-    p.add_argument("--text-column", default="text", help="the field (.jsonl) or column (.parquet) holding the text "
-                   "(default: text)")
+    add_text_column(p)
     p.add_argument("--docs", choices=DOCUMENT_MODES, default="file",
                    help="how text files are cut into documents: whole files (default), per line, or at blank lines")
     p.add_argument("--format", choices=list(FORMATS), default="npy",

@@ -12,7 +12,7 @@ import sys
 from ..arguments import add_tokenizer, add_training_options, load, positive_int
 from ..errors import CommandError
 from ..output_dir import check_output, describe_folder, save_trained_folder
-from ..text_input import expand_inputs, iter_documents
+from ..text_input import expand_inputs, train_on_inputs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "from the old tokens its bytes encode to, the output rows halved; README: 'Which init').",
     )
     add_tokenizer(p)
-    p.add_argument("files", metavar="FILE", nargs="+", help="new text files or globs; '-' reads stdin")
+    p.add_argument("files", metavar="FILE", nargs="+", help="new text, .jsonl or .parquet files, or globs; '-' reads "
+                   "stdin")
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--new-merges", type=positive_int, help="how many merges to add")
     size.add_argument("--vocab-size", type=positive_int,
@@ -42,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
     new_merges = args.new_merges if args.new_merges is not None else args.vocab_size - normal
     if new_merges < 1:
         raise CommandError(f"--vocab-size {args.vocab_size} is not above the tokenizer's {normal} normal tokens")
-    tok = base.extend(iter_documents(paths, args.docs), new_merges, tie_break=args.tie_break,
-                      min_frequency=args.min_frequency, num_workers=args.workers,
-                      progress=False if args.no_progress else None)
+    tok = train_on_inputs(base.extend, paths, args, new_merges)
     written = save_trained_folder(tok, args)
     if not args.quiet:
         print(f"added {len(tok.merges) - len(base.merges)} merges: n_vocab {base.n_vocab} -> {tok.n_vocab}; "

@@ -1,6 +1,9 @@
-"""``hf-bbpe train``: learn a tokenizer from text files and write it as a folder.
+"""``hf-bbpe train``: learn a tokenizer from text, .jsonl and .parquet files and write it as a folder.
 
-The folder holds ``tokenizer.model`` (minbpe's format; ``tokenizer.vocab`` lists the tokens)
+Documents are the lines of text files (``--docs line``, the default: what ``open(f)`` and
+``tokenizers``' ``train(files)`` give), read in blocks by the counting threads, and the
+``--text-column`` of each record of ``.jsonl`` and ``.parquet`` files; ``--docs paragraph`` or
+``file`` and stdin (``-``) are read in Python first. The folder holds ``tokenizer.model`` (minbpe's format; ``tokenizer.vocab`` lists the tokens)
 and, when the transformers integration is installed, everything ``save_pretrained`` writes, so
 ``AutoTokenizer.from_pretrained(folder)`` loads it.
 """
@@ -14,18 +17,20 @@ from ...tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 from ..arguments import PATTERN_NAMES, add_training_options
 from ..errors import CommandError
 from ..output_dir import check_output, describe_folder, save_trained_folder
-from ..text_input import expand_inputs, iter_documents
+from ..text_input import expand_inputs, train_on_inputs
 
 NO_SPLIT = "none"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "train", help="train a tokenizer on text files",
-        description="Train a byte-level BPE tokenizer on text files and write a folder with tokenizer.model "
-                    "(minbpe) and the save_pretrained files. Progress bars show on a terminal.",
+        "train", help="train a tokenizer on text, .jsonl and .parquet files",
+        description="Train a byte-level BPE tokenizer on text files (a document per line), .jsonl and .parquet "
+                    "files (a document per record) and write a folder with tokenizer.model (minbpe) and the "
+                    "save_pretrained files. Progress bars (MB/s while counting) show on a terminal.",
     )
-    p.add_argument("files", metavar="FILE", nargs="+", help="text files or globs ('**' recurses); '-' reads stdin")
+    p.add_argument("files", metavar="FILE", nargs="+",
+                   help="text, .jsonl or .parquet files, or globs ('**' recurses); '-' reads stdin")
     p.add_argument("--vocab-size", type=int, required=True,
                    help="number of tokens before special tokens: 256 bytes + merges")
     p.add_argument("--pattern", default="gpt4",
@@ -44,14 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--special: a special token cannot be empty")
     paths = expand_inputs(args.files)
     tok: Tokenizer = BasicTokenizer() if args.pattern == NO_SPLIT else RegexTokenizer(args.pattern)
-    tok.train(
-        iter_documents(paths, args.docs),
-        args.vocab_size,
-        tie_break=args.tie_break,
-        min_frequency=args.min_frequency,
-        num_workers=args.workers,
-        progress=False if args.no_progress else None,
-    )
+    train_on_inputs(tok.train, paths, args, args.vocab_size)
     if not tok.merges and args.vocab_size > 256:
         raise CommandError(f"no merges learned from {', '.join(paths)}: the input has no two adjacent bytes "
                            "(is it empty?)")
@@ -60,3 +58,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"trained {len(tok.merges)} merges on {len(paths)} file(s): n_vocab {tok.n_vocab}, "
               f"{len(tok.special_tokens)} special token(s); wrote {describe_folder(args.out, written)}", file=sys.stderr)
     return 0
+

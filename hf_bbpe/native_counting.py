@@ -1,0 +1,216 @@
+"""Counting chunks with the C kernel ``_chunk_count.c``: the fast path of training's first step.
+
+For a split pattern that a C scanner knows (GPT-2, GPT-4, o200k, Llama 3, Qwen2, Tekken and their
+other spellings, see patterns.py) and no normalizer or pipeline, the kernel splits and counts on
+threads without the GIL and gives every distinct chunk, in order of first appearance, as three
+flat buffers (:class:`ChunkCounts`) that the merge loop takes as they are: no Python object per
+chunk from counting to the last merge. Inputs:
+
+* files (text, ``.jsonl``, ``.parquet``; see text_files.py), read in blocks by the threads
+  (a parquet column through pyarrow, as Arrow buffers);
+* a ``datasets.Dataset``: its Arrow column, without a str per row;
+* a str, or any iterable of str: in batches of about 8 MB.
+
+Everything else, and any process without the kernel (the copy of this code that a saved folder
+carries), takes chunk_counting.py, the readable twin; both give the same counts in the same order.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from .chunk_counting import document_batches
+from .patterns import native_scanner
+from .progress import progress_bar
+from .text_files import PARQUET, TEXT, file_kind, iter_file_documents, parquet_text_arrays
+from .worker_pool import available_cpus
+
+try:  # imported by name, not "from .", so that remote-code copies of this file load without it
+    _kernel = importlib.import_module("._chunk_count", __package__)
+except ImportError:
+    _kernel = None
+
+_BATCH_CHARS = 1 << 23  # characters of an iterable's documents counted in one call
+
+
+class ChunkCounts:
+    """Distinct chunks with their counts, in order of first appearance, as three flat buffers:
+    ``symbols`` (every chunk's UTF-8 bytes end to end, uint8), ``lengths`` (int32 per chunk) and
+    ``counts`` (int64 per chunk): what the merge loop takes.
+
+    ``len()`` is the number of distinct chunks; :meth:`items` and :meth:`to_dict` make Python
+    objects per chunk (for ``extend``, tests, or a look).
+    """
+
+    def __init__(self, symbols: Any, lengths: Any, counts: Any, *, documents: int = 0, input_bytes: int = 0,
+                 characters: int = 0, control: list[tuple[str, int]] | None = None) -> None:
+        self.symbols = memoryview(symbols).cast("B")
+        self.lengths = memoryview(lengths).cast("B").cast("i")
+        self.counts = memoryview(counts).cast("B").cast("q")
+        if len(self.lengths) != len(self.counts):
+            raise ValueError("lengths and counts must have one item per chunk")
+        self.documents = documents
+        self.input_bytes = input_bytes
+        self.characters = characters  # of the counted text, and its control characters with their counts
+        self.control = dict(control or ())  # (for chunk_counting.warn_if_mostly_control)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def buffers(self, *, spend: bool = False) -> tuple[memoryview, memoryview, memoryview]:
+        """``(symbols, lengths, counts)``; with ``spend``, for a merge loop that works in the
+        symbols: this object can then give no chunk any more (ValueError)."""
+        if self.symbols is None:
+            raise ValueError("these counts were spent by a merge loop that worked in their symbols")
+        buffers = (self.symbols, self.lengths, self.counts)
+        if spend:
+            self.symbols = None
+        return buffers
+
+    @property
+    def nbytes(self) -> int:
+        """The memory the three buffers hold."""
+        return sum(buffer.nbytes for buffer in self.buffers())
+
+    def items(self) -> Iterator[tuple[bytes, int]]:
+        """``(chunk bytes, count)`` in order of first appearance."""
+        symbols = self.buffers()[0]
+        start = 0
+        for length, count in zip(self.lengths, self.counts):
+            yield symbols[start : start + length].tobytes(), count
+            start += length
+
+    def to_dict(self) -> dict[str, int]:
+        """``{chunk: count}`` as chunk_counting.count_chunks gives it."""
+        return {chunk.decode("utf-8"): count for chunk, count in self.items()}
+
+    def __repr__(self) -> str:
+        return f"ChunkCounts({len(self)} distinct chunks)"
+
+
+def available(pattern: str | None) -> bool:
+    """Whether the C kernel counts the chunks of ``pattern`` here."""
+    return _kernel is not None and native_scanner(pattern) is not None
+
+
+def count_native(
+    source: Any,
+    pattern: str,
+    *,
+    files: list[str] | None = None,
+    num_threads: int | None = None,
+    progress: bool | None = None,
+    text_column: str = "text",
+) -> ChunkCounts:
+    """Count the chunks of ``files`` (checked paths; see text_files.py) or of ``source`` (a str,
+    an iterable of str, or a ``datasets.Dataset``) with the C kernel. Call only when
+    :func:`available` says so."""
+    counter = _kernel.Counter(native_scanner(pattern), max(1, num_threads or available_cpus()))
+    total = sum(os.path.getsize(path) for path in files) if files is not None else None
+    bar = progress_bar(desc="counting chunks", total=total, unit="MB", enabled=progress, scale=1 / 1e6)
+    try:
+        if files is not None:
+            _count_files(counter, files, text_column, bar)
+        elif is_arrow_dataset(source):
+            _count_dataset(counter, source, text_column, bar)
+        else:
+            for batch in document_batches(source, _BATCH_CHARS):
+                bar.update(counter.count_texts(batch))
+    finally:
+        bar.close()
+    return collected(counter)
+
+
+def collected(counter: Any) -> ChunkCounts:
+    """The counts of a ``_chunk_count.Counter`` (its memory given back)."""
+    symbols, lengths, counts, characters, control = counter.result()
+    return ChunkCounts(symbols, lengths, counts, documents=counter.documents, input_bytes=counter.bytes,
+                       characters=characters, control=control)
+
+
+def _count_files(counter: Any, paths: list[str], text_column: str, bar: Any) -> None:
+    """Runs of text and .jsonl files in one call each (their blocks on the threads); parquet
+    files column batch by column batch. The kernel numbers its work across calls, in order. The
+    bar moves by file bytes (a parquet file's by the share of its rows counted)."""
+    field = text_column.encode("utf-8")
+    run: list[str] = []
+    done = 0  # bytes of the files before the current call
+    shown = 0  # where the bar is
+
+    def move_to(at: int) -> None:
+        nonlocal shown
+        bar.update(at - shown)
+        shown = at
+
+    def flush() -> None:
+        nonlocal done
+        if run:
+            start = done
+            counter.count_files(run, [file_kind(path) != TEXT for path in run], field, 0, lambda n: move_to(start + n))
+            done = start + sum(os.path.getsize(path) for path in run)
+            move_to(done)
+            run.clear()
+
+    for path in paths:
+        if file_kind(path) != PARQUET and not _kernel.READS_FILES:  # (no POSIX threads: read here)
+            for batch in document_batches(iter_file_documents([path], text_column), _BATCH_CHARS):
+                counter.count_texts(batch)
+            done += os.path.getsize(path)
+            move_to(done)
+            continue
+        if file_kind(path) != PARQUET:
+            run.append(path)
+            continue
+        flush()
+        size = os.path.getsize(path)
+        rows, arrays = parquet_text_arrays(path, text_column)
+        for row, array in arrays:
+            _count_array(counter, array, row, path)
+            move_to(done + size * (row + len(array)) // max(1, rows))
+        done += size
+        move_to(done)
+    flush()
+
+
+def _count_array(counter: Any, array: Any, row: int, source: str) -> int:
+    """Count one Arrow string array (a chunk of a column); its first row is ``row`` of ``source``."""
+    import pyarrow as pa
+
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        array = array.cast(pa.large_string())
+    validity, offsets, data = array.buffers()[:3]
+    wide = pa.types.is_large_string(array.type)
+    width = 8 if wide else 4
+    offsets = memoryview(offsets)[array.offset * width : (array.offset + len(array) + 1) * width]
+    data = memoryview(data) if data is not None else b""
+    return counter.count_column(offsets, wide, data, validity if array.null_count else None, array.offset,
+                                len(array), row, source)
+
+
+def is_arrow_dataset(source: Any) -> bool:
+    """Whether ``source`` is a ``datasets.Dataset`` (Arrow-backed, not streaming)."""
+    datasets = sys.modules.get("datasets")
+    return datasets is not None and isinstance(source, datasets.Dataset)
+
+
+def _count_dataset(counter: Any, dataset: Any, text_column: str, bar: Any) -> None:
+    """A ``datasets.Dataset``'s column as Arrow arrays (its indices, if any, respected)."""
+    import pyarrow as pa
+
+    columns = dataset.column_names
+    if text_column not in columns:
+        raise ValueError(f"the dataset has no column {text_column!r} (its columns: {', '.join(columns)}); "
+                         "pass text_column=")
+    kind = dataset.features[text_column]
+    row = 0
+    for table in dataset.select_columns([text_column]).with_format("arrow").iter(batch_size=1 << 16):
+        column = table.column(0)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            raise TypeError(f"training documents must be str: column {text_column!r} holds {kind}")
+        for array in column.chunks:
+            bar.update(_count_array(counter, array, row, "the dataset"))
+            row += len(array)

@@ -1,0 +1,271 @@
+"""Training a tokenizer: count the chunks of a corpus, then learn merges over them.
+
+``Tokenizer.train``, ``train_from_counts`` and ``extend`` are thin methods over the functions
+here. The steps, and where each lives:
+
+1. **Reading**: documents are strs (one str, an iterable, a ``datasets`` dataset) or the lines
+   and records of files (``text_files.py``: text, ``.jsonl``, ``.parquet``).
+2. **Counting** (:func:`chunk_counts`): for a pattern a C scanner knows and no normalizer or
+   pipeline, the C kernel ``_chunk_count.c`` (``native_counting.py``: threads without the GIL,
+   the counts in three flat buffers, :class:`~native_counting.ChunkCounts`); otherwise
+   ``chunk_counting.py`` (the regex module in worker processes, a dict), or
+   ``hf_bbpe.distributed`` for a Ray Dataset.
+3. **Merging** (:func:`learn`): ``trainer.py``, the one merge loop (the C kernel
+   ``_merge_loop.c`` or its twin ``merge_loop.py``), given the kernel's buffers as they are
+   (no Python object per chunk from counting to the last merge) or a dict's chunks.
+
+The tokenizer's state is reset to the 256 bytes before training and set from the learned merges
+after it; ``extend`` builds a new tokenizer that keeps every old merge.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .chunk_counting import count_chunks, warn_if_mostly_control
+from .native_counting import ChunkCounts, available, count_native, is_arrow_dataset
+from .progress import progress_bar
+from .text_files import iter_file_documents, training_files
+from .trainer import train_flat_merges, train_merges
+
+if TYPE_CHECKING:
+    from .tokenizer import Merges, Tokenizer
+
+
+def train_tokenizer(
+    tok: Tokenizer,
+    text: Any,
+    vocab_size: int,
+    verbose: bool = False,
+    *,
+    files: Any = None,
+    tie_break: str = "smallest_pair",
+    min_frequency: int = 1,
+    num_workers: int | None = None,
+    progress: bool | None = None,
+    text_column: str = "text",
+) -> None:
+    """``tok.train``: count the chunks of ``text`` or ``files``, then :func:`train_tokenizer_from_counts`."""
+    check_vocab_size(vocab_size)
+    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files)
+    train_tokenizer_from_counts(tok, counts, vocab_size, verbose, tie_break=tie_break,
+                                min_frequency=min_frequency, progress=progress, consume=True)
+
+
+def train_tokenizer_from_counts(
+    tok: Tokenizer,
+    counts: Mapping[str | bytes, int] | ChunkCounts,
+    vocab_size: int,
+    verbose: bool = False,
+    *,
+    tie_break: str = "smallest_pair",
+    min_frequency: int = 1,
+    progress: bool | None = None,
+    consume: bool = False,
+) -> None:
+    """``tok.train_from_counts``: the merges of ``{chunk: count}`` (or the C kernel's
+    :class:`~native_counting.ChunkCounts`), from the 256 bytes up. With ``consume`` (training's
+    own counts) the merge loop works in the counts' symbols, which are then spent."""
+    check_vocab_size(vocab_size)
+    warn_if_mostly_control(counts, stacklevel=4)
+    if isinstance(counts, ChunkCounts):
+        tok._reset_to_bytes()
+        tok._set_merges(learn(tok, counts, None, vocab_size - 256, tie_break, min_frequency, verbose, progress,
+                              consume=consume))
+        return
+    words = []
+    weights = []
+    for chunk, count in counts.items():
+        if isinstance(chunk, str):
+            data = chunk.encode("utf-8")
+        elif isinstance(chunk, (bytes, bytearray)):
+            data = bytes(chunk)
+        else:
+            raise TypeError(f"chunk counts must have str or bytes keys, got {chunk!r}")
+        if count > 0 and data:
+            words.append(data)
+            weights.append(int(count))
+    tok._reset_to_bytes()
+    tok._set_merges(learn(tok, words, weights, vocab_size - 256, tie_break, min_frequency, verbose, progress))
+
+
+def extend_tokenizer(
+    tok: Tokenizer,
+    text: Any,
+    num_new_merges: int | None,
+    verbose: bool = False,
+    *,
+    files: Any = None,
+    tie_break: str = "smallest_pair",
+    min_frequency: int = 1,
+    num_workers: int | None = None,
+    progress: bool | None = None,
+    text_column: str = "text",
+) -> Tokenizer:
+    """``tok.extend``: a copy of ``tok`` with up to ``num_new_merges`` merges learned on top."""
+    if not isinstance(num_new_merges, int):
+        raise TypeError(f"num_new_merges must be an int, got {num_new_merges!r}")
+    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files)
+    warn_if_mostly_control(counts, stacklevel=4)
+    words: list[list[int]] = []
+    weights: list[int] = []
+    for chunk, count in counts.items():  # (a Python object per chunk: extension segments each one)
+        ids = tok.encode_single_piece(chunk)
+        if len(ids) >= 2:
+            words.append(ids)
+            weights.append(count)
+    extended = tok._copy_for_extension()
+    extended._set_merges(
+        learn(extended, words, weights, num_new_merges, tie_break, min_frequency, verbose, progress, unique_bytes=True)
+    )
+    return extended
+
+
+def chunk_counts(
+    tok: Tokenizer, text: Any, num_workers: int | None, progress: bool | None, tie_break: str, text_column: str,
+    *, files: Any = None,
+) -> dict[str, int] | ChunkCounts:
+    """The chunk counts of training text or files: with the C kernel where it splits the
+    tokenizer's chunking, else in this machine's processes, or on Ray for a Ray Dataset.
+
+    ``files`` (a path or several) or a ``text`` that is an ``os.PathLike`` or a list of them are
+    files (see text_files.py); a str is always text. ``num_workers``: the kernel's threads, or
+    the processes of the other paths (default: the CPUs available)."""
+    files = training_paths(text, files)
+    spec = tok._chunking_spec()
+    native = isinstance(spec, str) and available(spec) and not _is_ray_dataset(text)
+    if files is None and not (native and is_arrow_dataset(text)):  # (the kernel reads a Dataset's Arrow column)
+        text = hf_dataset_texts(text, text_column)
+    if native:
+        return count_native(text, spec, files=files, num_threads=num_workers, progress=progress,
+                            text_column=text_column)
+    if files is not None:
+        text = iter_file_documents(files, text_column)
+    if not _is_ray_dataset(text):
+        return count_chunks(text, spec, num_workers=num_workers, progress=progress)
+    if tie_break == "first_occurrence":
+        raise ValueError(
+            "tie_break='first_occurrence' needs the order of the documents, which a Ray Dataset does not "
+            "define: count with hf_bbpe.distributed.count_chunks(ds, tok, order_column=...) and call "
+            "train_from_counts"
+        )
+    distributed = importlib.import_module(".distributed", __package__)
+    return distributed.count_chunks(text, tok, text_column=text_column)
+
+
+def training_paths(text: Any, files: Any) -> list[str] | None:
+    """The checked paths of the training files, or None when training is on ``text``.
+
+    Files are ``files=`` (a path or a list of paths, str or ``os.PathLike``, as ``tokenizers``'
+    ``train(files=...)`` takes them), or ``text`` given as ``os.PathLike`` objects (a
+    ``pathlib.Path`` or a list or tuple of them): a str in ``text`` is a document, never a path.
+    A list of strs that all name existing files draws a warning (it is trained on as text)."""
+    if files is not None:
+        if text is not None:
+            raise TypeError("train on text or on files=, not both")
+        return training_files(files)
+    if text is None:
+        raise TypeError("nothing to train on: pass text (a str or an iterable of documents) or files=")
+    if isinstance(text, os.PathLike):
+        return training_files([text])
+    if isinstance(text, (list, tuple)) and text and all(isinstance(item, os.PathLike) for item in text):
+        return training_files(text)
+    if (isinstance(text, (list, tuple)) and 0 < len(text) <= 1000 and all(isinstance(item, str) for item in text)
+            and all("\n" not in item and len(item) < 4096 and os.path.isfile(item) for item in text)):
+        warnings.warn(
+            f"every document given to train names an existing file ({text[0]!r}, ...): they are trained on as text. "
+            "To train on the files' contents, pass files=[...] or pathlib.Path objects",
+            stacklevel=4,
+        )
+    return None
+
+
+def _is_ray_dataset(text: Any) -> bool:
+    ray_data = sys.modules.get("ray.data")  # a Ray Dataset can only exist once ray.data is loaded
+    return ray_data is not None and isinstance(text, ray_data.Dataset)
+
+
+def learn(
+    tok: Tokenizer,
+    words: list[bytes] | list[list[int]] | ChunkCounts,
+    weights: list[int] | None,
+    num_merges: int,
+    tie_break: str,
+    min_frequency: int,
+    verbose: bool,
+    progress: bool | None,
+    unique_bytes: bool = False,
+    consume: bool = False,
+) -> Merges:
+    """Run the merge loop on words of ``tok``'s token ids (or on the C kernel's counts, whose
+    words are bytes: no weights then); new ids go above the current ones. Returns ``tok``'s
+    merges followed by the new ones.
+
+    With ``unique_bytes``, a pair whose bytes already form a token is never merged, so no
+    two tokens share the same bytes.
+    """
+    vocab = dict(tok.vocab)
+    bar = progress_bar(desc="merging", total=num_merges, unit="merge", enabled=progress)
+    merge_number = 0
+
+    def on_merge(a: int, b: int, new_id: int, count: int) -> None:
+        nonlocal merge_number
+        merge_number += 1
+        vocab[new_id] = vocab[a] + vocab[b]
+        if verbose:
+            print(f"merge {merge_number}/{num_merges}: {(a, b)} -> {new_id} ({vocab[new_id]}) had {count} occurrences")
+        bar.update(1)
+
+    known_bytes = set(vocab.values()) if unique_bytes else None
+
+    def allow_pair(a: int, b: int) -> bool:
+        merged = vocab[a] + vocab[b]
+        if merged in known_bytes:
+            return False
+        known_bytes.add(merged)
+        return True
+
+    options = {
+        "first_id": max(tok._normal_ids()) + 1,
+        "taken_ids": tok.vocab.keys(),
+        "tie_break": tie_break,
+        "min_frequency": min_frequency,
+        "on_merge": on_merge if verbose or not bar.disable or unique_bytes else None,
+        "allow_pair": allow_pair if unique_bytes else None,
+        "byte_ids": tok._byte_ids,
+    }
+    if isinstance(words, ChunkCounts):
+        learned = train_flat_merges(*words.buffers(spend=consume), num_merges, consume=consume, **options)
+    else:
+        learned = train_merges(words, weights, num_merges, **options)
+    bar.close()
+    merges = dict(tok.merges)
+    merges.update(learned)
+    return merges
+
+
+def hf_dataset_texts(data: Any, text_column: str) -> Any:
+    """The texts of column ``text_column`` of a Hugging Face ``datasets.Dataset`` or streaming
+    ``IterableDataset``, as a stream read in batches; anything else is returned as it is."""
+    datasets = sys.modules.get("datasets")  # such a dataset can only exist once datasets is loaded
+    if datasets is None:
+        return data
+    if isinstance(data, (datasets.DatasetDict, datasets.IterableDatasetDict)):
+        raise TypeError(f"train on one split of the dataset (its splits: {', '.join(data)}), e.g. ds['train']")
+    if not isinstance(data, (datasets.Dataset, datasets.IterableDataset)):
+        return data
+    columns = data.column_names
+    if columns is not None and text_column not in columns:
+        raise ValueError(f"the dataset has no column {text_column!r} (its columns: {', '.join(columns)}); "
+                         "pass text_column=")
+    return (text for batch in data.select_columns([text_column]).iter(batch_size=1024) for text in batch[text_column])
+
+
+def check_vocab_size(vocab_size: int) -> None:
+    if not isinstance(vocab_size, int) or vocab_size < 256:
+        raise ValueError(f"vocab_size must be an int >= 256 (the 256 byte tokens), got {vocab_size!r}")
