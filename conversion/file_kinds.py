@@ -87,6 +87,11 @@ def text_kind(path: str | os.PathLike) -> str | None:
     return None
 
 
+def describe_kind(kind: str) -> str:
+    """What a file of ``kind`` is, in words (``"a tiktoken rank file (...)"``)."""
+    return _DESCRIPTIONS[kind][0] if kind in _DESCRIPTIONS else "no tokenizer file this package knows"
+
+
 def wrong_kind_message(path: str | os.PathLike, kind: str | None, expected: str) -> str | None:
     """``"PATH: this is <what>, not <expected>; <how to load it>"`` for a known kind other than
     ``expected``, else None."""

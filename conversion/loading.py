@@ -12,6 +12,7 @@ checks of file_kinds.py):
 * text whose first line is ``#version`` or ``<symbol> <symbol>``: ``vocab.bpe``/``merges.txt``
   (with the vocabulary beside it);
 * lines of ``<base64> <rank>``: a tiktoken rank file;
+* two files: GPT-2's token -> id map and merges, in either order;
 * a folder: its ``tokenizer.json`` (a transformers or save_pretrained folder), else
   ``encoder.json`` + ``vocab.bpe``, else ``vocab.json`` + ``merges.txt``, else its one file
   among ``tekken.json``, ``tokenizer.model``, ``*.tiktoken``, ``*.model``.
@@ -32,27 +33,59 @@ from hf_bbpe.patterns import resolve_pattern
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
-from .file_kinds import MERGES, MINBPE, TEKKEN, TIKTOKEN, TOKEN_ID_MAP, TOKENIZER_JSON, json_kind, text_kind, \
-    wrong_kind_message
+from .file_kinds import MERGES, MINBPE, TEKKEN, TIKTOKEN, TOKEN_ID_MAP, TOKENIZER_JSON, describe_kind, json_kind, \
+    text_kind, wrong_kind_message
 from .reading import read_bytes, read_json_object
 
 FORMATS = ("minbpe", "tekken", "tokenizer_json", "gpt2", "tiktoken")
 _OPTIONS = {"tokenizer_json": {"strict"}, "tekken": {"vocab_size"}}
 
 
-def detect_format(path: str | os.PathLike) -> str:
-    """The format of a tokenizer file or folder (one of :data:`FORMATS`), from its content;
-    FormatError if it is none of them."""
+def detect_format(path: str | os.PathLike | tuple[str | os.PathLike, str | os.PathLike]) -> str:
+    """The format of a tokenizer file or folder, or of GPT-2's two files given together (one of
+    :data:`FORMATS`), from the content; FormatError if it is none of them."""
+    if isinstance(path, (tuple, list)):
+        _pair(path)
+        return "gpt2"
     return _resolve(Path(path))[0]
 
 
+def _pair(paths: tuple | list) -> tuple[Path, Path]:
+    if len(paths) != 2:
+        raise FormatError(f"{len(paths)} paths given; two files are read as GPT-2's token -> id map and merges")
+    return gpt2_file_pair(*paths)
+
+
+def gpt2_file_pair(first: str | os.PathLike, second: str | os.PathLike) -> tuple[Path, Path]:
+    """``(token -> id map, merges)``: GPT-2's two files (``encoder.json`` + ``vocab.bpe``, or
+    ``vocab.json`` + ``merges.txt``) given in either order, told apart by their content."""
+    paths = [Path(first), Path(second)]
+    for path in paths:
+        if not path.is_file():
+            raise FormatError(f"{path}: no such file")
+    kinds = [_file_kind(path) for path in paths]
+    if kinds == [TOKEN_ID_MAP, MERGES]:
+        return paths[0], paths[1]
+    if kinds == [MERGES, TOKEN_ID_MAP]:
+        return paths[1], paths[0]
+    what = "; ".join(f"{path} is {describe_kind(kind)}" for path, kind in zip(paths, kinds))
+    raise FormatError(f"two files are read as GPT-2's token -> id map (encoder.json or vocab.json) and its merges "
+                      f"(vocab.bpe or merges.txt), in either order: {what}")
+
+
+def _file_kind(path: Path) -> str | None:
+    """The file_kinds.py kind of one file, JSON or not."""
+    return json_kind(_read_json(path)) if _starts_like_json(path) else text_kind(path)
+
+
 def load(
-    path: str | os.PathLike,
+    path: str | os.PathLike | tuple[str | os.PathLike, str | os.PathLike],
     pattern: str | None = None,
     special_tokens: Mapping[str, int] | None = None,
     **options: Any,
 ) -> Tokenizer:
-    """The engine tokenizer that a file or folder holds, whatever its format (module doc).
+    """The engine tokenizer that a file or folder holds, whatever its format (module doc);
+    ``path`` may also be GPT-2's two files as a tuple, in either order.
 
     ``pattern`` is the split pattern for formats that do not record one (tiktoken ranks, GPT-2
     files); giving one that differs from what a file records raises FormatError. ``special_tokens``
@@ -61,10 +94,14 @@ def load(
     An option the format does not take raises TypeError. (``load_preset`` takes
     ``check_hash=False`` for a preset's file edited on purpose.)
     """
-    path = Path(path)
-    if not path.exists():
-        raise FormatError(f"{path}: no such file or folder")
-    kind, files = _resolve(path)
+    if isinstance(path, (tuple, list)):
+        kind, files = "gpt2", _pair(path)
+        path = files[0]
+    else:
+        path = Path(path)
+        if not path.exists():
+            raise FormatError(f"{path}: no such file or folder")
+        kind, files = _resolve(path)
     unknown = set(options) - _OPTIONS.get(kind, set())
     if unknown:
         raise TypeError(f"{path}: option(s) {', '.join(sorted(unknown))} do not apply to a {kind} file")

@@ -186,3 +186,23 @@ def test_llama3_to_gpt2_files_is_refused_naming_the_token(tmp_path):
     proc = run_cli("convert", LLAMA3_MODEL, "--to", "gpt2", "-o", tmp_path / "g2", check=False)
     assert_one_line_error(proc, "GPT-2 encoder.json/vocab.bpe", "b'.:.:' (id 100421)", "ignore_merges: true")
     assert not (tmp_path / "g2").exists()
+
+
+def test_gpt2_file_pair_is_detected_in_either_order(tmp_path):
+    """`convert encoder.json vocab.bpe` (the pair the help lists) and the other order, with --from auto or
+    --from gpt2, write GPT-2's ranks as tiktoken reads them from the same two files."""
+    import tiktoken.load
+
+    import conversion
+
+    encoder, merges = GPT2_DIR / "encoder.json", GPT2_DIR / "vocab.bpe"
+    ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(str(merges), str(encoder))
+    for i, args in enumerate([(encoder, merges), (merges, encoder), ("--from", "gpt2", merges, encoder)]):
+        out = tmp_path / f"{i}.tiktoken"
+        run_cli("convert", *args, "--to", "tiktoken", "-o", out)
+        assert tiktoken.load.load_tiktoken_bpe(str(out)) == ranks, args
+    assert conversion.load((merges, encoder)).mergeable_ranks() == ranks
+    assert conversion.detect_format((merges, encoder)) == "gpt2"
+    assert_one_line_error(run_cli("convert", merges, merges, "--to", "tiktoken", "-o", tmp_path / "x.tiktoken",
+                                  check=False), "token -> id map", "vocab.bpe is a BPE merges file")
+    assert not (tmp_path / "x.tiktoken").exists()

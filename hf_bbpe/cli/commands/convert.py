@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "encoder.json [vocab.bpe], or vocab.json merges.txt), tiktoken (a rank file, also Meta's "
                     "tokenizer.model; give --pattern and --special), tekken (Mistral's tekken.json), minbpe (.model), "
                     "hf (tokenizer.json or a folder with one), preset (NAME PATH, e.g. llama3 tokenizer.model), "
-                    "auto (the format read from the content, default; a known rank file gets its preset). Targets: "
+                    "auto (the format read from the content, default; a known rank file gets its preset; two files: "
+                    "GPT-2's pair, in either order). Targets: "
                     "gpt2 (a "
                     "folder with encoder.json + vocab.bpe), tiktoken (a rank file), minbpe (PREFIX.model + "
                     "PREFIX.vocab), hf (a save_pretrained folder, or a single tokenizer.json when OUTPUT ends "
@@ -67,14 +68,19 @@ def read_source(source: str, inputs: list[str], pattern: str | None, *, strict: 
     if not strict and source not in ("auto", "hf"):
         raise CommandError(f"--no-strict applies to tokenizer.json files only, not to --from {source}")
     if source == "auto":
-        arity(1, 1)
+        arity(1, 2)
+        if len(inputs) == 2:  # GPT-2's two files, in either order
+            if not strict or not check_hash:
+                raise CommandError("--no-strict and --no-check-hash do not apply to GPT-2's two files")
+            return conversion_function("load")(tuple(inputs), pattern=pattern)
         return load_tokenizer(inputs[0], pattern=pattern, strict=strict, check_hash=check_hash).tokenizer
     if source == "gpt2":
         arity(1, 2)
         first = Path(inputs[0])
         gpt2_pattern = {"pattern": pattern or "gpt2"}  # the files do not record it
         if len(inputs) == 2:
-            return conversion_function("from_gpt2_files")(first, inputs[1], **gpt2_pattern)
+            return conversion_function("from_gpt2_files")(*conversion_function("gpt2_file_pair")(*inputs),
+                                                          **gpt2_pattern)
         if first.name in ("vocab.json", "merges.txt"):
             first = first.parent
         if first.is_dir():
