@@ -18,7 +18,8 @@ checks of file_kinds.py):
   among ``tekken.json``, ``tokenizer.model``, ``*.tiktoken``, ``*.model``.
 
 A rank file records neither its split pattern nor its special tokens: a known file (by sha256,
-see presets.py) gets its preset's, otherwise ``pattern`` is required.
+see presets.py) gets its preset's, and its token roles (Llama 3 adds ``<|begin_of_text|>``),
+otherwise ``pattern`` is required. OpenAI's own GPT-2 files get the ``gpt2`` preset's roles.
 """
 
 from __future__ import annotations
@@ -197,17 +198,14 @@ def _read(kind: str, files: tuple, pattern: str | None, special_tokens: Mapping[
         return tokenizer_from_json_data(files[1], files[0], **options)
     if kind == "gpt2":
         from .gpt2_files import from_gpt2_files
+        from .presets import PRESETS, file_sha256
 
-        return from_gpt2_files(files[0], files[1], pattern="gpt2" if pattern is None else pattern,
-                               special_tokens=special_tokens)
-    from .presets import PRESETS, load_preset, preset_of_file
-    from .tiktoken_ranks import from_tiktoken
+        tok = from_gpt2_files(files[0], files[1], pattern="gpt2" if pattern is None else pattern,
+                              special_tokens=special_tokens)
+        gpt2 = PRESETS["gpt2"]
+        if special_tokens is None and [file_sha256(f) for f in files] == [gpt2.sha256[n] for n in gpt2.files]:
+            tok.roles = gpt2.roles.kept(tok.special_tokens)  # OpenAI's own files
+        return tok
+    from .tiktoken_ranks import rank_file_tokenizer
 
-    preset = preset_of_file(files[0]) if pattern is None and special_tokens is None else None
-    if preset is not None and PRESETS[preset].reader == "tiktoken":
-        return load_preset(preset, files[0], check_hash=False)  # recognised by its hash already
-    if pattern is None:
-        raise FormatError(f"{files[0]}: a tiktoken rank file records no split pattern and this is no known file: "
-                          "pass pattern= (a regex or gpt2, gpt4, o200k, llama3, qwen2, tekken) and special_tokens=, or use "
-                          "load_preset(name, path)", option="pattern")
-    return from_tiktoken(files[0], pattern=pattern, special_tokens=special_tokens)
+    return rank_file_tokenizer(files[0], pattern, special_tokens, unknown="raise")
