@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, help="output file, folder or prefix")
     p.add_argument("--pattern", default=None,
                    help="split pattern for formats that do not record one: tiktoken ranks (default: a known "
-                        "preset's file gets its preset's; another needs it, or with --from tiktoken gpt4 is assumed, "
+                        "preset's file gets its preset's; another needs it, or with --from tiktoken GPT-4's is assumed, "
                         "with a warning) and GPT-2 files (default gpt2); gpt2, gpt4, o200k, llama3, qwen2, tekken or "
                         "a regex")
     add_import_flags(p)
