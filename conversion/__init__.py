@@ -15,6 +15,7 @@ Every format both ways, with the reference's ids::
     tok = conversion.load_preset("cl100k_base", "path/to/cl100k_base.tiktoken")
     tok = conversion.load_preset("llama3", "Meta-Llama-3/tokenizer.model")  # also llama4, tekken, whisper
     tok = conversion.load("any/file/or/folder")                         # the format read from the content
+    tok = conversion.load(("vocab.bpe", "encoder.json"))                # GPT-2's two files, either order
 
 Every failure on bad input raises :class:`FormatError` (a ValueError) naming the file and the
 line or token at fault, and nothing is written. ``to_tiktoken`` refuses merges that tiktoken's
@@ -24,7 +25,7 @@ representability.py for the rule).
 
 from .errors import FormatError
 from .gpt2_files import from_gpt2_files, from_transformers_gpt2, to_gpt2_files
-from .loading import detect_format, load
+from .loading import detect_format, gpt2_file_pair, load
 from .minbpe_model import from_minbpe, to_minbpe
 from .presets import PRESETS, load_preset
 from .representability import RepresentabilityError, check_rank_representable
@@ -44,6 +45,7 @@ __all__ = [
     "from_tiktoken",
     "from_tokenizer_json",
     "from_transformers_gpt2",
+    "gpt2_file_pair",
     "load",
     "load_preset",
     "to_gpt2_files",

@@ -24,6 +24,7 @@ TRANSFORMERS_SIDE_FILE = "transformers_side_file"
 TIKTOKEN = "tiktoken"
 MERGES = "merges"
 MINBPE = "minbpe"
+SENTENCEPIECE = "sentencepiece"
 BINARY = "binary"
 
 _DESCRIPTIONS = {
@@ -40,8 +41,10 @@ _DESCRIPTIONS = {
              "load it with its token -> id map: conversion.from_transformers_gpt2(folder) or "
              "conversion.from_gpt2_files(encoder.json, vocab.bpe)"),
     MINBPE: ("a minbpe .model file", "use conversion.from_minbpe(path)"),
-    BINARY: ("a binary file, probably a SentencePiece model", "SentencePiece is not byte-level BPE and is not "
-                                                              "supported"),
+    SENTENCEPIECE: ("a SentencePiece model (its protobuf starts with a piece list)", "SentencePiece is not "
+                    "byte-level BPE and is not supported (hf-bbpe view and compare show it)"),
+    BINARY: ("a binary file", "the formats this package reads are text: tiktoken ranks, Tekken JSON, "
+             "tokenizer.json, GPT-2's encoder.json + vocab.bpe, a minbpe .model"),
 }
 
 
@@ -72,7 +75,7 @@ def text_kind(path: str | os.PathLike) -> str | None:
         return None
     head = head.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark, which tiktoken reads past
     if b"\0" in head or not _is_utf8_prefix(head):
-        return BINARY
+        return SENTENCEPIECE if looks_like_sentencepiece(head) else BINARY
     line = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", errors="replace")
     if line in (MINBPE_HEADER, EXTENDED_HEADER, EXTENDED_HEADER_V2):
         return MINBPE
@@ -87,6 +90,11 @@ def text_kind(path: str | os.PathLike) -> str | None:
     return None
 
 
+def describe_kind(kind: str) -> str:
+    """What a file of ``kind`` is, in words (``"a tiktoken rank file (...)"``)."""
+    return _DESCRIPTIONS[kind][0] if kind in _DESCRIPTIONS else "no tokenizer file this package knows"
+
+
 def wrong_kind_message(path: str | os.PathLike, kind: str | None, expected: str) -> str | None:
     """``"PATH: this is <what>, not <expected>; <how to load it>"`` for a known kind other than
     ``expected``, else None."""
@@ -94,6 +102,49 @@ def wrong_kind_message(path: str | os.PathLike, kind: str | None, expected: str)
         return None
     what, how = _DESCRIPTIONS[kind]
     return f"{Path(path)}: this is {what}, not a {expected}; {how}"
+
+
+def looks_like_sentencepiece(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) starts like a SentencePiece ``ModelProto``: field 1
+    (the piece list), length-delimited, whose first entry is a ``SentencePiece`` message made of
+    nothing but its fields 1 (the piece, UTF-8), 2 (the score, a float) and 3 (the type, a varint)."""
+    try:
+        tag, pos = _varint(head, 0)
+        length, pos = _varint(head, pos)
+        end = pos + length
+        if tag != 0x0A or end > len(head):
+            return False
+        has_piece = False
+        while pos < end:
+            tag, pos = _varint(head, pos)
+            if tag == 0x0A:  # 1: piece, length-delimited
+                size, pos = _varint(head, pos)
+                head[pos : pos + size].decode("utf-8")
+                pos += size
+                has_piece = True
+            elif tag == 0x15:  # 2: score, 32-bit
+                pos += 4
+            elif tag == 0x18:  # 3: type, varint
+                _, pos = _varint(head, pos)
+            else:
+                return False
+        return has_piece and pos == end
+    except (IndexError, UnicodeDecodeError):
+        return False
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The protobuf varint at ``pos`` and the position after it (IndexError past the end)."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise IndexError("varint too long")
 
 
 def _is_base64(text: str) -> bool:

@@ -12,12 +12,14 @@ checks of file_kinds.py):
 * text whose first line is ``#version`` or ``<symbol> <symbol>``: ``vocab.bpe``/``merges.txt``
   (with the vocabulary beside it);
 * lines of ``<base64> <rank>``: a tiktoken rank file;
+* two files: GPT-2's token -> id map and merges, in either order;
 * a folder: its ``tokenizer.json`` (a transformers or save_pretrained folder), else
   ``encoder.json`` + ``vocab.bpe``, else ``vocab.json`` + ``merges.txt``, else its one file
   among ``tekken.json``, ``tokenizer.model``, ``*.tiktoken``, ``*.model``.
 
 A rank file records neither its split pattern nor its special tokens: a known file (by sha256,
-see presets.py) gets its preset's, otherwise ``pattern`` is required.
+see presets.py) gets its preset's, and its token roles (Llama 3 adds ``<|begin_of_text|>``),
+otherwise ``pattern`` is required. OpenAI's own GPT-2 files get the ``gpt2`` preset's roles.
 """
 
 from __future__ import annotations
@@ -32,27 +34,59 @@ from hf_bbpe.patterns import resolve_pattern
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
-from .file_kinds import MERGES, MINBPE, TEKKEN, TIKTOKEN, TOKEN_ID_MAP, TOKENIZER_JSON, json_kind, text_kind, \
-    wrong_kind_message
+from .file_kinds import MERGES, MINBPE, TEKKEN, TIKTOKEN, TOKEN_ID_MAP, TOKENIZER_JSON, describe_kind, json_kind, \
+    text_kind, wrong_kind_message
 from .reading import read_bytes, read_json_object
 
 FORMATS = ("minbpe", "tekken", "tokenizer_json", "gpt2", "tiktoken")
 _OPTIONS = {"tokenizer_json": {"strict"}, "tekken": {"vocab_size"}}
 
 
-def detect_format(path: str | os.PathLike) -> str:
-    """The format of a tokenizer file or folder (one of :data:`FORMATS`), from its content;
-    FormatError if it is none of them."""
+def detect_format(path: str | os.PathLike | tuple[str | os.PathLike, str | os.PathLike]) -> str:
+    """The format of a tokenizer file or folder, or of GPT-2's two files given together (one of
+    :data:`FORMATS`), from the content; FormatError if it is none of them."""
+    if isinstance(path, (tuple, list)):
+        _pair(path)
+        return "gpt2"
     return _resolve(Path(path))[0]
 
 
+def _pair(paths: tuple | list) -> tuple[Path, Path]:
+    if len(paths) != 2:
+        raise FormatError(f"{len(paths)} paths given; two files are read as GPT-2's token -> id map and merges")
+    return gpt2_file_pair(*paths)
+
+
+def gpt2_file_pair(first: str | os.PathLike, second: str | os.PathLike) -> tuple[Path, Path]:
+    """``(token -> id map, merges)``: GPT-2's two files (``encoder.json`` + ``vocab.bpe``, or
+    ``vocab.json`` + ``merges.txt``) given in either order, told apart by their content."""
+    paths = [Path(first), Path(second)]
+    for path in paths:
+        if not path.is_file():
+            raise FormatError(f"{path}: no such file")
+    kinds = [_file_kind(path) for path in paths]
+    if kinds == [TOKEN_ID_MAP, MERGES]:
+        return paths[0], paths[1]
+    if kinds == [MERGES, TOKEN_ID_MAP]:
+        return paths[1], paths[0]
+    what = "; ".join(f"{path} is {describe_kind(kind)}" for path, kind in zip(paths, kinds))
+    raise FormatError(f"two files are read as GPT-2's token -> id map (encoder.json or vocab.json) and its merges "
+                      f"(vocab.bpe or merges.txt), in either order: {what}")
+
+
+def _file_kind(path: Path) -> str | None:
+    """The file_kinds.py kind of one file, JSON or not."""
+    return json_kind(_read_json(path)) if _starts_like_json(path) else text_kind(path)
+
+
 def load(
-    path: str | os.PathLike,
+    path: str | os.PathLike | tuple[str | os.PathLike, str | os.PathLike],
     pattern: str | None = None,
     special_tokens: Mapping[str, int] | None = None,
     **options: Any,
 ) -> Tokenizer:
-    """The engine tokenizer that a file or folder holds, whatever its format (module doc).
+    """The engine tokenizer that a file or folder holds, whatever its format (module doc);
+    ``path`` may also be GPT-2's two files as a tuple, in either order.
 
     ``pattern`` is the split pattern for formats that do not record one (tiktoken ranks, GPT-2
     files); giving one that differs from what a file records raises FormatError. ``special_tokens``
@@ -61,10 +95,14 @@ def load(
     An option the format does not take raises TypeError. (``load_preset`` takes
     ``check_hash=False`` for a preset's file edited on purpose.)
     """
-    path = Path(path)
-    if not path.exists():
-        raise FormatError(f"{path}: no such file or folder")
-    kind, files = _resolve(path)
+    if isinstance(path, (tuple, list)):
+        kind, files = "gpt2", _pair(path)
+        path = files[0]
+    else:
+        path = Path(path)
+        if not path.exists():
+            raise FormatError(f"{path}: no such file or folder")
+        kind, files = _resolve(path)
     unknown = set(options) - _OPTIONS.get(kind, set())
     if unknown:
         raise TypeError(f"{path}: option(s) {', '.join(sorted(unknown))} do not apply to a {kind} file")
@@ -160,17 +198,14 @@ def _read(kind: str, files: tuple, pattern: str | None, special_tokens: Mapping[
         return tokenizer_from_json_data(files[1], files[0], **options)
     if kind == "gpt2":
         from .gpt2_files import from_gpt2_files
+        from .presets import PRESETS, file_sha256
 
-        return from_gpt2_files(files[0], files[1], pattern="gpt2" if pattern is None else pattern,
-                               special_tokens=special_tokens)
-    from .presets import PRESETS, load_preset, preset_of_file
-    from .tiktoken_ranks import from_tiktoken
+        tok = from_gpt2_files(files[0], files[1], pattern="gpt2" if pattern is None else pattern,
+                              special_tokens=special_tokens)
+        gpt2 = PRESETS["gpt2"]
+        if special_tokens is None and [file_sha256(f) for f in files] == [gpt2.sha256[n] for n in gpt2.files]:
+            tok.roles = gpt2.roles.kept(tok.special_tokens)  # OpenAI's own files
+        return tok
+    from .tiktoken_ranks import rank_file_tokenizer
 
-    preset = preset_of_file(files[0]) if pattern is None and special_tokens is None else None
-    if preset is not None and PRESETS[preset].reader == "tiktoken":
-        return load_preset(preset, files[0], check_hash=False)  # recognised by its hash already
-    if pattern is None:
-        raise FormatError(f"{files[0]}: a tiktoken rank file records no split pattern and this is no known file: "
-                          "pass pattern= (a regex or gpt2, gpt4, o200k, llama3, qwen2, tekken) and special_tokens=, or use "
-                          "load_preset(name, path)", option="pattern")
-    return from_tiktoken(files[0], pattern=pattern, special_tokens=special_tokens)
+    return rank_file_tokenizer(files[0], pattern, special_tokens, unknown="raise")

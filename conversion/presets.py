@@ -9,6 +9,16 @@ rank file shipped as ``tokenizer.model``, with the special tokens llama_models' 
 defines: 256 from id 128000 for Llama 3, 2048 from id 200000 for Llama 4) and Mistral's
 ``tekken`` (a Tekken JSON file, which names its own pattern and special tokens).
 
+Each preset also carries its owner's token roles as the owner's Hugging Face tokenizer has them
+(``Tokenizer.roles``: ``bos_token``, ``eos_token``, ``pad_token`` and whether BOS is added):
+Llama 3 and Llama 4 add ``<|begin_of_text|>`` and end with ``<|end_of_text|>`` (the base
+models' ``tokenizer_config.json``, as transformers' ``convert_llama_weights_to_hf.py`` and
+``convert_llama4_weights_to_hf.py`` write it; the instruct models end turns with ``<|eot_id|>`` /
+``<|eot|>`` instead), Llama 4 pads with ``<|finetune_right_pad|>`` (llama_models' ``pad_id``);
+Tekken adds ``<s>`` and ends with ``</s>`` (Tekkenizer's bos and eos, as Mistral's Hugging Face
+folders do); OpenAI's encodings and Whisper add nothing and name ``<|endoftext|>`` as bos and eos
+(Whisper also as pad), as ``openai-community/gpt2`` and ``openai/whisper-*`` do.
+
 ``load_preset(name, path)`` never downloads. It checks the file's sha256 against the known
 hashes (tiktoken's ``expected_hash`` for OpenAI's; the files openai-whisper 20250625,
 llama-models 0.3.0 and mistral-common 1.13.1 ship for the others; Whisper's ``gpt2.tiktoken``
@@ -25,10 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, O200K_SPLIT_PATTERN
+from hf_bbpe.special_tokens import TokenRoles
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
 from .reading import read_bytes
+from .tekken import TEKKEN_ROLES
 
 
 @dataclass(frozen=True)
@@ -42,9 +54,16 @@ class Preset:
     """Known sha256 of each file (tiktoken's ``expected_hash``), or the several known versions."""
     reader: str = "tiktoken"
     """How the file is read: "tiktoken" (a rank file), "gpt2" (encoder.json + vocab.bpe), "tekken"."""
+    roles: TokenRoles = TokenRoles()
+    """The owner's bos/eos/pad tokens and add-BOS rule (module doc)."""
 
 
 _EOT = "<|endoftext|>"
+OPENAI_ROLES = TokenRoles(bos_token=_EOT, eos_token=_EOT)
+WHISPER_ROLES = TokenRoles(bos_token=_EOT, eos_token=_EOT, pad_token=_EOT)
+LLAMA3_ROLES = TokenRoles(bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>", add_bos_token=True)
+LLAMA4_ROLES = TokenRoles(bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>",
+                          pad_token="<|finetune_right_pad|>", add_bos_token=True)
 
 
 def llama3_special_tokens() -> dict[str, int]:
@@ -98,15 +117,15 @@ PRESETS: dict[str, Preset] = {
         "gpt2", GPT2_SPLIT_PATTERN, {_EOT: 50256}, ("encoder.json", "vocab.bpe"),
         {"encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
          "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"},
-        reader="gpt2",
+        reader="gpt2", roles=OPENAI_ROLES,
     ),
     "r50k_base": Preset(
         "r50k_base", GPT2_SPLIT_PATTERN, {_EOT: 50256}, ("r50k_base.tiktoken",),
-        {"r50k_base.tiktoken": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"},
+        {"r50k_base.tiktoken": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"}, roles=OPENAI_ROLES,
     ),
     "p50k_base": Preset(
         "p50k_base", GPT2_SPLIT_PATTERN, {_EOT: 50256}, ("p50k_base.tiktoken",),
-        {"p50k_base.tiktoken": "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"},
+        {"p50k_base.tiktoken": "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"}, roles=OPENAI_ROLES,
     ),
     "cl100k_base": Preset(
         "cl100k_base", GPT4_SPLIT_PATTERN,
@@ -114,35 +133,39 @@ PRESETS: dict[str, Preset] = {
          "<|endofprompt|>": 100276},
         ("cl100k_base.tiktoken",),
         {"cl100k_base.tiktoken": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"},
+        roles=OPENAI_ROLES,
     ),
     "o200k_base": Preset(
         "o200k_base", O200K_SPLIT_PATTERN, {_EOT: 199999, "<|endofprompt|>": 200018}, ("o200k_base.tiktoken",),
         {"o200k_base.tiktoken": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"},
+        roles=OPENAI_ROLES,
     ),
     "whisper": Preset(
         "whisper", GPT2_SPLIT_PATTERN, whisper_special_tokens(50257), ("multilingual.tiktoken",), _WHISPER_MULTILINGUAL,
+        roles=WHISPER_ROLES,
     ),
     "whisper_v3": Preset(
         "whisper_v3", GPT2_SPLIT_PATTERN, whisper_special_tokens(50257, 100), ("multilingual.tiktoken",),
-        _WHISPER_MULTILINGUAL,
+        _WHISPER_MULTILINGUAL, roles=WHISPER_ROLES,
     ),
     "whisper_en": Preset(
         "whisper_en", GPT2_SPLIT_PATTERN, whisper_special_tokens(50256), ("gpt2.tiktoken",),
         {"gpt2.tiktoken": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"},  # = r50k_base.tiktoken
+        roles=WHISPER_ROLES,
     ),
     "llama3": Preset(
         "llama3", LLAMA3_SPLIT_PATTERN, llama3_special_tokens(), ("tokenizer.model",),
-        {"tokenizer.model": "82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55"},
+        {"tokenizer.model": "82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55"}, roles=LLAMA3_ROLES,
     ),
     "llama4": Preset(
         "llama4", O200K_SPLIT_PATTERN, llama4_special_tokens(), ("tokenizer.model",),
-        {"tokenizer.model": "d0bdbaf59b0762c8c807617e2d8ea51420eb1b1de266df2495be755c8e0ed6ed"},
+        {"tokenizer.model": "d0bdbaf59b0762c8c807617e2d8ea51420eb1b1de266df2495be755c8e0ed6ed"}, roles=LLAMA4_ROLES,
     ),
     "tekken": Preset(
         "tekken", "", {}, ("tekken.json",),
         {"tekken.json": ("eccd1665d2e477697c33cb7f0daa6f6dfefc57a0a6bceb66d4be52952f827516",  # tekken_240718
                          "1948e2d48b0e7377f1bb5f1210f1ae5f984934e75713fc07e2452729b8365316")},  # tekken_240911
-        reader="tekken",
+        reader="tekken", roles=TEKKEN_ROLES,
     ),
 }
 
@@ -221,7 +244,10 @@ def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool 
         if check_hash:
             check_sha256(file, preset.sha256[file_name], preset=name)
     if preset.reader == "gpt2":
-        return from_gpt2_files(files[0], files[1], pattern=preset.pattern, special_tokens=preset.special_tokens)
-    if preset.reader == "tekken":
-        return from_tekken(files[0])
-    return from_tiktoken(files[0], pattern=preset.pattern, special_tokens=preset.special_tokens)
+        tok = from_gpt2_files(files[0], files[1], pattern=preset.pattern, special_tokens=preset.special_tokens)
+    elif preset.reader == "tekken":
+        tok = from_tekken(files[0])
+    else:
+        tok = from_tiktoken(files[0], pattern=preset.pattern, special_tokens=preset.special_tokens)
+    tok.roles = preset.roles.kept(tok.special_tokens)  # a Tekken file lists its own special tokens
+    return tok

@@ -11,7 +11,9 @@ without a ``special_tokens`` list get the twenty tokens of Tekkenizer's
 ``DEPRECATED_SPECIAL_TOKENS`` (``<unk>``, ``<s>``, ``</s>``, ``[INST]`` ...); ids left over up
 to the number of special tokens are ``<SPECIAL_{id}>``, as Tekkenizer fills them.
 
-The result is a tokenizer in ``"ranks"`` mode (tiktoken's algorithm) with those ids.
+The result is a tokenizer in ``"ranks"`` mode (tiktoken's algorithm) with those ids, whose
+roles are Tekkenizer's: ``<s>`` is the BOS token, added in front of each sequence (``bos=True``,
+as Mistral's Hugging Face folders add it), and ``</s>`` the EOS token.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_bbpe.chunk_encoder import DuplicateTokensError, TokenTable
+from hf_bbpe.special_tokens import TokenRoles
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
@@ -36,6 +39,8 @@ DEPRECATED_SPECIAL_TOKENS = (
 )
 """The special tokens of Tekken files that list none (mistral-common's Tekkenizer, ids 0..19)."""
 FILLER_TEMPLATE = "<SPECIAL_{id}>"
+TEKKEN_ROLES = TokenRoles(bos_token="<s>", eos_token="</s>", add_bos_token=True)
+"""Tekkenizer's bos and eos (``SpecialTokens.bos``/``eos``); ``encode(s, bos=True, ...)`` adds the first."""
 _VERSIONS_WITHOUT_LIST = ("v1", "v2", "v3", "v7")
 
 
@@ -89,13 +94,15 @@ def tekken_tokenizer(data: Mapping[str, Any], source: object, *, vocab_size: int
         raise FormatError(f"{source}: the vocabulary keeps {kept} tokens, fewer than the 256 single bytes")
     table = TokenTable(b"".join(tokens), array("q", map(len, tokens)), array("q", range(num_special, num_special + kept)))
     try:
-        return Tokenizer._from_token_table(table, list(range(num_special, num_special + 256)), pattern=pattern,
-                                           special_tokens=specials)
+        tok = Tokenizer._from_token_table(table, list(range(num_special, num_special + 256)), pattern=pattern,
+                                          special_tokens=specials)
     except DuplicateTokensError as exc:
         raise FormatError(f"{source}: vocab entries {exc.first - num_special} and {exc.second - num_special} are both "
                           f"{exc.token!r}") from None
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None
+    tok.roles = TEKKEN_ROLES.kept(tok.special_tokens)
+    return tok
 
 
 def _special_tokens(data: Mapping[str, Any], num_special: int, source: object) -> dict[str, int]:

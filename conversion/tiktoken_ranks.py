@@ -238,28 +238,65 @@ def encode_tiktoken_file(ranks: Mapping[bytes, int]) -> bytes:
 
 def from_tiktoken(
     source: Any,
-    pattern: str | None = "gpt4",
+    pattern: str | None = None,
     special_tokens: Mapping[str, int] | None = None,
 ) -> Tokenizer:
     """A tokenizer with tiktoken's ids, from a rank file or a ``tiktoken.Encoding``.
 
-    For a file, ``pattern`` (a registered name or a regex; "" for none) and ``special_tokens``
-    say what the file cannot. For an Encoding, its own pattern and special tokens are used and
-    the two arguments must be left at their defaults.
+    A rank file records neither the split pattern nor the special tokens. A known file (a
+    preset's, by its sha256: OpenAI's, Whisper's, Llama 3's and Llama 4's ``tokenizer.model``)
+    gets its preset's pattern, special tokens and token roles; ``pattern`` (a registered name or
+    a regex; "" for none) and ``special_tokens`` given here replace the preset's. Any other file
+    needs ``pattern``: without it, GPT-4's (cl100k_base's) is assumed, with a warning that says so.
+    For an Encoding, its own pattern and special tokens are used and the two arguments must be
+    left out.
     """
     if hasattr(source, "_mergeable_ranks") and hasattr(source, "_pat_str"):
-        if special_tokens is not None or pattern != "gpt4":
+        if special_tokens is not None or pattern is not None:
             raise TypeError("from_tiktoken(encoding) takes the pattern and special tokens from the encoding")
         name = f"tiktoken.Encoding {getattr(source, 'name', '?')!r}"
         return tokenizer_from_ranks(source._mergeable_ranks, pattern=source._pat_str,
                                     special_tokens=dict(source._special_tokens), source=name)
-    path = Path(source)
+    return rank_file_tokenizer(Path(source), pattern, special_tokens, unknown="warn")
+
+
+ASSUMED_PATTERN = "gpt4"
+"""The split pattern :func:`from_tiktoken` assumes for a rank file that is no preset's."""
+
+
+def rank_file_tokenizer(path: Path, pattern: str | None, special_tokens: Mapping[str, int] | None, *,
+                        unknown: str) -> Tokenizer:
+    """:func:`from_tiktoken` for a file. For a file that is no preset's and no ``pattern``,
+    ``unknown`` says what to do: ``"warn"`` (assume :data:`ASSUMED_PATTERN`, with a warning) or
+    ``"raise"`` (a FormatError asking for the pattern)."""
+    from .presets import PRESETS, preset_of_file
+
+    preset = None
+    if pattern is None or special_tokens is None:
+        name = preset_of_file(path)
+        preset = PRESETS[name] if name is not None and PRESETS[name].reader == "tiktoken" else None
+    if preset is not None:
+        pattern = preset.pattern if pattern is None else pattern
+        special_tokens = preset.special_tokens if special_tokens is None else special_tokens
+    elif pattern is None:
+        if unknown == "raise":
+            raise FormatError(f"{path}: a tiktoken rank file records no split pattern and this is no known file: "
+                              "pass pattern= (a regex or gpt2, gpt4, o200k, llama3, qwen2, tekken) and "
+                              "special_tokens=, or use load_preset(name, path)", option="pattern")
+    assumed = pattern is None
     buf, lengths, ranks = read_tiktoken_arrays(path)
+    options = {"pattern": ASSUMED_PATTERN if assumed else pattern, "special_tokens": special_tokens, "source": path}
     try:
-        return tokenizer_from_arrays(buf, lengths, ranks, pattern=pattern, special_tokens=special_tokens, source=path)
+        tok = tokenizer_from_arrays(buf, lengths, ranks, **options)
     except _TokenListedTwice:  # the bulk reader keeps every line: read the file as a dict, as tiktoken does
-        buf, lengths, ranks = _arrays_of_file(path)
-        return tokenizer_from_arrays(buf, lengths, ranks, pattern=pattern, special_tokens=special_tokens, source=path)
+        tok = tokenizer_from_arrays(*_arrays_of_file(path), **options)
+    if preset is not None:
+        tok.roles = preset.roles.kept(tok.special_tokens)
+    if assumed:  # said once the file has loaded, so that a bad file gets only its error
+        warnings.warn(f"{path}: a rank file records no split pattern, and this one is no known preset's (by its "
+                      f"sha256): assumed GPT-4's ({ASSUMED_PATTERN}, cl100k_base's) and no special tokens; give the "
+                      "pattern (pattern=, or --pattern on the command line) to choose another", stacklevel=3)
+    return tok
 
 
 class _TokenListedTwice(FormatError):

@@ -30,8 +30,17 @@ merges are exactly those the ids imply). Vocabulary tokens that no merge builds 
 for the two modes that look whole pieces up, and in ``"ranks"`` mode with unmerged tokens every
 split of every token as the merge list, as transformers' TikTokenConverter does.
 
-What does not change ids is not imported: the decoder, the post-processor (e.g. a BOS token
-added by a template; the transformers glue handles those), padding and truncation. What would
+A vocabulary may lack single bytes: ``tokenizers``' BpeTrainer leaves out every byte it did not
+see unless it is given the ByteLevel alphabet, so real files (the SuperBPE tokenizers) lack the
+bytes that UTF-8 never uses (0xC0, 0xC1, 0xF5-0xFF), which no text needs. Such a file loads with
+``tokenizers``' ids; so does one that lacks other bytes, as a rank file without a byte does:
+text whose encoding needs a missing byte on its own raises ``MissingByteError`` naming it, where
+``tokenizers`` drops the character.
+
+What does not change ids is not imported: the decoder, padding, truncation and the post-processor,
+except that the special tokens a ``TemplateProcessing`` puts around a single sequence become the
+tokenizer's roles (``Tokenizer.roles``: Llama 3's ``<|begin_of_text|>`` as the BOS token that is
+added), which the transformers glue and the export put back. What would
 change them and the engine cannot do raises FormatError: an unsupported normalizer
 (``strict=False`` drops it with a warning), ``byte_fallback``, subword prefixes, dropout, added
 tokens that strip spaces or match single words. Added tokens marked ``normalized`` are found in
@@ -55,7 +64,7 @@ from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_fro
 from hf_bbpe.patterns import NATIVE_PATTERNS
 from hf_bbpe.pre_tokenizers import ByteLevel, PreTokenizer, pre_tokenizer_from_json
 from hf_bbpe.tokenizer import Tokenizer
-from hf_bbpe.tokenizer_json_writer import token_splits, tokenizer_json_dict
+from hf_bbpe.tokenizer_json_writer import template_bos_eos, token_splits, tokenizer_json_dict
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError
@@ -216,10 +225,7 @@ def tokenizer_from_json_data(data: Mapping[str, Any], source: Path, *, strict: b
             raise FormatError(f"{source}: model.merges[{i}] = {' '.join(merges[i])!r} builds id {result_ids[i]} after "
                               f"a merge built id {result_ids[i - 1]}; merge priority must follow the ids")
     byte_id = {token[0]: idx for idx, token in sorted(token_bytes.items(), reverse=True) if len(token) == 1}
-    if len(byte_id) != 256:
-        missing = next(b for b in range(256) if b not in byte_id)
-        raise FormatError(f"{source}: no token for the single byte {bytes([missing])!r}; byte-level BPE needs all 256")
-    byte_ids = [byte_id[b] for b in range(256)]
+    byte_ids = [byte_id.get(b, -1) for b in range(256)]  # a byte without a token: see the module doc
     ignore_merges = bool(model.get("ignore_merges"))
 
     if len(set(result_ids)) == len(result_ids):
@@ -237,6 +243,9 @@ def tokenizer_from_json_data(data: Mapping[str, Any], source: Path, *, strict: b
         _check_rank_pairs(token_bytes, set(pair_ids), ignore_merges, source)
         tok = _ranks_tokenizer(token_bytes, pre_tokenizer, normalizer, specials, source)
     tok.normalized_special_tokens = normalized
+    bos, eos = template_bos_eos(data.get("post_processor"))
+    roles = {f"{role}_token": token for role, token in (("bos", bos), ("eos", eos)) if token in specials}
+    tok.roles = {**roles, **{f"add_{name}": True for name in roles}}
     return tok
 
 
@@ -254,9 +263,9 @@ def _is_rank_vocabulary(token_bytes: Mapping[int, bytes], merges: Mapping[tuple[
     ``"ranks"`` mode, one merge per token and ``ignore_merges`` all encode alike)."""
     try:
         as_ranks = Tokenizer.from_ranks({token: idx for idx, token in token_bytes.items()})
-    except ValueError:
+        return as_ranks.merges == merges and not any(as_ranks.unmerged_tokens.values())
+    except ValueError:  # e.g. a missing byte: ranks recover no merges without all 256
         return False
-    return as_ranks.merges == merges and not any(as_ranks.unmerged_tokens.values())
 
 
 def _check_rank_pairs(token_bytes: Mapping[int, bytes], file_pairs: set[tuple[int, int]], ignore_merges: bool,
@@ -269,9 +278,10 @@ def _check_rank_pairs(token_bytes: Mapping[int, bytes], file_pairs: set[tuple[in
     ranks = {token: idx for idx, token in token_bytes.items()}
     try:
         as_ranks = Tokenizer.from_ranks(ranks)
+        unmerged = as_ranks.unmerged_tokens
     except ValueError as exc:
         raise FormatError(f"{source}: {exc}") from None
-    if not any(as_ranks.unmerged_tokens.values()):
+    if not any(unmerged.values()):
         needed = as_ranks.merges
     else:
         if not ignore_merges:

@@ -29,7 +29,7 @@ from .byte_unicode import bytes_to_unicode, unicode_to_bytes
 from .chunk_counting import paragraphs
 from .chunk_encoder import MissingByteError
 from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, SPLIT_PATTERNS, resolve_pattern
-from .special_tokens import DisallowedSpecialToken
+from .special_tokens import DisallowedSpecialToken, TokenRoles
 from .tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ __all__ = [
     "paragraphs",
     "DisallowedSpecialToken",
     "MissingByteError",
+    "TokenRoles",
     "GPT2_SPLIT_PATTERN",
     "GPT4_SPLIT_PATTERN",
     "O200K_SPLIT_PATTERN",

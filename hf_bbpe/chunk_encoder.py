@@ -55,6 +55,10 @@ _CACHE_MAX_CHUNK = 128  # characters; longer chunks are rare and not worth keepi
 
 
 MODES = ("merges", "ignore_merges", "ranks")
+NEVER_IN_UTF8 = frozenset({0xC0, 0xC1, *range(0xF5, 0x100)})
+"""The bytes that UTF-8 never uses (nor the ``surrogatepass`` form of a lone surrogate): text
+never needs a token for them, so a vocabulary may lack them (``tokenizers``' BpeTrainer leaves
+them out unless it is given the ByteLevel alphabet)."""
 
 
 class DuplicateTokensError(ValueError):
@@ -66,12 +70,14 @@ class DuplicateTokensError(ValueError):
 
 
 class MissingByteError(ValueError):
-    """Text needs a single byte that the vocabulary has no token for (a rank file may lack one:
-    tiktoken loads it, then fails on such text); ``.byte`` is the byte value."""
+    """Text needs a single byte that the vocabulary has no token for (a rank file or a
+    tokenizer.json may lack one: tiktoken loads it, then fails on such text; ``tokenizers`` drops
+    the character); ``.byte`` is the byte value."""
 
     def __init__(self, byte: int) -> None:
         super().__init__(f"cannot encode the byte {bytes([byte])!r} ({byte:#04x}): the vocabulary has no token for it "
-                         "on its own (its rank file lists no such single byte; tiktoken fails on this text too)")
+                         "on its own (its file lists no such single byte: tiktoken fails on this text, tokenizers "
+                         "drops the character)")
         self.byte = byte
 
     def __reduce__(self) -> tuple[type, tuple[int]]:
@@ -123,9 +129,11 @@ class ChunkEncoder:
     normal token, or the same as a :class:`TokenTable` (a byte string listed under two ids is
     found as the lower one).
 
-    In ``"ranks"`` mode a byte may have no token (``byte_ids[b] == -1``), as in a rank file that
-    tiktoken loads: the byte then gets a stand-in id above every real one, which merges as its
-    byte does, and any encoding that would output it raises :class:`MissingByteError`.
+    A byte may have no token (``byte_ids[b] == -1``), as in a rank file that tiktoken loads or a
+    tokenizer.json that ``tokenizers``' BpeTrainer made: the byte then gets a stand-in id above
+    every real one, which merges as its byte does (no merge names it), and any encoding that would
+    output it raises :class:`MissingByteError`. Text never holds a byte of :data:`NEVER_IN_UTF8`,
+    so when only those are missing, only :meth:`encode_bytes` checks its output.
     """
 
     def __init__(
@@ -176,7 +184,7 @@ class ChunkEncoder:
             self.encode_texts = kernel.encode_texts
             self.clear_cache = kernel.clear_cache
             self._wide = wide
-            if wide is None and not self._stand_ins:  # else the ids need translating or checking
+            if wide is None and self._text_safe:  # else the ids need translating or checking
                 self.encode_text_array = kernel.encode_text_array
                 self.plain_array_call = functools.partial(_native.PlainArrayCall, kernel)
             if wide is not None:
@@ -201,19 +209,27 @@ class ChunkEncoder:
             if self._stand_ins:
                 self._check_outputs()
 
+    _stand_ins: dict[int, int] = {}
+    _text_safe = True  # no stand-in that text can reach (see _check_outputs)
+
     def _stand_in_missing_bytes(self) -> None:
-        """Give each byte without a token a stand-in id (and token) above every real id."""
-        if self.mode != "ranks":
-            missing = self.byte_ids.index(-1)
-            raise ValueError(f"the single byte {bytes([missing])!r} has no token; only \"ranks\" mode allows that")
-        table = self.vocab if isinstance(self.vocab, TokenTable) else TokenTable.from_vocab(self.vocab)
-        first = max(max(table.ids, default=-1), max(self.byte_ids)) + 1
+        """Give each byte without a token a stand-in id (and token, in the modes with a
+        vocabulary) above every real id."""
+        table = None
+        if self.vocab is not None:
+            table = self.vocab if isinstance(self.vocab, TokenTable) else TokenTable.from_vocab(self.vocab)
+            top = max(table.ids, default=-1)
+        else:
+            top = max((idx for pair, new in self.merges.items() for idx in (*pair, new)), default=-1)
+        first = max(top, max(self.byte_ids)) + 1
         missing = [b for b, idx in enumerate(self.byte_ids) if idx < 0]
         self._stand_ins = {first + k: b for k, b in enumerate(missing)}
+        self._text_safe = NEVER_IN_UTF8.issuperset(missing)
         ids = dict(zip(missing, self._stand_ins))
         self.byte_ids = tuple(ids.get(b, idx) for b, idx in enumerate(self.byte_ids))
-        self.vocab = TokenTable(table.data + bytes(missing), array("q", [*table.lengths, *[1] * len(missing)]),
-                                array("q", [*table.ids, *self._stand_ins]))
+        if table is not None:
+            self.vocab = TokenTable(table.data + bytes(missing), array("q", [*table.lengths, *[1] * len(missing)]),
+                                    array("q", [*table.ids, *self._stand_ins]))
         self._first_stand_in = first
 
     def _translate_outputs(self, wide: list[int]) -> None:
@@ -252,7 +268,8 @@ class ChunkEncoder:
         self._first_duplicate_native = first_duplicate
 
     def _check_outputs(self) -> None:
-        """Wrap every encoding method so that output holding a stand-in id raises MissingByteError."""
+        """Wrap every encoding method so that output holding a stand-in id raises MissingByteError
+        (only :meth:`encode_bytes` when text cannot reach a stand-in: every chunk of text is UTF-8)."""
         first, stand_ins = self._first_stand_in, self._stand_ins
 
         def check(ids):
@@ -261,8 +278,10 @@ class ChunkEncoder:
             return ids
 
         encode_chunks, encode_bytes = self.encode_chunks, self.encode_bytes
-        self.encode_chunks = lambda chunks: check(encode_chunks(chunks))
         self.encode_bytes = lambda data: check(encode_bytes(data))
+        if self._text_safe:
+            return
+        self.encode_chunks = lambda chunks: check(encode_chunks(chunks))
         if "encode_text" in self.__dict__:
             encode_text, encode_texts = self.encode_text, self.encode_texts
 

@@ -9,13 +9,16 @@
     <left> <right>        one line per merge, in order; the merge gets id 256, 257, ...
 
 That layout fixes byte ids to 0..255 and merge ids to 256 upwards. A tokenizer outside it (GPT-2
-and cl100k permute the byte ids; an extended vocabulary skips ids taken by special tokens) is
-written as ``hf_bbpe v1``: the same layout plus one line with the 256 byte ids, and merge
-lines ``<left> <right> <id>``. A tokenizer that v1 cannot describe is written as ``hf_bbpe v2``:
+and cl100k permute the byte ids; an extended vocabulary skips ids taken by special tokens; a
+tokenizer.json may lack the bytes UTF-8 never uses) is written as ``hf_bbpe v1``: the same layout
+plus one line with the 256 byte ids (-1 for a byte without a token), and merge lines
+``<left> <right> <id>``. A tokenizer that v1 cannot describe is written as ``hf_bbpe v2``:
 v1 plus two sections. After the pattern, one line holding a JSON object ``{"normalizer": ...,
 "pre_tokenizer": ...}`` in ``tokenizers``' JSON forms (the pipeline's patterns in Python
 ``regex`` syntax; the pattern line is then empty), for a normalizer or a pre-tokenizer pipeline,
-and ``"normalized_special_tokens": [...]`` when some special tokens are found in the normalized text.
+``"normalized_special_tokens": [...]`` when some special tokens are found in the normalized text,
+and ``"roles": {"bos_token": ..., "add_bos_token": true, ...}`` when special tokens play
+transformers' roles (``Tokenizer.roles``).
 After the byte ids, a line ``mode <merges|ignore_merges|ranks>``, the number of tokens that no
 merge builds (Llama 3 has 678) and one ``<id> <base64 bytes>`` line for each. minbpe reads only
 its own layout; hf_bbpe reads all three, and writes the first one that holds the tokenizer.
@@ -57,6 +60,8 @@ class ModelFileContents:
     unmerged: dict[int, bytes] = field(default_factory=dict)
     normalized_specials: list[str] = field(default_factory=list)
     """Special tokens found in the normalized text (``Tokenizer.normalized_special_tokens``)."""
+    roles: dict = field(default_factory=dict)
+    """The special tokens' roles for transformers (``TokenRoles.as_kwargs()``; empty: none)."""
 
 
 def is_minbpe_layout(merges: dict[tuple[int, int], int], byte_ids: list[int]) -> bool:
@@ -77,7 +82,8 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
                 "format cannot hold (in a regex, write it as \\n)"
             )
     pipeline = contents.normalizer is not None or contents.pre_tokenizer is not None
-    v2 = pipeline or contents.mode != "merges" or bool(contents.unmerged) or bool(contents.normalized_specials)
+    v2 = pipeline or contents.mode != "merges" or bool(contents.unmerged) or bool(contents.normalized_specials) \
+        or bool(contents.roles)
     minbpe = not v2 and is_minbpe_layout(contents.merges, contents.byte_ids)
     header = EXTENDED_HEADER_V2 if v2 else MINBPE_HEADER if minbpe else EXTENDED_HEADER
     lines = [header, contents.pattern]
@@ -85,6 +91,8 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
         options = {"normalizer": contents.normalizer, "pre_tokenizer": contents.pre_tokenizer}
         if contents.normalized_specials:
             options["normalized_special_tokens"] = sorted(contents.normalized_specials)
+        if contents.roles:
+            options["roles"] = contents.roles
         lines.append(json.dumps(options, ensure_ascii=True, separators=(",", ":")))
     lines.append(str(len(contents.special_tokens)))
     lines += [f"{token} {idx}" for token, idx in contents.special_tokens.items()]
@@ -150,6 +158,7 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
         contents.normalizer = options.get("normalizer")
         contents.pre_tokenizer = options.get("pre_tokenizer")
         contents.normalized_specials = named
+        contents.roles = options.get("roles") or {}
     if len(lines) <= lineno:
         raise fail(len(lines) + 1, "file ends before the special-token count")
     try:
@@ -170,12 +179,12 @@ def read_model_file(path: str | os.PathLike) -> ModelFileContents:
     if extended:
         lineno += 1
         fields = lines[lineno - 1].split() if lineno <= len(lines) else []
-        if len(fields) != 256 or not all(f.isdigit() for f in fields):
-            raise fail(lineno, "expected the 256 byte ids")
+        if len(fields) != 256 or not all(f.isdigit() or f == "-1" for f in fields):
+            raise fail(lineno, "expected the 256 byte ids (-1: a byte without a token)")
         contents.byte_ids = [int(f) for f in fields]
     if lines[0] == EXTENDED_HEADER_V2:
         lineno = _read_v2_section(lines, lineno, contents, fail)
-    known = set(contents.byte_ids) | set(contents.unmerged)
+    known = {idx for idx in contents.byte_ids if idx >= 0} | set(contents.unmerged)
     next_id = 256
     for line in lines[lineno:]:
         lineno += 1

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .atomic_write import write_bytes_atomic, write_text_atomic
-from .tokenizer_json_writer import tokenizer_json_dict
+from .special_tokens import TokenRoles
+from .tokenizer_json_writer import template_bos_eos, tokenizer_json_dict
 
 if TYPE_CHECKING:
     from .tokenization_bbpe import BBPETokenizer
@@ -107,36 +108,16 @@ def fast_twin_json(tok: BBPETokenizer) -> dict[str, Any]:
         for idx, token in added.items()
         if idx not in engine_specials and idx not in normal_ids
     ]
-    data = tokenizer_json_dict(engine, added_tokens_extra=extra)
+    # BBPETokenizer's own roles: their tokens may be added tokens the engine does not hold
+    roles = TokenRoles(bos_token=None if tok.bos_token is None else str(tok.bos_token),
+                       eos_token=None if tok.eos_token is None else str(tok.eos_token),
+                       add_bos_token=tok.add_bos_token, add_eos_token=tok.add_eos_token)
+    data = tokenizer_json_dict(engine, added_tokens_extra=extra, roles=roles)
     for entry in data["added_tokens"]:
         token = added.get(entry["id"])
         if token is not None:
             entry.update({flag: bool(getattr(token, flag)) for flag in _ADDED_FLAGS})
-    bos = tok.bos_token if tok.add_bos_token else None
-    eos = tok.eos_token if tok.add_eos_token else None
-    if bos or eos:
-        data["post_processor"] = {
-            "type": "Sequence",
-            "processors": [data["post_processor"], _template_processing(tok, bos, eos)],
-        }
     return data
-
-
-def _template_processing(tok: BBPETokenizer, bos: str | None, eos: str | None) -> dict[str, Any]:
-    def side(type_id: int, sequence: str) -> list[dict[str, Any]]:
-        items = [{"SpecialToken": {"id": bos, "type_id": type_id}}] if bos else []
-        items.append({"Sequence": {"id": sequence, "type_id": type_id}})
-        if eos:
-            items.append({"SpecialToken": {"id": eos, "type_id": type_id}})
-        return items
-
-    return {
-        "type": "TemplateProcessing",
-        "single": side(0, "A"),
-        "pair": side(0, "A") + side(1, "B"),
-        "special_tokens": {token: {"id": token, "ids": [tok.convert_tokens_to_ids(token)], "tokens": [token]}
-                           for token in (bos, eos) if token},
-    }
 
 
 def write_portable_config(config_file: str | os.PathLike, tok: Any, add_bos_eos: tuple[bool, bool]) -> None:
@@ -266,10 +247,5 @@ def bos_eos_from_tokenizer_json(path: str | os.PathLike | None) -> tuple[bool, b
     if path is None or not os.path.isfile(path):
         return False, False
     with open(path, encoding="utf-8") as handle:
-        processor = json.load(handle).get("post_processor") or {}
-    processors = processor.get("processors", [processor]) if processor.get("type") == "Sequence" else [processor]
-    for item in processors:
-        if item.get("type") == "TemplateProcessing":
-            single = item.get("single") or []
-            return (bool(single) and "SpecialToken" in single[0], bool(single) and "SpecialToken" in single[-1])
-    return False, False
+        bos, eos = template_bos_eos(json.load(handle).get("post_processor"))
+    return bos is not None, eos is not None

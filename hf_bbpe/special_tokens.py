@@ -6,6 +6,10 @@ special token's, and at most :data:`SPECIAL_ID_HEADROOM` above the largest norma
 large ids are explicitly allowed (an id is a row of the embedding matrix: id 2,000,000,000 means
 two billion rows).
 
+Roles (:class:`TokenRoles`): which special tokens are transformers' ``bos_token``, ``eos_token``
+and ``pad_token``, and whether the first two are put around each sequence, as the owner's
+Hugging Face tokenizer does it (Llama 3 adds ``<|begin_of_text|>``, GPT-2 adds nothing).
+
 Policy for ``encode``: tiktoken's semantics, minbpe's spellings accepted. tiktoken: ``allowed_special`` ("all" or a set) are encoded as their ids; text that matches a
 ``disallowed_special`` token ("all" = every special not allowed, the default) raises
 ValueError; ``disallowed_special=()`` encodes such text as ordinary text. minbpe's values map
@@ -18,7 +22,8 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Collection, Mapping
-from typing import Literal, Union
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal, Union
 
 import regex
 
@@ -75,6 +80,62 @@ def checked_special_tokens(
         merged[token] = idx
         owners[idx] = token
     return merged
+
+
+@dataclass(frozen=True)
+class TokenRoles:
+    """The special tokens that play transformers' named roles, and whether ``bos_token`` /
+    ``eos_token`` go around each sequence (``add_bos_token`` / ``add_eos_token``).
+
+    They are settings for transformers and the ``tokenizer.json`` export (a ``TemplateProcessing``
+    post-processor); the engine's ``encode`` never adds a token, as tiktoken's does not. Field
+    names are transformers' keyword arguments, so ``BBPETokenizer(**roles.as_kwargs())`` works.
+    """
+
+    bos_token: str | None = None
+    eos_token: str | None = None
+    pad_token: str | None = None
+    add_bos_token: bool = False
+    add_eos_token: bool = False
+
+    NAMES = ("bos_token", "eos_token", "pad_token")
+
+    def checked(self, special_tokens: Collection[str]) -> TokenRoles:
+        """These roles, after a ValueError for a token that is not one of ``special_tokens`` or an
+        ``add_*`` flag without its token."""
+        for name in self.NAMES:
+            token = getattr(self, name)
+            if token is not None and (not isinstance(token, str) or token not in special_tokens):
+                raise ValueError(f"{name} {token!r} is not a special token of this tokenizer")
+        for name in ("bos_token", "eos_token"):
+            flag = getattr(self, f"add_{name}")
+            if not isinstance(flag, bool):
+                raise ValueError(f"add_{name} must be True or False, got {flag!r}")
+            if flag and getattr(self, name) is None:
+                raise ValueError(f"add_{name}=True needs a {name}")
+        return self
+
+    def kept(self, special_tokens: Collection[str]) -> TokenRoles:
+        """These roles without the tokens that are not in ``special_tokens`` (and their ``add_*`` flags)."""
+        gone = {name: None for name in self.NAMES if getattr(self, name) not in special_tokens}
+        if not gone:
+            return self
+        flags = {f"add_{name}": False for name in gone if name != "pad_token"}
+        return replace(self, **gone, **flags)
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The fields that are set, as keyword arguments (``{"bos_token": ..., "add_bos_token": True}``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) not in (None, False)}
+
+    @classmethod
+    def from_kwargs(cls, data: Mapping[str, Any]) -> TokenRoles:
+        """The roles in ``data`` (what :meth:`as_kwargs` gives); ValueError for anything else."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"expected an object of token roles, got {data!r}")
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown token role {unknown[0]!r}")
+        return cls(**data)
 
 
 class DisallowedSpecialToken(ValueError):

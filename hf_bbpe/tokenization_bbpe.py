@@ -73,7 +73,7 @@ from .saved_folder import (
     fast_twin_json,
     finish_saved_folder,
 )
-from .special_tokens import is_reserved_token
+from .special_tokens import TokenRoles, is_reserved_token
 from .token_ids import single_token_id, token_id_list
 from .tokenizer import Tokenizer
 from .transformers_compat import (
@@ -223,6 +223,12 @@ class BBPETokenizer(_PortableFolder, TransformersHooks, SlowTokenizerBase):
                 raise ValueError("pass either engine or vocab_file + merges_file, not both")
             core = _copy_engine(engine, pattern, pre_tokenizer, normalizer, bpe_mode)
             file_specials: dict[str, int] = {}
+            roles = engine.roles.as_kwargs()  # the owner's BOS/EOS/pad and add-BOS rule, unless given here
+            add_bos_token = roles.pop("add_bos_token", False) if add_bos_token is None else add_bos_token
+            add_eos_token = roles.pop("add_eos_token", False) if add_eos_token is None else add_eos_token
+            for name in TokenRoles.NAMES:
+                if name in roles:
+                    kwargs.setdefault(name, roles[name])
         elif vocab_file is not None and merges_file is not None:
             files = read_vocab_merges(vocab_file, merges_file)
             saved = kwargs.get("added_tokens_decoder")
@@ -356,8 +362,15 @@ class BBPETokenizer(_PortableFolder, TransformersHooks, SlowTokenizerBase):
 
     @property
     def engine(self) -> Tokenizer:
-        """The engine tokenizer inside (special tokens included); treat it as read-only."""
-        return self._engine
+        """The engine tokenizer inside (special tokens included); treat it as read-only. Its
+        ``roles`` are this tokenizer's ``bos_token``, ``add_bos_token``... (those that are
+        special tokens of the engine)."""
+        engine = self._engine
+        engine.roles = TokenRoles(
+            **{name: _role_token(getattr(self, name, None)) for name in TokenRoles.NAMES},
+            add_bos_token=self.add_bos_token, add_eos_token=self.add_eos_token,
+        ).kept(engine.special_tokens)
+        return engine
 
     @property
     def pattern(self) -> str:
@@ -800,6 +813,10 @@ def _renamed(token: str | AddedToken, rename: Mapping[str, str]) -> str | AddedT
         return AddedToken(rename[content], single_word=token.single_word, lstrip=token.lstrip, rstrip=token.rstrip,
                           normalized=token.normalized, special=True)
     return rename[content]
+
+
+def _role_token(token: str | AddedToken | None) -> str | None:
+    return None if token is None else str(token)
 
 
 def _json_text(data: Any) -> str:

@@ -4,7 +4,8 @@ A tokenizer is fully described by: how text is cut into chunks (an optional ``no
 the split ``pattern`` or a ``pre_tokenizer`` pipeline), the ordered ``merges``
 ``{(left_id, right_id): new_id}``, the ids of the 256 single bytes (``byte_ids``, the identity
 unless imported from GPT-2 or cl100k), the ``unmerged_tokens`` that no merge builds (none
-unless imported), the ``mode`` that says how chunks are encoded, and ``special_tokens``.
+unless imported), the ``mode`` that says how chunks are encoded, and ``special_tokens``, with
+the ``roles`` some of them play for transformers (BOS, EOS, pad; never added by ``encode``).
 Everything else (``vocab``, the chunk encoder, the special-token regex) is derived and rebuilt
 when those change.
 
@@ -40,6 +41,7 @@ from .special_tokens import (
     AllowedSpecial,
     DisallowedSpecial,
     DisallowedSpecialToken,
+    TokenRoles,
     checked_special_tokens,
     resolve_special_policy,
     special_token_regex,
@@ -63,11 +65,13 @@ class Tokenizer:
     ``tokenizers`` (each stretch between special tokens on its own).
     """
 
+    _roles = TokenRoles()  # class default: also for tokenizers pickled before roles existed
+
     def __init__(
         self,
         pattern: str | None = None,
         *,
-        pre_tokenizer: PreTokenizer | Mapping | None = None,
+            pre_tokenizer: PreTokenizer | Mapping | None = None,
         normalizer: Normalizer | str | Mapping | None = None,
     ) -> None:
         self._set_chunking(pattern, pre_tokenizer, normalizer)
@@ -100,7 +104,9 @@ class Tokenizer:
     ) -> Tokenizer:
         """Build a tokenizer from merges in order (for importers and converters).
 
-        ``byte_ids[b]`` is the id of byte ``b`` (default: ``b``). ``unmerged_tokens`` are
+        ``byte_ids[b]`` is the id of byte ``b`` (default: ``b``), -1 for a byte without a token
+        (a file may lack the bytes UTF-8 never uses; text whose encoding needs such a byte on its
+        own raises :class:`~chunk_encoder.MissingByteError`). ``unmerged_tokens`` are
         normal tokens ``{id: bytes}`` that no merge builds; merges may name them. Raises
         ValueError if a merge names an id that is neither a byte, an unmerged token nor an
         earlier merge, or if ids collide. ``check=False`` skips those merge checks, for merges
@@ -114,8 +120,9 @@ class Tokenizer:
         """
         tok = cls._blank(pattern, pre_tokenizer, normalizer)
         byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
-        if len(byte_ids) != 256 or len(set(byte_ids)) != 256:
-            raise ValueError("byte_ids must give 256 distinct ids, one per byte value")
+        present = _byte_token_ids(byte_ids)
+        if len(byte_ids) != 256 or len(present) != 256 - byte_ids.count(-1) or min(byte_ids) < -1:
+            raise ValueError("byte_ids must give 256 distinct ids, one per byte value (-1: the byte has no token)")
         tok._mode = _checked_mode(mode)
         tok._byte_ids = byte_ids
         tok._unmerged = _checked_unmerged(unmerged_tokens or {}, byte_ids)
@@ -410,7 +417,7 @@ class Tokenizer:
 
     @property
     def byte_ids(self) -> list[int]:
-        """``byte_ids[b]`` is the token id of the single byte ``b``."""
+        """``byte_ids[b]`` is the token id of the single byte ``b`` (-1: none, see :meth:`from_merges`)."""
         return self._byte_ids
 
     @property
@@ -422,7 +429,26 @@ class Tokenizer:
     def special_tokens(self, tokens: Mapping[str, int]) -> None:
         self._special_tokens = self._checked_specials(tokens, replace=True)  # a bad value changes nothing
         self._normalized_specials = self._normalized_specials.intersection(self._special_tokens)
+        self._roles = self._roles.kept(self._special_tokens)
         self._rebuild()
+
+    @property
+    def roles(self) -> TokenRoles:
+        """Which special tokens are transformers' ``bos_token``, ``eos_token`` and ``pad_token``,
+        and whether BOS / EOS go around each sequence there (``add_bos_token``...), as the
+        owner's Hugging Face tokenizer does: presets set them (Llama 3 adds ``<|begin_of_text|>``),
+        ``BBPETokenizer`` and the tokenizer.json export use them. ``encode`` never adds a token.
+
+        Assign a :class:`~special_tokens.TokenRoles` or a dict of its fields; every named token
+        must be a special token (a role whose token stops being one is dropped).
+        """
+        return self._roles
+
+    @roles.setter
+    def roles(self, roles: TokenRoles | Mapping[str, Any]) -> None:
+        if not isinstance(roles, TokenRoles):
+            roles = TokenRoles.from_kwargs(roles)
+        self._roles = roles.checked(self._special_tokens)
 
     @property
     def normalized_special_tokens(self) -> frozenset[str]:
@@ -469,7 +495,7 @@ class Tokenizer:
     def _normal_ids(self) -> set[int]:
         if self._rank_table is not None:
             return set(self._rank_table.ids)
-        return set(self._byte_ids) | set(self._unmerged) | set(self._merges.values())
+        return _byte_token_ids(self._byte_ids) | set(self._unmerged) | set(self._merges.values())
 
     def _normal_vocab(self) -> dict[int, bytes]:
         """``{id: bytes}`` of every non-special token: bytes, unmerged tokens, then merges."""
@@ -477,7 +503,7 @@ class Tokenizer:
             if self._rank_vocab is None:
                 self._rank_vocab = self._rank_table.to_vocab()
             return self._rank_vocab
-        vocab = {idx: bytes([b]) for b, idx in enumerate(self._byte_ids)}
+        vocab = {idx: bytes([b]) for b, idx in enumerate(self._byte_ids) if idx >= 0}
         vocab.update(self._unmerged)
         for (a, b), new in self._merges.items():
             vocab[new] = vocab[a] + vocab[b]
@@ -633,6 +659,7 @@ class Tokenizer:
             pre_tokenizer=self.pre_tokenizer, normalizer=self.normalizer,
         )
         extended._normalized_specials = self._normalized_specials
+        extended._roles = self._roles
         return extended
 
     # -------------------------------------------------------------- encoding
@@ -928,7 +955,8 @@ class Tokenizer:
             mode = "merges"  # the merges alone encode alike (minbpe can read it)
         contents = ModelFileContents(self._chunker.plain_pattern or "", dict(self._special_tokens), dict(self.merges),
                                      list(self._byte_ids), mode=mode, unmerged=dict(self._unmerged),
-                                     normalized_specials=sorted(self._normalized_specials))
+                                     normalized_specials=sorted(self._normalized_specials),
+                                     roles=self._roles.as_kwargs())
         if not self.is_plain:
             contents.normalizer = None if self.normalizer is None else self.normalizer.to_json()
             contents.pre_tokenizer = None if self.pre_tokenizer is None else self.pre_tokenizer.to_json()
@@ -950,11 +978,12 @@ class Tokenizer:
                 chunker = _chunker(contents.pattern, None, contents.normalizer)
             unmerged = _checked_unmerged(contents.unmerged, contents.byte_ids)
             merges = _checked_merges(contents.merges, contents.byte_ids, unmerged)
-            specials = checked_special_tokens(contents.special_tokens, existing={},
-                                              normal_ids=set(contents.byte_ids) | set(unmerged) | set(merges.values()))
+            specials = checked_special_tokens(contents.special_tokens, existing={}, normal_ids=_byte_token_ids(
+                contents.byte_ids) | set(unmerged) | set(merges.values()))
             unknown = sorted(set(contents.normalized_specials) - specials.keys())
             if unknown:
                 raise ValueError(f"normalized special token {unknown[0]!r} is not a special token of the file")
+            roles = TokenRoles.from_kwargs(contents.roles).checked(specials)
         except ValueError as exc:
             raise ModelFileError(f"{model_file}: {exc}") from None
         self._chunker = chunker
@@ -966,6 +995,7 @@ class Tokenizer:
         self._rank_table = self._rank_vocab = None
         self._special_tokens = specials
         self._normalized_specials = frozenset(contents.normalized_specials)
+        self._roles = roles
         self._rebuild()
 
     @classmethod
@@ -1021,6 +1051,11 @@ def _chunker(pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
     return ChunkSplitter(resolve_normalizer(normalizer), pre)
 
 
+def _byte_token_ids(byte_ids: Sequence[int]) -> set[int]:
+    """The ids of the bytes that have a token (``byte_ids`` holds -1 for the others)."""
+    return {idx for idx in byte_ids if idx >= 0}
+
+
 def _checked_merges(
     merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int], unmerged: Mapping[int, bytes] = {}
 ) -> Merges:
@@ -1036,7 +1071,7 @@ def _checked_merges(
         news = [int(new) for new in merges.values()]
     except (TypeError, ValueError):
         return _checked_merges_one_by_one(merges, byte_ids, unmerged)
-    known = set(byte_ids).union(unmerged)
+    known = _byte_token_ids(byte_ids).union(unmerged)
     made = set(news)
     lefts = [a for a, _ in pairs]
     rights = [b for _, b in pairs]
@@ -1055,7 +1090,7 @@ def _checked_merges(
 def _checked_merges_one_by_one(
     merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int], unmerged: Mapping[int, bytes]
 ) -> Merges:
-    known = set(byte_ids).union(unmerged)
+    known = _byte_token_ids(byte_ids).union(unmerged)
     last = -1
     checked: Merges = {}
     for (a, b), new in merges.items():
@@ -1114,7 +1149,7 @@ def _checked_mode(mode: str) -> str:
 def _checked_unmerged(unmerged: Mapping[int, bytes], byte_ids: Sequence[int]) -> dict[int, bytes]:
     """Unmerged tokens as ``{int: bytes}``, sorted by id; an id that is a byte's raises."""
     checked: dict[int, bytes] = {}
-    bytes_taken = set(byte_ids)
+    bytes_taken = _byte_token_ids(byte_ids)
     for idx, data in sorted(unmerged.items()):
         idx = int(idx)
         if not isinstance(data, (bytes, bytearray)):

@@ -15,7 +15,10 @@ The file runs in the Rust ``tokenizers`` library with the same ids as the engine
   step (its regexes translated), with ``ByteLevel(use_regex=False)`` added at the end if it has no
   ByteLevel step;
 * decoder ``ByteLevel``; special tokens as ``added_tokens`` with their real ids (also listed in
-  the model vocabulary, which is what makes ``tokenizers`` keep ids above or between the ranks).
+  the model vocabulary, which is what makes ``tokenizers`` keep ids above or between the ranks);
+* post-processor ``ByteLevel``, followed by a ``TemplateProcessing`` that puts the BOS / EOS token
+  around each sequence when the tokenizer's roles add them (``Tokenizer.roles``: Llama 3's
+  ``<|begin_of_text|>``), as the owners' own tokenizer.json files do.
 
 This module is also copied into model folders as remote code next to ``tokenization_bbpe.py``:
 it may import only flat sibling modules, relatively, and third-party libraries.
@@ -32,6 +35,7 @@ from .onig_regex import translate_pattern_for_onig
 
 if TYPE_CHECKING:
     from .pre_tokenizers import PreTokenizer
+    from .special_tokens import TokenRoles
     from .tokenizer import Tokenizer
 
 
@@ -90,6 +94,7 @@ def tokenizer_json_dict(
     *,
     added_tokens_extra: Iterable[Mapping[str, Any]] | None = None,
     trim_offsets: bool = False,
+    roles: TokenRoles | None = None,
 ) -> dict[str, Any]:
     """The whole tokenizer.json for ``tok`` as a dict (``json.dumps`` it to write the file).
 
@@ -98,6 +103,8 @@ def tokenizer_json_dict(
     False for these extras), e.g. tokens added through transformers' ``add_tokens``. An id or a
     string used twice raises ValueError. ``trim_offsets`` goes to the ByteLevel post-processor
     (True strips the leading space from each token's offsets, as GPT-2 fast tokenizers do).
+    ``roles`` (default ``tok.roles``) say which BOS / EOS token the post-processor adds; they may
+    name an extra added token.
     """
     specials = dict(tok.special_tokens)
     special_ids = set(specials.values())
@@ -135,6 +142,12 @@ def tokenizer_json_dict(
         vocab[entry["content"]] = entry["id"]
 
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": trim_offsets, "use_regex": False}
+    roles = tok.roles if roles is None else roles
+    bos = roles.bos_token if roles.add_bos_token else None
+    eos = roles.eos_token if roles.add_eos_token else None
+    post_processor = dict(byte_level)
+    if bos or eos:
+        post_processor = {"type": "Sequence", "processors": [post_processor, _template_processing(bos, eos, vocab)]}
     return {
         "version": "1.0",
         "truncation": None,
@@ -142,7 +155,7 @@ def tokenizer_json_dict(
         "added_tokens": added,
         "normalizer": None if tok.normalizer is None else tok.normalizer.to_json(),
         "pre_tokenizer": _pre_tokenizer_json(tok.pre_tokenizer, byte_level),
-        "post_processor": dict(byte_level),
+        "post_processor": post_processor,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {
             "type": "BPE",
@@ -157,3 +170,43 @@ def tokenizer_json_dict(
             "merges": merges,
         },
     }
+
+
+def _template_processing(bos: str | None, eos: str | None, ids: Mapping[str, int]) -> dict[str, Any]:
+    """``tokenizers``' TemplateProcessing that puts ``bos`` before and ``eos`` after each sequence
+    (``ids``: every token's id, added tokens included)."""
+    def side(type_id: int, sequence: str) -> list[dict[str, Any]]:
+        items = [{"SpecialToken": {"id": bos, "type_id": type_id}}] if bos else []
+        items.append({"Sequence": {"id": sequence, "type_id": type_id}})
+        if eos:
+            items.append({"SpecialToken": {"id": eos, "type_id": type_id}})
+        return items
+
+    missing = next((token for token in (bos, eos) if token and token not in ids), None)
+    if missing is not None:
+        raise ValueError(f"the token {missing!r} to put around each sequence is not in the vocabulary")
+    return {
+        "type": "TemplateProcessing",
+        "single": side(0, "A"),
+        "pair": side(0, "A") + side(1, "B"),
+        "special_tokens": {token: {"id": token, "ids": [ids[token]], "tokens": [token]}
+                           for token in (bos, eos) if token},
+    }
+
+
+def template_bos_eos(post_processor: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """The special tokens that a tokenizer.json ``post_processor`` puts before and after a single
+    sequence (``TemplateProcessing``, alone or in a ``Sequence``), or None: what
+    :func:`_template_processing` writes, read back."""
+    processor = post_processor or {}
+    processors = (processor.get("processors") or []) if processor.get("type") == "Sequence" else [processor]
+    for item in processors:
+        if isinstance(item, Mapping) and item.get("type") == "TemplateProcessing":
+            single = item.get("single") or []
+
+            def token(piece: Any) -> str | None:
+                special = piece.get("SpecialToken") if isinstance(piece, Mapping) else None
+                return special.get("id") if isinstance(special, Mapping) else None
+
+            return (token(single[0]), token(single[-1])) if single else (None, None)
+    return None, None

@@ -5,7 +5,10 @@ This is the slow-tokenizer file pair of transformers' GPT-2 family (OpenAI's ``e
 GPT-2's byte-to-unicode alphabet, to its id; ``merges.txt`` lists the merges in order, one
 ``"left right"`` per line (an optional ``#version`` first line), and the merge makes the token
 ``left + right`` whose id ``vocab.json`` gives. Because every id is explicit, the pair can hold
-what minbpe's format cannot: permuted byte ids (GPT-2, cl100k) and holes in the id space.
+what minbpe's format cannot: permuted byte ids (GPT-2, cl100k) and holes in the id space. A byte
+may have no token (its ``byte_ids`` entry is -1): ``tokenizers``' BpeTrainer leaves out the bytes
+that UTF-8 never uses unless it is given the ByteLevel alphabet (SuperBPE's released files lack
+them), and text never needs them; text that needs a missing byte fails to encode, naming it.
 
 Entries of ``vocab.json`` that are neither a byte nor made by a merge are returned as
 ``extra_tokens``: special tokens (GPT-2's ``<|endoftext|>``) or normal tokens that no merge
@@ -38,6 +41,7 @@ class VocabMerges:
     """What a ``vocab.json`` + ``merges.txt`` pair says, in the engine's terms."""
 
     byte_ids: list[int]
+    """The id of each byte's token, -1 for a byte the vocabulary has no token for."""
     merges: dict[tuple[int, int], int]
     extra_tokens: dict[str, int] = field(default_factory=dict)
 
@@ -51,14 +55,9 @@ def read_vocab_merges(vocab_file: str | os.PathLike, merges_file: str | os.PathL
     """
     vocab = _read_vocab(Path(vocab_file))
     table = bytes_to_unicode()
-    byte_ids = []
-    for b in range(256):
-        symbol = table[b]
-        if symbol not in vocab:
-            raise ValueError(f"{vocab_file}: no token for byte 0x{b:02x} (spelled {symbol!r})")
-        byte_ids.append(vocab[symbol])
+    byte_ids = [vocab.get(table[b], -1) for b in range(256)]
     merges: dict[tuple[int, int], int] = {}
-    made_by: dict[int, int] = {idx: 0 for idx in byte_ids}  # id -> line that made it (0: a byte)
+    made_by: dict[int, int] = {idx: 0 for idx in byte_ids if idx >= 0}  # id -> line that made it (0: a byte)
     last_new = -1
     with open(merges_file, encoding="utf-8") as handle:
         lines = [line.rstrip("\r\n") for line in handle]

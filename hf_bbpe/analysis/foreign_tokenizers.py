@@ -28,7 +28,6 @@ from typing import Protocol
 
 from ..byte_unicode import unicode_to_bytes
 from ..tokenizer import Tokenizer
-from .audit import is_utf8
 
 SENTENCEPIECE_SPACE = "\u2581"  # ▁, sentencepiece's (and Metaspace's) mark for a space
 SENTENCEPIECE_EXTRA = "sentencepiece"
@@ -182,12 +181,10 @@ class SentencePieceTokenizer:
 
 
 def is_sentencepiece_model(path: str | Path) -> bool:
-    """True for a file that looks like a sentencepiece model: a binary protobuf whose first field
-    is the piece list (Meta's tiktoken ``tokenizer.model`` and minbpe ``.model`` files are text)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(64)
-    except OSError:
-        return False
-    return head[:1] == b"\x0a" and (b"\x00" in head or not is_utf8(head))
+    """True for a file that looks like a sentencepiece model: a protobuf whose first field is the
+    piece list (conversion.file_kinds tells; Meta's tiktoken ``tokenizer.model`` and minbpe
+    ``.model`` files are text)."""
+    from conversion.file_kinds import SENTENCEPIECE, text_kind
+
+    return text_kind(path) == SENTENCEPIECE
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -97,6 +98,7 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--special", metavar="TOKEN", action="append", default=[],
                         help="a special token, given the next free id after training (repeatable)")
     add_role_options(parser)
+    add_bos_flag(parser)
     parser.add_argument("--out", metavar="DIR", required=True, help="output folder (created, or files replaced)")
     parser.add_argument("--docs", choices=DOCUMENT_MODES, default="paragraph",
                         help="how text files are cut into documents for counting: at blank lines (paragraph, default, "
@@ -126,9 +128,38 @@ def add_role_options(parser: argparse.ArgumentParser,
         parser.add_argument(f"--{role}-token", metavar="TOKEN", default=None, help=help.format(role=role))
 
 
+def add_bos_flag(parser: argparse.ArgumentParser) -> None:
+    """``--add-bos/--no-add-bos``: whether transformers puts the BOS token before each sequence."""
+    parser.add_argument("--add-bos", action=argparse.BooleanOptionalAction, default=None,
+                        help="put the BOS token before each sequence in transformers and tokenizer.json (default: "
+                             "the tokenizer's own rule, e.g. on for Llama 3, Llama 4 and Tekken, off for "
+                             "OpenAI's and trained ones)")
+
+
 def role_tokens(args: argparse.Namespace) -> dict[str, str]:
     """``{role: token}`` for the role options given."""
     return {role: getattr(args, f"{role}_token") for role in ROLES if getattr(args, f"{role}_token")}
+
+
+def check_add_bos(args: argparse.Namespace, tok: Tokenizer | None = None) -> None:
+    """Fail before any work when ``--add-bos`` has no BOS token (``--bos-token`` or ``tok``'s own)."""
+    if getattr(args, "add_bos", None) and not getattr(args, "bos_token", None) and \
+            (tok is None or tok.roles.bos_token is None):
+        raise CommandError("--add-bos needs a BOS token: this tokenizer has none, give --bos-token")
+
+
+def apply_roles(tok: Tokenizer, args: argparse.Namespace) -> None:
+    """Give ``tok`` the ``--bos-token``/``--eos-token``/``--pad-token`` roles (each token made a
+    special token with the next free id if it is not one) and the ``--add-bos`` rule, over its own."""
+    roles = role_tokens(args)
+    register_new_specials(tok, list(roles.values()))
+    updates = {f"{role}_token": token for role, token in roles.items()}
+    if getattr(args, "add_bos", None) is not None:
+        updates["add_bos_token"] = args.add_bos
+    if not updates:
+        return
+    check_add_bos(args, tok)
+    tok.roles = dataclasses.replace(tok.roles, **updates)
 
 
 def register_new_specials(tok: Tokenizer, tokens: list[str]) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..atomic_write import temp_dir_beside
 from ..chat_presets import chat_preset
 from ..tokenizer import Tokenizer
-from .arguments import register_new_specials, role_tokens
+from .arguments import apply_roles, register_new_specials
 from .errors import CommandError
 from .tokenizer_spec import MODEL_FILE_IN_FOLDER
 
@@ -73,12 +73,12 @@ def staged_folder(target: str | os.PathLike) -> Iterator[Path]:
             shutil.rmtree(stage, ignore_errors=True)
 
 
-def save_folder(tok: Tokenizer, out: str, *, roles: dict[str, str] | None = None,
-                chat: dict | None = None) -> list[str]:
-    """Write the save_pretrained files (when transformers is there), then ``tokenizer.model`` +
-    ``.vocab`` last, so the .model file is the newest (the folder loader relies on it). ``chat``
-    is a ``--chat-template`` value (arguments.chat_template_value): a preset's special tokens
-    become special tokens of ``tok`` (next free ids), so ``tokenizer.model`` holds them too."""
+def save_folder(tok: Tokenizer, out: str, *, chat: dict | None = None) -> list[str]:
+    """Write the save_pretrained files (when transformers is there; the tokenizer's roles give its
+    bos/eos/pad tokens and add-BOS rule), then ``tokenizer.model`` + ``.vocab`` last, so the .model
+    file is the newest (the folder loader relies on it). ``chat`` is a ``--chat-template`` value
+    (arguments.chat_template_value): a preset's special tokens become special tokens of ``tok``
+    (next free ids), so ``tokenizer.model`` holds them too."""
     prefix = MODEL_FILE_IN_FOLDER.removesuffix(".model")
     chat = chat or {}
     if "chat_preset" in chat:
@@ -86,8 +86,7 @@ def save_folder(tok: Tokenizer, out: str, *, roles: dict[str, str] | None = None
     with staged_folder(out) as stage:
         hf_class = transformers_class()
         if hf_class is not None:
-            kwargs = {f"{role}_token": token for role, token in (roles or {}).items()}
-            hf_class.from_engine(tok, **kwargs, **chat).save_pretrained(str(stage))
+            hf_class.from_engine(tok, **chat).save_pretrained(str(stage))
         elif chat:
             raise CommandError("--chat-template needs the transformers integration (hf_bbpe.tokenization_bbpe)")
         tok.save(stage / prefix)
@@ -96,11 +95,12 @@ def save_folder(tok: Tokenizer, out: str, *, roles: dict[str, str] | None = None
 
 
 def save_trained_folder(tok: Tokenizer, args: argparse.Namespace) -> list[str]:
-    """What ``train`` and ``extend`` end with: register the ``--special`` and role tokens that are
-    not special yet (next free ids), then :func:`save_folder` to ``--out``."""
-    roles = role_tokens(args)
-    register_new_specials(tok, [*args.special, *roles.values()])
-    return save_folder(tok, args.out, roles=roles, chat=args.chat_template)
+    """What ``train`` and ``extend`` end with: register the ``--special`` tokens that are not
+    special yet (next free ids), give the role options (:func:`apply_roles`), then
+    :func:`save_folder` to ``--out``."""
+    register_new_specials(tok, args.special)
+    apply_roles(tok, args)
+    return save_folder(tok, args.out, chat=args.chat_template)
 
 
 def describe_folder(out: str, names: list[str]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 
 from hf_bbpe import Tokenizer
 from tests.support.cli import GPT2_DIR, MIX, assert_one_line_error, run_cli
@@ -186,3 +187,55 @@ def test_llama3_to_gpt2_files_is_refused_naming_the_token(tmp_path):
     proc = run_cli("convert", LLAMA3_MODEL, "--to", "gpt2", "-o", tmp_path / "g2", check=False)
     assert_one_line_error(proc, "GPT-2 encoder.json/vocab.bpe", "b'.:.:' (id 100421)", "ignore_merges: true")
     assert not (tmp_path / "g2").exists()
+
+
+def test_gpt2_file_pair_is_detected_in_either_order(tmp_path):
+    """`convert encoder.json vocab.bpe` (the pair the help lists) and the other order, with --from auto or
+    --from gpt2, write GPT-2's ranks as tiktoken reads them from the same two files."""
+    import tiktoken.load
+
+    import conversion
+
+    encoder, merges = GPT2_DIR / "encoder.json", GPT2_DIR / "vocab.bpe"
+    ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(str(merges), str(encoder))
+    for i, args in enumerate([(encoder, merges), (merges, encoder), ("--from", "gpt2", merges, encoder)]):
+        out = tmp_path / f"{i}.tiktoken"
+        run_cli("convert", *args, "--to", "tiktoken", "-o", out)
+        assert tiktoken.load.load_tiktoken_bpe(str(out)) == ranks, args
+    assert conversion.load((merges, encoder)).mergeable_ranks() == ranks
+    assert conversion.detect_format((merges, encoder)) == "gpt2"
+    assert_one_line_error(run_cli("convert", merges, merges, "--to", "tiktoken", "-o", tmp_path / "x.tiktoken",
+                                  check=False), "token -> id map", "vocab.bpe is a BPE merges file")
+    assert not (tmp_path / "x.tiktoken").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.transformers_compat
+def test_converted_llama3_folder_adds_bos_as_llama_models(mix_tok_dir, tmp_path):
+    """`convert tokenizer.model --to hf` (Meta's Llama 3 rank file): the saved folder, through
+    AutoTokenizer's fast twin (BBPETokenizer: tests/hf/test_families_hf.py), gives llama_models' ids with bos=True ("Hi" ->
+    [128000, 13347]) and names Meta's bos/eos; --no-add-bos turns the BOS off, --add-bos on a
+    tokenizer without a BOS token is refused before anything is written."""
+    import json
+
+    from llama_models.llama3.tokenizer import Tokenizer as Llama3Reference
+    from transformers import AutoTokenizer
+
+    from tests.support.families import LLAMA3_MODEL, mix_documents
+
+    reference = Llama3Reference(LLAMA3_MODEL)
+    docs = mix_documents()[::20]
+    out = tmp_path / "llama3"
+    run_cli("convert", LLAMA3_MODEL, "--to", "hf", "-o", out)
+    config = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert (config["bos_token"], config["eos_token"], config["add_bos_token"]) == \
+        ("<|begin_of_text|>", "<|end_of_text|>", True)
+    assert reference.encode("Hi", bos=True, eos=False) == [128000, 13347]
+    fast = AutoTokenizer.from_pretrained(str(out))
+    assert fast("Hi")["input_ids"] == [128000, 13347]
+    assert [fast(d)["input_ids"] for d in docs] == [reference.encode(d, bos=True, eos=False) for d in docs]
+    run_cli("convert", LLAMA3_MODEL, "--to", "hf", "--no-add-bos", "-o", tmp_path / "plain")
+    assert AutoTokenizer.from_pretrained(str(tmp_path / "plain"))("Hi")["input_ids"] == [13347]
+    assert_one_line_error(run_cli("convert", mix_tok_dir, "--to", "hf", "--add-bos", "-o", tmp_path / "g",
+                                  check=False), "--add-bos", "--bos-token")
+    assert not (tmp_path / "g").exists()

@@ -80,3 +80,48 @@ def test_extend_model_init_choices_are_the_library_s():
     from hf_bbpe.surgery import TOKEN_INIT_METHODS
 
     assert INITS == TOKEN_INIT_METHODS
+
+
+def _roles_in_config(folder):
+    data = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    return data.get("bos_token"), data.get("eos_token"), data["add_bos_token"]
+
+
+@pytest.mark.slow
+@pytest.mark.transformers_compat
+def test_extending_llama3_keeps_its_bos(tmp_path):
+    """`hf-bbpe extend` on Meta's Llama 3 file, and again on the folder it wrote: the folders add
+    <|begin_of_text|> as llama_models' bos=True does ("Hi" -> [128000, 13347]) and keep Meta's eos."""
+    from llama_models.llama3.tokenizer import Tokenizer as Llama3Reference
+    from transformers import AutoTokenizer
+
+    from tests.support.families import LLAMA3_MODEL
+
+    code = tmp_path / "code.py"
+    code.write_text("def parse_config(path):\n    return load_config_file(path)\n" * 50, encoding="utf-8")
+    first, second = tmp_path / "ext", tmp_path / "ext2"
+    run_cli("extend", LLAMA3_MODEL, code, "--new-merges", 3, "--out", first, "--no-progress", "--quiet")
+    run_cli("extend", first, code, "--new-merges", 2, "--out", second, "--no-progress", "--quiet")
+    for folder in (first, second):
+        assert _roles_in_config(folder) == ("<|begin_of_text|>", "<|end_of_text|>", True)
+        assert Tokenizer.from_file(folder / "tokenizer.model").roles.add_bos_token
+    assert AutoTokenizer.from_pretrained(str(second))("Hi")["input_ids"] == \
+        Llama3Reference(LLAMA3_MODEL).encode("Hi", bos=True, eos=False) == [128000, 13347]
+
+
+def test_extend_add_bos_flag(mix_tok_dir, tmp_path):
+    """--add-bos with --bos-token turns the BOS on for a trained tokenizer, extending that folder keeps
+    it, --no-add-bos turns it off; --add-bos without a BOS token is refused before training."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    on, kept, off = tmp_path / "on", tmp_path / "kept", tmp_path / "off"
+    run_cli("extend", mix_tok_dir, TAYLOR, "--new-merges", 5, "--bos-token", "<|endoftext|>", "--add-bos", "--out", on)
+    run_cli("extend", on, TAYLOR, "--new-merges", 5, "--out", kept)
+    run_cli("extend", kept, TAYLOR, "--new-merges", 5, "--no-add-bos", "--out", off)
+    for folder, add_bos in ((on, True), (kept, True), (off, False)):
+        assert _roles_in_config(folder) == ("<|endoftext|>", None, add_bos)
+        ids = HFTokenizer.from_file(str(folder / "tokenizer.json")).encode("Hi").ids
+        assert ids[:1] == [512] if add_bos else 512 not in ids
+    assert_one_line_error(run_cli("extend", mix_tok_dir, TAYLOR, "--new-merges", 5, "--add-bos", "--out",
+                                  tmp_path / "x", check=False), "--add-bos", "--bos-token")
+    assert not (tmp_path / "x").exists()

@@ -322,7 +322,7 @@ def test_every_rank_tiktoken_takes_gives_its_ids(tmp_path, moved):
     special = {"<|endoftext|>": 100257}
     path = _cl100k_with_ranks(tmp_path, moved)
     reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN, special_tokens=special)
-    tok = conversion.from_tiktoken(path, special_tokens=special)
+    tok = conversion.from_tiktoken(path, pattern="gpt4", special_tokens=special)
     text = MIX_SAMPLE.read_text(encoding="utf-8")
     docs = [doc for doc in text.split("\n\n") if doc] + ["er", "ering", " the<|endoftext|>e"]
     whole = text + "<|endoftext|>er ering" + text[:999]  # "er" as a whole chunk
@@ -363,7 +363,7 @@ def test_tokenizer_json_carries_u32_ids(tmp_path):
     text = MIX_SAMPLE.read_text(encoding="utf-8") + " er ering"
     expected = reference.encode_ordinary(text)
     out = tmp_path / "tokenizer.json"
-    conversion.to_tokenizer_json(conversion.from_tiktoken(path), out)
+    conversion.to_tokenizer_json(conversion.from_tiktoken(path, pattern="gpt4"), out)
     assert HFTokenizer.from_file(str(out)).encode(text).ids == expected
     assert conversion.load(out).encode_ordinary(text) == expected
     data = json.loads(out.read_text(encoding="utf-8"))
@@ -383,7 +383,7 @@ def test_missing_byte_beside_rank_2_32_minus_1_is_named(tmp_path):
     path.write_bytes(b"".join(line for line in path.read_bytes().splitlines(keepends=True)
                               if not line.startswith(b"JQ== ")))  # "%" is rank 4
     reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN)
-    tok = conversion.from_tiktoken(path)
+    tok = conversion.from_tiktoken(path, pattern="gpt4")
     docs = ["hello er ering 50%d", MIX_SAMPLE.read_text(encoding="utf-8")[:3000].replace("%", "")]
     assert tok.encode_batch(docs, num_threads=2) == reference.encode_ordinary_batch(docs)
     ids, offsets = tok.encode_batch_to_numpy(docs, num_threads=2)
@@ -546,7 +546,7 @@ def test_rank_file_without_a_single_byte_encodes_as_tiktoken_until_the_byte_is_n
     path = tmp_path / "no_percent.tiktoken"
     path.write_bytes(b"".join(line for line in lines if not line.startswith(b"JQ== ")))  # "%" is rank 4
     reference = _tiktoken_encoding(path, GPT4_SPLIT_PATTERN, special_tokens={"<|endoftext|>": 100257})
-    tok = conversion.from_tiktoken(path, special_tokens={"<|endoftext|>": 100257})
+    tok = conversion.from_tiktoken(path, pattern="gpt4", special_tokens={"<|endoftext|>": 100257})
     assert tok.n_vocab == reference.n_vocab and tok.byte_ids[ord("%")] == -1
     docs = [doc for doc in MIX_SAMPLE.read_text(encoding="utf-8").split("\n\n") if doc] + ["50%", "%d", "a % b"]
     failing = []

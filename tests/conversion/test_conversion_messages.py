@@ -110,3 +110,33 @@ def test_transformers_side_files_point_to_tokenizer_json(tmp_path):
         conversion.from_tokenizer_json(tmp_path / "tokenizer_config.json")
     message = _message(excinfo)
     assert "tokenizer_config.json" in message and "tokenizer.json beside it" in message, message
+
+
+def test_only_a_sentencepiece_protobuf_is_called_a_sentencepiece_model(tmp_path):
+    """Mistral's SentencePiece models (v1 and v7) are named as such; other binary files (gzip,
+    a numpy array, bytes that start like a protobuf field but hold no piece) are binary files,
+    never "SentencePiece", through conversion.load, the CLI, and view's test for the format."""
+    import gzip
+
+    import numpy as np
+
+    from hf_bbpe.analysis.foreign_tokenizers import is_sentencepiece_model
+
+    models = [MISTRAL_DATA / "tokenizer.model.v1", MISTRAL_DATA / "mistral_instruct_tokenizer_241114.model.v7"]
+    others = {"text.gz": gzip.compress((DATA / "text" / "taylorswift.txt").read_bytes()[:5000]),
+              "protobuf.bin": b"\x0a\x07\x08\x96\x01\x10\x00\x18\x01" + bytes(range(256))}
+    for name, data in others.items():
+        (tmp_path / name).write_bytes(data)
+    np.save(tmp_path / "array.npy", np.arange(1000, dtype=np.int64))
+    for path in models:
+        with pytest.raises(FormatError, match=r"this is a SentencePiece model .*not byte-level BPE"):
+            conversion.load(path)
+        assert is_sentencepiece_model(path)
+    for path in (tmp_path / name for name in [*others, "array.npy"]):
+        with pytest.raises(FormatError) as excinfo:
+            conversion.load(path)
+        message = _message(excinfo)
+        assert f"{path}: this is a binary file" in message and "SentencePiece" not in message, message
+        assert not is_sentencepiece_model(path)
+        line = assert_one_line_error(run_cli("inspect", path, check=False), "binary file")
+        assert "SentencePiece" not in line

@@ -36,6 +36,7 @@ from hf_bbpe.byte_unicode import token_to_unicode  # noqa: E402
 from hf_bbpe.patterns import SPLIT_PATTERNS  # noqa: E402
 from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig  # noqa: E402
 from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict  # noqa: E402
+from tests.support.families import bpe_trainer_file  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DOCS = (DATA / "text" / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n")
@@ -334,3 +335,67 @@ def test_export_import_round_trip_of_a_trained_tokenizer(tmp_path):
     assert back.merges == tok.merges and back.pattern == tok.pattern
     assert back.special_tokens == tok.special_tokens and back.byte_ids == tok.byte_ids
     _assert_same_ids(back, HFTokenizer.from_file(str(tmp_path / "tokenizer.json")), DOCS[:300])
+
+
+def test_bpe_trainer_file_without_the_bytes_utf8_never_uses(tmp_path):
+    """A file from the real BpeTrainer given every byte but the 13 that UTF-8 never uses (0xC0,
+    0xC1, 0xF5-0xFF), as a large corpus gives it and as the SuperBPE tokenizers have it, loads:
+    tokenizers' ids on every document (multilingual text and code) and adversarial string, through
+    the engine, its .model file, GPT-2 files, an extension, and the tokenizer.json written back
+    (which lacks the same bytes); only raw bytes can ask for one of them."""
+    from hf_bbpe import MissingByteError
+    from hf_bbpe.byte_unicode import bytes_to_unicode
+    from hf_bbpe.chunk_encoder import NEVER_IN_UTF8
+
+    never = sorted(NEVER_IN_UTF8)
+    assert never == [0xC0, 0xC1, *range(0xF5, 0x100)]
+    alphabet = [bytes_to_unicode()[b] for b in range(256) if b not in NEVER_IN_UTF8]
+    docs = [doc for doc in DOCS if doc]
+    hf = bpe_trainer_file(tmp_path / "tokenizer.json", alphabet, docs[::2])
+    vocab = hf.get_vocab()
+    assert [b for b in range(256) if bytes_to_unicode()[b] not in vocab] == never
+    texts = docs + ADVERSARIAL + ["".join(map(chr, range(0x20, 0x800))), "\U0010FFFF\U0001F600\x00\x7f"]
+    expected = [hf.encode(text, add_special_tokens=False).ids for text in texts]
+
+    tok = conversion.load(tmp_path / "tokenizer.json")
+    assert tok.mode == "merges" and [b for b in range(256) if tok.byte_ids[b] == -1] == never
+    assert tok.n_vocab == hf.get_vocab_size() and len(tok.vocab) == len(vocab)
+    assert [tok.encode_ordinary(text) for text in texts] == expected
+    assert tok.encode_batch(texts, num_threads=2) == expected
+    assert [tok.encode_to_numpy(text).tolist() for text in texts[:50]] == expected[:50]
+    with pytest.raises(MissingByteError, match=r"b'\\xff' \(0xff\)"):
+        tok.encode_single_piece(b"a\xff")
+    conversion.to_minbpe(tok, tmp_path / "m")
+    conversion.to_gpt2_files(tok, tmp_path / "g2")
+    conversion.to_tokenizer_json(tok, tmp_path / "back.json")
+    for path in (tmp_path / "m.model", tmp_path / "g2", tmp_path / "back.json"):
+        back = conversion.load(path, **({"pattern": "gpt2"} if path.name == "g2" else {}))  # ByteLevel's split
+        assert back.vocab == tok.vocab and [back.encode_ordinary(text) for text in texts] == expected, path
+    written = HFTokenizer.from_file(str(tmp_path / "back.json"))
+    assert written.get_vocab() == vocab
+    assert [written.encode(text, add_special_tokens=False).ids for text in texts] == expected
+    extended = tok.extend(docs[1::2], 30, progress=False)
+    assert extended.byte_ids == tok.byte_ids and len(extended.merges) == len(tok.merges) + 30
+    untouched = [t for t, ids in zip(texts, expected) if extended.encode_ordinary(t) == ids]
+    assert len(untouched) > len(texts) // 3
+
+
+def test_bpe_trainer_file_without_an_alphabet_loads_as_a_rank_file_missing_a_byte_does(tmp_path):
+    """No alphabet: the file lacks every byte its training text lacked (control characters, rare
+    lead bytes, ...). It loads; text whose bytes it has gets tokenizers' ids, and text that needs a
+    missing byte raises MissingByteError naming it (tokenizers drops the character), as a rank file
+    without a byte does."""
+    from hf_bbpe import MissingByteError
+
+    docs = [doc for doc in DOCS if doc]
+    hf = bpe_trainer_file(tmp_path / "tokenizer.json", [], docs[::2])
+    tok = conversion.load(tmp_path / "tokenizer.json")
+    missing = [b for b in range(256) if tok.byte_ids[b] == -1]
+    assert 13 < len(missing) < 128 and 0x00 in missing and ord("a") not in missing
+    covered = [doc for doc in docs if not set(doc.encode("utf-8")) & set(missing)]
+    assert len(covered) > len(docs) * 0.9
+    assert [tok.encode_ordinary(doc) for doc in covered] == [hf.encode(doc, add_special_tokens=False).ids
+                                                          for doc in covered]
+    with pytest.raises(MissingByteError, match=r"b'\\x00' \(0x00\)"):
+        tok.encode_ordinary("a\x00b")
+    assert hf.encode("a\x00b", add_special_tokens=False).ids == [hf.token_to_id("a"), hf.token_to_id("b")]  # dropped

@@ -188,6 +188,50 @@ def test_ignore_merges_mode_equals_tokenizers(native, seed, size, text):
             assert tok.encode_single_piece(word) == hf.encode(word).ids, word
 
 
+MAYBE_MISSING = [ord("d"), 0xC3, 0xA9, 0xC0, 0xF5, 0xFF]  # "d", the bytes of "é", three that UTF-8 never uses
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["C", "python"])
+@pytest.mark.parametrize("mode", ["merges", "ignore_merges"])
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(0, 30), missing=st.sets(st.sampled_from(MAYBE_MISSING)),
+       text=st.text(st.sampled_from("abcdé "), max_size=120))
+def test_merge_modes_without_some_bytes_equal_tokenizers(native, mode, seed, size, missing, text):
+    """A vocabulary that lacks some single bytes (byte_ids -1), as a tokenizer.json from
+    tokenizers' BpeTrainer does: a piece whose bytes it has gets tokenizers' ids, one that needs a
+    missing byte raises MissingByteError naming it (tokenizers drops the character), in the C
+    kernel and the Python twin, piece by piece and through encode_ordinary and encode_batch."""
+    from hf_bbpe import MissingByteError
+
+    merges, unmerged = _merge_table(random.Random(seed), size)
+    byte_ids = [-1 if b in missing else b for b in range(256)]
+    tok = Tokenizer.from_merges(merges, pattern=r" ?[^ ]+| +", byte_ids=byte_ids, unmerged_tokens=unmerged, mode=mode)
+    assert all(bytes([b]) not in tok.vocab.values() for b in missing)
+    vocab = tok.vocab if mode == "ignore_merges" else None
+    encoder = ChunkEncoder(merges, byte_ids, mode=mode, vocab=vocab, native=native)
+    spelled = {token_to_unicode(data): idx for idx, data in tok.vocab.items()}
+    by_id = {idx: text for text, idx in spelled.items()}
+    hf = HFTokenizer(models.BPE(spelled, [(by_id[a], by_id[b]) for a, b in merges], ignore_merges=mode != "merges"))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    expected = []
+    for piece in tok.chunks(text):
+        data = piece.encode("utf-8")
+        lacking = [b for b in data if b in missing]
+        if lacking:
+            for encode in (encoder.encode_bytes, tok.encode_single_piece):
+                with pytest.raises(MissingByteError) as excinfo:
+                    encode(data)
+                assert excinfo.value.byte in lacking
+        else:
+            assert encoder.encode_bytes(data) == tok.encode_single_piece(data) == hf.encode(piece).ids, piece
+            expected += hf.encode(piece).ids
+    if any(b in missing for b in text.encode("utf-8")):
+        with pytest.raises(MissingByteError):
+            tok.encode_ordinary(text)
+    else:
+        assert tok.encode_ordinary(text) == tok.encode_batch([text, text], num_threads=2)[1] == expected
+
+
 def test_ranks_tokenizer_round_trips_through_pickle_and_the_model_file(tmp_path):
     ranks = random_ranks(7, 40, 8, True)
     tok = Tokenizer.from_ranks(ranks, pattern=r" ?[^ ]+| +", special_tokens={"<|x|>": 1000})

@@ -1,9 +1,10 @@
 """The real families through transformers: BBPETokenizer wrapping Llama 3 (678 tokens no merge
 builds), Llama 4, Tekken and Whisper, saved and loaded back, and the AutoTokenizer fast twin of the saved
 folder (tokenizer.json run by ``tokenizers``, no hf_bbpe), each equal, whole id sequence per
-document of mix-sample.txt, to the owner's encoder (llama_models, mistral_common, whisper): 0 documents
-differing. An extended Llama 3 keeps every old id through the same paths. The Llama 3 tests also
-run on transformers 4.57."""
+document of mix-sample.txt, to the owner's encoder (llama_models, mistral_common, whisper) with the
+owner's BOS rule (Llama 3, Llama 4 and Tekken add their BOS token, as ``bos=True``; Whisper adds
+none): 0 documents differing. An extended Llama 3 keeps every old id and the BOS through the same
+paths. The Llama 3 tests also run on transformers 4.57."""
 
 from __future__ import annotations
 
@@ -28,15 +29,15 @@ def differing(ours, reference, docs=DOCS) -> list[int]:
 
 
 def family(name: str):
-    """(engine tokenizer, reference encode without bos/eos)."""
+    """(engine tokenizer, the owner's encode with its BOS: ``bos=True``, no EOS)."""
     if name == "llama3":
         reference = Llama3Reference(LLAMA3_MODEL)
-        return conversion.load(LLAMA3_MODEL), lambda d: reference.encode(d, bos=False, eos=False)
+        return conversion.load(LLAMA3_MODEL), lambda d: reference.encode(d, bos=True, eos=False)
     if name == "llama4":
         reference = Llama4Reference(LLAMA4_MODEL)
-        return conversion.load(LLAMA4_MODEL), lambda d: reference.encode(d, bos=False, eos=False)
+        return conversion.load(LLAMA4_MODEL), lambda d: reference.encode(d, bos=True, eos=False)
     tekken = Tekkenizer.from_file(TEKKEN_FILES[name])
-    return conversion.load(TEKKEN_FILES[name]), lambda d: tekken.encode(d, bos=False, eos=False)
+    return conversion.load(TEKKEN_FILES[name]), lambda d: tekken.encode(d, bos=True, eos=False)
 
 
 @pytest.mark.parametrize("name", [pytest.param("llama3", marks=pytest.mark.transformers_compat), "llama4",
@@ -44,7 +45,7 @@ def family(name: str):
 def test_bbpe_tokenizer_and_fast_twin_equal_the_owner(name, tmp_path):
     tok, reference = family(name)
     hf = BBPETokenizer.from_engine(tok)
-    assert hf.engine.mode == "ranks"
+    assert hf.engine.mode == "ranks" and hf.add_bos_token and hf("Hi")["input_ids"] == reference("Hi")
     assert differing(lambda d: hf(d)["input_ids"], reference) == []
     hf.save_pretrained(tmp_path)
     config = json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))
@@ -54,8 +55,9 @@ def test_bbpe_tokenizer_and_fast_twin_equal_the_owner(name, tmp_path):
     assert back.engine.unmerged_tokens == tok.unmerged_tokens
     assert differing(lambda d: back(d)["input_ids"], reference) == []
     fast = AutoTokenizer.from_pretrained(tmp_path)
-    assert not isinstance(fast, BBPETokenizer)
+    assert not isinstance(fast, BBPETokenizer) and fast.bos_token == tok.roles.bos_token
     assert differing(lambda d: fast(d)["input_ids"], reference) == []
+    assert fast("Hi", add_special_tokens=False)["input_ids"] == reference("Hi")[1:]
     # the slow files (vocab.json/merges.txt) carry the mode through tokenizer_config.json's bpe_mode
     # (the folder's remote-code slow class, by its auto_map name: transformers 5.x's AutoTokenizer takes the fast one)
     config = json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))
@@ -77,9 +79,10 @@ def test_extended_llama3_in_transformers_keeps_every_old_id(tmp_path):
     fast = AutoTokenizer.from_pretrained(tmp_path)
     back = BBPETokenizer.from_pretrained(tmp_path)
     assert len(untouched) > 300
+    assert extended.roles == tok.roles and extended.roles.add_bos_token
     for encode in (lambda d: hf(d)["input_ids"], lambda d: fast(d)["input_ids"], lambda d: back(d)["input_ids"]):
         assert differing(encode, reference, untouched) == []
-        assert differing(encode, extended.encode_ordinary) == []
+        assert differing(encode, lambda d: [128000] + extended.encode_ordinary(d)) == []
 
 
 def test_whisper_bbpe_tokenizer_and_fast_twin_equal_whisper(tmp_path):

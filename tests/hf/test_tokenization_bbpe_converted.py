@@ -50,3 +50,38 @@ def test_folders_converted_from_tiktoken(name, tmp_path):
     assert len(hf) == max(specials.values()) + 1
     assert hf.convert_ids_to_tokens(expected[0][:5]) == [token_to_unicode(reference.decode_single_token_bytes(i))
                                                          for i in expected[0][:5]]
+
+
+def test_files_from_bpe_trainer_without_the_bytes_utf8_never_uses(tmp_path):
+    """A tokenizer trained by tokenizers' BpeTrainer lacks the 13 bytes UTF-8 never uses (as the
+    SuperBPE tokenizers do). Its tokenizer.json through conversion.load and BBPETokenizer (saved and
+    loaded back, the fast twin, the folder's own code), and its bare vocab.json + merges.txt (the
+    layout SuperBPE released) loaded as a GPT-2-style folder, all give tokenizers' ids."""
+    import conversion
+    from hf_bbpe.byte_unicode import bytes_to_unicode
+    from hf_bbpe.chunk_encoder import NEVER_IN_UTF8
+    from tests.support.families import bpe_trainer_file
+    from tests.support.hf import run_python
+
+    docs = mix_docs()
+    alphabet = [bytes_to_unicode()[b] for b in range(256) if b not in NEVER_IN_UTF8]
+    reference = bpe_trainer_file(tmp_path / "tokenizer.json", alphabet, docs[::2])
+    expected = [reference.encode(doc, add_special_tokens=False).ids for doc in docs]
+    hf = BBPETokenizer.from_engine(conversion.load(tmp_path / "tokenizer.json"), eos_token=EOT)
+    assert [hf(doc)["input_ids"] for doc in docs] == expected
+    hf.save_pretrained(tmp_path / "saved")
+    for tok in (BBPETokenizer.from_pretrained(tmp_path / "saved"), AutoTokenizer.from_pretrained(tmp_path / "saved")):
+        assert [tok(doc)["input_ids"] for doc in docs] == expected
+    model_files = tmp_path / "model_files"
+    model_files.mkdir()
+    reference.model.save(str(model_files))  # vocab.json + merges.txt only
+    engine, slow = conversion.load(model_files), BBPETokenizer.from_pretrained(model_files)
+    assert [engine.encode_ordinary(doc) for doc in docs] == [slow(doc)["input_ids"] for doc in docs] == expected
+    # the folder's own code (the pure-Python encoder: a folder holds no compiled module), without hf_bbpe
+    out = run_python(f"""
+        import importlib, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        tok = importlib.import_module("saved.tokenization_bbpe").BBPETokenizer.from_pretrained({str(tmp_path / 'saved')!r})
+        print([tok(doc)["input_ids"] for doc in {docs[:40]!r}])
+        """, tmp_path, block_hf_bbpe=True)
+    assert out.splitlines()[-1] == str(expected[:40])

@@ -1,10 +1,12 @@
 """The real model families' tokenizer files, as their owners' PyPI packages ship them (test extra),
-and the multilingual text and code documents that parity tests compare whole id sequences on."""
+tokenizer.json files made by ``tokenizers``' own BpeTrainer, and the multilingual text and code
+documents that parity tests compare whole id sequences on."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import llama_models
 import mistral_common
@@ -32,3 +34,18 @@ def mix_documents() -> list[str]:
         "Việc này không phải việc của tôi, nhưng chúng ta hợp tác.\n\n  \t",
     ]
     return docs
+
+
+def bpe_trainer_file(path: Path, alphabet: list[str], docs: list[str], vocab_size: int = 1200) -> Any:
+    """A byte-level tokenizer.json made by ``tokenizers``' own BpeTrainer on ``docs``, with the
+    ``initial_alphabet`` given (BpeTrainer only adds the bytes it sees, beside that alphabet)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=alphabet, show_progress=False)
+    tok.train_from_iterator(docs, trainer=trainer)
+    tok.save(str(path))
+    return Tokenizer.from_file(str(path))

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from ...patterns import pattern_name, resolve_pattern
 from ...tokenizer import Tokenizer
-from ..arguments import add_chat_template, add_import_flags, import_options, parse_special_assignment
+from ..arguments import add_bos_flag, add_chat_template, add_import_flags, add_role_options, apply_roles, \
+    import_options, parse_special_assignment
 from ..errors import CommandError
 from ..output_dir import check_output, save_folder
 from ..tokenizer_spec import conversion_function, load_tokenizer
@@ -23,25 +24,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "convert", help="convert between tokenizer formats",
         description="Read a tokenizer in one format and write it in another. Sources: gpt2 (a folder, or "
                     "encoder.json [vocab.bpe], or vocab.json merges.txt), tiktoken (a rank file, also Meta's "
-                    "tokenizer.model; give --pattern and --special), tekken (Mistral's tekken.json), minbpe (.model), "
+                    "tokenizer.model; a known preset's file gets its pattern, special tokens and roles, another needs "
+                    "--pattern and --special), tekken (Mistral's tekken.json), minbpe (.model), "
                     "hf (tokenizer.json or a folder with one), preset (NAME PATH, e.g. llama3 tokenizer.model), "
-                    "auto (the format read from the content, default; a known rank file gets its preset). Targets: "
-                    "gpt2 (a "
-                    "folder with encoder.json + vocab.bpe), tiktoken (a rank file), minbpe (PREFIX.model + "
-                    "PREFIX.vocab), hf (a save_pretrained folder, or a single tokenizer.json when OUTPUT ends "
-                    "in .json). Nothing is written if the conversion fails.",
+                    "auto (the format read from the content, default; a known rank file gets its preset; two files: "
+                    "GPT-2's pair, in either order). Targets: gpt2 (a folder with encoder.json + vocab.bpe), "
+                    "tiktoken (a rank file), minbpe (PREFIX.model + PREFIX.vocab), hf (a save_pretrained folder, "
+                    "or a single tokenizer.json when OUTPUT ends in .json). Nothing is written if the conversion fails.",
     )
     p.add_argument("inputs", metavar="INPUT", nargs="+", help="input file(s) or folder (see the sources above)")
     p.add_argument("--from", dest="source", choices=SOURCES, default="auto", help="input format (default auto)")
     p.add_argument("--to", dest="target", choices=TARGETS, required=True, help="output format")
     p.add_argument("-o", "--output", required=True, help="output file, folder or prefix")
     p.add_argument("--pattern", default=None,
-                   help="split pattern for formats that do not record one: tiktoken ranks (--from tiktoken: default "
-                        "gpt4; auto: required unless the file is a known preset's) and GPT-2 files (default gpt2); "
-                        "gpt2, gpt4, o200k, llama3, qwen2, tekken or a regex")
+                   help="split pattern for formats that do not record one: tiktoken ranks (default: a known "
+                        "preset's file gets its preset's; another needs it, or with --from tiktoken GPT-4's is assumed, "
+                        "with a warning) and GPT-2 files (default gpt2); gpt2, gpt4, o200k, llama3, qwen2, tekken or "
+                        "a regex")
     add_import_flags(p)
     p.add_argument("--special", metavar="TOKEN=ID", action="append", default=[],
                    help="add a special token with its id (repeatable)")
+    add_role_options(p, help="the {role} token for transformers and tokenizer.json (made a special token if it is "
+                            "not one; default: the tokenizer's own, e.g. a preset's)")
+    add_bos_flag(p)
     p.add_argument("--force", action="store_true",
                    help="write tiktoken ranks even when rank-based BPE would encode differently (with a warning)")
     add_chat_template(p)
@@ -67,14 +72,19 @@ def read_source(source: str, inputs: list[str], pattern: str | None, *, strict: 
     if not strict and source not in ("auto", "hf"):
         raise CommandError(f"--no-strict applies to tokenizer.json files only, not to --from {source}")
     if source == "auto":
-        arity(1, 1)
+        arity(1, 2)
+        if len(inputs) == 2:  # GPT-2's two files, in either order
+            if not strict or not check_hash:
+                raise CommandError("--no-strict and --no-check-hash do not apply to GPT-2's two files")
+            return conversion_function("load")(tuple(inputs), pattern=pattern)
         return load_tokenizer(inputs[0], pattern=pattern, strict=strict, check_hash=check_hash).tokenizer
     if source == "gpt2":
         arity(1, 2)
         first = Path(inputs[0])
         gpt2_pattern = {"pattern": pattern or "gpt2"}  # the files do not record it
         if len(inputs) == 2:
-            return conversion_function("from_gpt2_files")(first, inputs[1], **gpt2_pattern)
+            return conversion_function("from_gpt2_files")(*conversion_function("gpt2_file_pair")(*inputs),
+                                                          **gpt2_pattern)
         if first.name in ("vocab.json", "merges.txt"):
             first = first.parent
         if first.is_dir():
@@ -88,7 +98,7 @@ def read_source(source: str, inputs: list[str], pattern: str | None, *, strict: 
                                                       **gpt2_pattern)
     if source == "tiktoken":
         arity(1, 1)
-        return conversion_function("from_tiktoken")(inputs[0], pattern=pattern or "gpt4")
+        return conversion_function("from_tiktoken")(inputs[0], pattern=pattern)  # a known file: its preset
     if source == "tekken":
         arity(1, 1)
         return conversion_function("from_tekken")(inputs[0])
@@ -147,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
                       check_hash=options["check_hash"])
     if extra:
         tok.register_special_tokens(extra)
+    apply_roles(tok, args)
     write_target(tok, args.target, args.output, force=args.force, chat=args.chat_template)
     notes = []
     if args.target in ("tiktoken", "gpt2") and not tok.is_plain:
@@ -158,6 +169,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.target == "gpt2" and tok.pattern != resolve_pattern("gpt2"):
         notes.append("GPT-2 files do not record the split pattern, and readers assume GPT-2's; this tokenizer's "
                      f"is {pattern_name(tok.pattern) or repr(tok.pattern)} (pass --pattern when converting back)")
+    if args.target in ("tiktoken", "gpt2") and tok.roles.add_bos_token:
+        notes.append(f"{args.target} files do not hold the rule that puts {tok.roles.bos_token} before each "
+                     "sequence; convert to hf or minbpe to keep it")
     print(f"wrote {args.output} ({args.target}, n_vocab {tok.n_vocab})", file=sys.stderr)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """``hf-bbpe extend``: learn new merges on new text on top of an existing tokenizer.
 
 Old ids keep their bytes and merges, special tokens keep their ids, new merges get ids above the
-old ones (``Tokenizer.extend``); the result is written like ``train``'s output.
+old ones (``Tokenizer.extend``), and the token roles (BOS added or not, EOS, pad) are kept unless
+the role options change them; the result is written like ``train``'s output.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..arguments import add_tokenizer, add_training_options, load, positive_int
+from ..arguments import add_tokenizer, add_training_options, check_add_bos, load, positive_int
 from ..errors import CommandError
 from ..output_dir import check_output, describe_folder, save_trained_folder
 from ..text_input import expand_inputs, train_on_inputs
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.out, folder=True)
     paths = expand_inputs(args.files)
     base = load(args, args.tokenizer).tokenizer
+    check_add_bos(args, base)
     normal = len(base.vocab) - len(base.special_tokens)
     new_merges = args.new_merges if args.new_merges is not None else args.vocab_size - normal
     if new_merges < 1:

@@ -1,10 +1,11 @@
 """``hf-bbpe train``: learn a tokenizer from text, .jsonl and .parquet files and write it as a folder.
 
-Documents are the lines of text files (``--docs line``, the default: what ``open(f)`` and
-``tokenizers``' ``train(files)`` give), read in blocks by the counting threads, and the
-``--text-column`` of each record of ``.jsonl`` and ``.parquet`` files; ``--docs paragraph`` or
-``file`` and stdin (``-``) are read in Python first. The folder holds ``tokenizer.model`` (minbpe's format; ``tokenizer.vocab`` lists the tokens)
-and, when the transformers integration is installed, everything ``save_pretrained`` writes, so
+Documents are the paragraphs of text files (``--docs paragraph``, the default; ``--docs line``
+gives the lines, what ``open(f)`` and ``tokenizers``' ``train(files)`` give, read in blocks by the
+counting threads) and the ``--text-column`` of each record of ``.jsonl`` and ``.parquet`` files.
+The folder holds ``tokenizer.model`` (minbpe's format, or hf_bbpe v2 when ``--bos-token``,
+``--eos-token``, ``--pad-token`` or ``--add-bos`` give token roles; ``tokenizer.vocab`` lists the
+tokens) and, when the transformers integration is installed, everything ``save_pretrained`` writes, so
 ``AutoTokenizer.from_pretrained(folder)`` loads it.
 """
 
@@ -14,7 +15,7 @@ import argparse
 import sys
 
 from ...tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
-from ..arguments import PATTERN_NAMES, add_training_options
+from ..arguments import PATTERN_NAMES, add_training_options, check_add_bos
 from ..errors import CommandError
 from ..output_dir import check_output, describe_folder, save_trained_folder
 from ..text_input import expand_inputs, train_on_inputs
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--special: the same token is given twice")
     if any(not s for s in args.special):
         raise CommandError("--special: a special token cannot be empty")
+    check_add_bos(args)
     paths = expand_inputs(args.files)
     tok: Tokenizer = BasicTokenizer() if args.pattern == NO_SPLIT else RegexTokenizer(args.pattern)
     train_on_inputs(tok.train, paths, args, args.vocab_size)
