@@ -252,6 +252,7 @@ typedef struct {
     int64_t nranks;
     int64_t threshold, floor;
     CandidateTable made;  /* a merge's scratch: the pairs it creates */
+    CandidateTable lost;  /* and what the pairs around its occurrences lose (counts only) */
 } State;
 
 static inline uint64_t pair_key(int32_t a, int32_t b) { return ((uint64_t)(uint32_t)a << 32) | (uint32_t)b; }
@@ -681,22 +682,31 @@ static int untracked_positive(State *s) {
 
 /* Change the count of (a, b) by delta: one of the pairs the merge creates (it contains x), with
    the position where it gains (some of which later steps of the merge undo: their gaps bound
-   those of the pair's final positions from above), or a tracked pair (an untracked one is
-   ignored: it stays below the threshold). */
+   those of the pair's final positions from above), or a pair around an occurrence, which only
+   loses: that is summed in a small table and applied to its record (if tracked) after the pass,
+   one look-up in the large pair table per pair instead of one per occurrence. */
 static inline int adjust(State *s, int32_t a, int32_t b, int32_t x, int64_t delta, uint32_t pos) {
-    if (a == x || b == x) {
-        uint32_t ci = candidate(&s->made, pair_key(a, b));
-        if (ci == NONE) return -1;
-        s->made.items[ci].count += delta;
-        if (pos != NONE) candidate_position(&s->made.items[ci], pos);
-        return 0;
-    }
-    uint32_t idx = find_pair(s, a, b);
-    if (idx == NONE) return 0;
-    Pair *p = &s->pairs[idx];
-    p->count += delta;
-    if (p->count == 0) release_positions(s, p);
+    CandidateTable *t = a == x || b == x ? &s->made : &s->lost;
+    uint32_t ci = candidate(t, pair_key(a, b));
+    if (ci == NONE) return -1;
+    t->items[ci].count += delta;
+    if (pos != NONE) candidate_position(&t->items[ci], pos);
     return 0;
+}
+
+/* What the pairs around a merge's occurrences lost, taken from their records (an untracked pair
+   is ignored: it stays below the threshold). A pair that does not contain the new id only loses
+   during a merge, so the sum reaches 0 exactly where the running count would have. */
+static void apply_lost(State *s) {
+    const CandidateTable *t = &s->lost;
+    for (uint64_t k = 0; k < t->size; k++) {
+        const Candidate *c = &t->items[k];
+        uint32_t idx = find_pair(s, (int32_t)(c->key >> 32), (int32_t)(uint32_t)c->key);
+        if (idx == NONE) continue;
+        Pair *p = &s->pairs[idx];
+        p->count += c->count;
+        if (p->count == 0) release_positions(s, p);
+    }
 }
 
 /* Write the positions of the pairs a merge created, those with records, from its merged positions
@@ -728,6 +738,7 @@ static int merge(State *s, uint32_t idx, int32_t x) {
     Pair *p = &s->pairs[idx];
     int32_t a = p->a, b = p->b;
     candidates_clear(&s->made);
+    candidates_clear(&s->lost);
     /* The positions are read AHEAD entries ahead of the one being merged, so that the memory each
        needs (bitmaps, arena, then its word's count) is fetched while earlier ones are merged. */
     uint64_t ahead_pos[AHEAD], ahead_word[AHEAD];
@@ -780,6 +791,7 @@ static int merge(State *s, uint32_t idx, int32_t x) {
        list is garbage now, but the pool is not compacted before the end of the merge). Room
        for them is what the pass gave them, a bound; what is left of it is garbage. */
     release_positions(s, &s->pairs[idx]);
+    apply_lost(s);
     uint64_t first_new = s->npairs;
     if (promote(s, &s->made) < 0) return -1;  /* the pool may move */
     created_positions(s, first, s->pool + off, s->pool + off + len, x);
@@ -801,6 +813,7 @@ static void free_state(State *s) {
     free(s->word_index);
     free(s->pairs); free(s->slots); free(s->heap); free(s->pool);
     candidates_free(&s->made);
+    candidates_free(&s->lost);
 }
 
 /* The bitmaps of the input words: symbols of unit bytes each, words of lengths[w] symbols. */
