@@ -515,12 +515,8 @@ static int candidates_rehash(CandidateTable *t, uint64_t cap) {
     return 0;
 }
 
-/* The index of the candidate for key, added if new; NONE on allocation failure. */
-static uint32_t candidate(CandidateTable *t, uint64_t key) {
-    if ((t->size + 1) * 2 > t->cap && candidates_rehash(t, t->cap ? t->cap * 2 : 1 << 10) < 0) return NONE;
-    uint64_t mask = t->cap - 1, j = mix64(key) & mask;
-    for (; t->slots[j] != NONE; j = (j + 1) & mask)
-        if (t->items[t->slots[j]].key == key) return t->slots[j];
+/* A new candidate for key at the end of the items (not indexed); NONE on allocation failure. */
+static uint32_t candidate_append(CandidateTable *t, uint64_t key) {
     if (t->size == t->cap_items) {
         uint64_t cap = t->cap_items ? t->cap_items * 2 : 1 << 10;
         if (cap >= NONE) return NONE;
@@ -536,7 +532,17 @@ static uint32_t candidate(CandidateTable *t, uint64_t key) {
     c->first = c->last = NONE;
     c->gaps = 0;
     c->pair = NONE;
-    t->slots[j] = idx;
+    return idx;
+}
+
+/* The index of the candidate for key, added if new; NONE on allocation failure. */
+static uint32_t candidate(CandidateTable *t, uint64_t key) {
+    if ((t->size + 1) * 2 > t->cap && candidates_rehash(t, t->cap ? t->cap * 2 : 1 << 10) < 0) return NONE;
+    uint64_t mask = t->cap - 1, j = mix64(key) & mask;
+    for (; t->slots[j] != NONE; j = (j + 1) & mask)
+        if (t->items[t->slots[j]].key == key) return t->slots[j];
+    uint32_t idx = candidate_append(t, key);
+    if (idx != NONE) t->slots[j] = idx;
     return idx;
 }
 
@@ -576,17 +582,20 @@ static int promote(State *s, CandidateTable *t) {
     return 0;
 }
 
-/* The next position of a candidate that got a record. */
-static inline void write_position(State *s, Candidate *c, uint32_t pos) {
-    if (c->pair == NONE) return;
-    Pair *p = &s->pairs[c->pair];
+/* The next position of a new record (its room in the pool is taken), after *last. */
+static inline void append_position(State *s, Pair *p, uint32_t *last, uint32_t pos) {
     if (p->first == NONE) {
         p->first = pos;
     } else {
-        uint8_t *end = put_varint(s->pool + p->off + p->gaps, pos - c->last);
+        uint8_t *end = put_varint(s->pool + p->off + p->gaps, pos - *last);
         p->gaps = (uint32_t)(end - (s->pool + p->off));
     }
-    c->last = pos;
+    *last = pos;
+}
+
+/* The next position of a candidate that got a record. */
+static inline void write_position(State *s, Candidate *c, uint32_t pos) {
+    if (c->pair != NONE) append_position(s, &s->pairs[c->pair], &c->last, pos);
 }
 
 /* ------------------------------------------------------------------ tracking by scans */
@@ -658,16 +667,7 @@ static int track(State *s) {
         if (!last) goto done;
         FOR_EACH_ADJACENT(s, {
             uint32_t idx = find_pair(s, x, y);
-            if (idx != NONE && idx >= first_new) {
-                Pair *pr = &s->pairs[idx];
-                if (pr->first == NONE) {
-                    pr->first = (uint32_t)p;
-                } else {
-                    uint8_t *end = put_varint(s->pool + pr->off + pr->gaps, p - last[idx - first_new]);
-                    pr->gaps = (uint32_t)(end - (s->pool + pr->off));
-                }
-                last[idx - first_new] = (uint32_t)p;
-            }
+            if (idx != NONE && idx >= first_new) append_position(s, &s->pairs[idx], &last[idx - first_new], (uint32_t)p);
             (void)c;
         });
     }
@@ -709,22 +709,8 @@ static int track_byte_pairs(State *s) {
     memset(index, 0xff, 65536 * sizeof(uint32_t));
     FOR_EACH_BYTE_PAIR(s, {
         uint32_t ci = index[key];
-        if (ci == NONE) {
-            if (t.size == t.cap_items) {
-                uint64_t cap = t.cap_items ? t.cap_items * 2 : 1 << 10;
-                Candidate *items = realloc(t.items, cap * sizeof(Candidate));
-                if (!items) goto done;
-                t.items = items;
-                t.cap_items = cap;
-            }
-            ci = index[key] = (uint32_t)t.size++;
-            Candidate *nc = &t.items[ci];
-            nc->key = pair_key((int32_t)(key >> 8), (int32_t)(key & 0xFF));
-            nc->count = 0;
-            nc->first = nc->last = NONE;
-            nc->gaps = 0;
-            nc->pair = NONE;
-        }
+        if (ci == NONE && (ci = index[key] = candidate_append(&t, pair_key((int32_t)(key >> 8), (int32_t)(key & 0xFF)))) == NONE)
+            goto done;
         t.items[ci].count += c;
         candidate_position(&t.items[ci], (uint32_t)p);
     });
@@ -742,16 +728,7 @@ static int track_byte_pairs(State *s) {
         }
         FOR_EACH_BYTE_PAIR(s, {
             uint32_t idx = index[key];
-            if (idx != NONE) {
-                Pair *pr = &s->pairs[idx];
-                if (pr->first == NONE) {
-                    pr->first = (uint32_t)p;
-                } else {
-                    uint8_t *end = put_varint(s->pool + pr->off + pr->gaps, p - last[idx - first_new]);
-                    pr->gaps = (uint32_t)(end - (s->pool + pr->off));
-                }
-                last[idx - first_new] = (uint32_t)p;
-            }
+            if (idx != NONE) append_position(s, &s->pairs[idx], &last[idx - first_new], (uint32_t)p);
             (void)c;
         });
     }
