@@ -29,9 +29,12 @@
  *   date is pushed back with the current one.
  * - A merge walks its pair's positions left to right, reading ahead (prefetching what the next
  *   positions need), and rewrites each valid occurrence in place; the pairs it creates (they
- *   contain the new id) are counted in a small table of their own, and after the pass those that
- *   reach the threshold get records, heap entries, and their positions, found by walking the
- *   merged positions again.
+ *   contain the new id) are counted in a small table of their own, with a log of where each
+ *   gained, and the counts the pairs around the occurrences lose in another. After the pass the
+ *   losses are taken from the records (one look-up per pair), and the created pairs that reach
+ *   the threshold get records, heap entries, and their positions from the log (a merge too large
+ *   for the log finds them by walking its merged positions again).
+ * - The first scan, while every symbol is a byte, indexes the 65,536 byte pairs directly.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -64,6 +67,7 @@ static inline uint64_t popcount64(uint64_t x) {
 static int64_t first_threshold = 16;     /* pairs below this count when they appear are not tracked at first */
 static uint64_t min_budget = 1 << 16;    /* candidates counted at once when tracking (more: the scan is split) */
 static uint64_t compact_bytes = 1 << 18; /* garbage in the pool (and a quarter of it) that makes it compact */
+static uint64_t min_log = 1 << 16;       /* a merge's log of created pairs holds this many entries, or n / 16 */
 #define MAX_PARTS (1 << 24)       /* a tracking scan is split by 24 bits of the pair's hash at most */
 #define AHEAD 16                  /* positions a merge reads ahead of the one it merges */
 #define SPAN2_OVERFLOW 0xFFFFu
@@ -248,10 +252,14 @@ typedef struct {
     uint8_t *pool;
     uint64_t pool_len, pool_cap, garbage;
     int by_occurrence;
+    int bytes_only;        /* every symbol is one byte (uint8 input, nothing merged yet) */
     const int32_t *ranks;  /* BpeTrainer's rules when not NULL */
     int64_t nranks;
     int64_t threshold, floor;
     CandidateTable made;  /* a merge's scratch: the pairs it creates */
+    CandidateTable lost;  /* and what the pairs around its occurrences lose (counts only) */
+    uint64_t *log;        /* and where each created pair gained, in order: made's index << 32 | position */
+    uint64_t log_len, log_cap, log_max;  /* log_len > log_max: the merge outgrew the log */
 } State;
 
 static inline uint64_t pair_key(int32_t a, int32_t b) { return ((uint64_t)(uint32_t)a << 32) | (uint32_t)b; }
@@ -507,12 +515,8 @@ static int candidates_rehash(CandidateTable *t, uint64_t cap) {
     return 0;
 }
 
-/* The index of the candidate for key, added if new; NONE on allocation failure. */
-static uint32_t candidate(CandidateTable *t, uint64_t key) {
-    if ((t->size + 1) * 2 > t->cap && candidates_rehash(t, t->cap ? t->cap * 2 : 1 << 10) < 0) return NONE;
-    uint64_t mask = t->cap - 1, j = mix64(key) & mask;
-    for (; t->slots[j] != NONE; j = (j + 1) & mask)
-        if (t->items[t->slots[j]].key == key) return t->slots[j];
+/* A new candidate for key at the end of the items (not indexed); NONE on allocation failure. */
+static uint32_t candidate_append(CandidateTable *t, uint64_t key) {
     if (t->size == t->cap_items) {
         uint64_t cap = t->cap_items ? t->cap_items * 2 : 1 << 10;
         if (cap >= NONE) return NONE;
@@ -528,7 +532,17 @@ static uint32_t candidate(CandidateTable *t, uint64_t key) {
     c->first = c->last = NONE;
     c->gaps = 0;
     c->pair = NONE;
-    t->slots[j] = idx;
+    return idx;
+}
+
+/* The index of the candidate for key, added if new; NONE on allocation failure. */
+static uint32_t candidate(CandidateTable *t, uint64_t key) {
+    if ((t->size + 1) * 2 > t->cap && candidates_rehash(t, t->cap ? t->cap * 2 : 1 << 10) < 0) return NONE;
+    uint64_t mask = t->cap - 1, j = mix64(key) & mask;
+    for (; t->slots[j] != NONE; j = (j + 1) & mask)
+        if (t->items[t->slots[j]].key == key) return t->slots[j];
+    uint32_t idx = candidate_append(t, key);
+    if (idx != NONE) t->slots[j] = idx;
     return idx;
 }
 
@@ -568,17 +582,20 @@ static int promote(State *s, CandidateTable *t) {
     return 0;
 }
 
-/* The next position of a candidate that got a record. */
-static inline void write_position(State *s, Candidate *c, uint32_t pos) {
-    if (c->pair == NONE) return;
-    Pair *p = &s->pairs[c->pair];
+/* The next position of a new record (its room in the pool is taken), after *last. */
+static inline void append_position(State *s, Pair *p, uint32_t *last, uint32_t pos) {
     if (p->first == NONE) {
         p->first = pos;
     } else {
-        uint8_t *end = put_varint(s->pool + p->off + p->gaps, pos - c->last);
+        uint8_t *end = put_varint(s->pool + p->off + p->gaps, pos - *last);
         p->gaps = (uint32_t)(end - (s->pool + p->off));
     }
-    c->last = pos;
+    *last = pos;
+}
+
+/* The next position of a candidate that got a record. */
+static inline void write_position(State *s, Candidate *c, uint32_t pos) {
+    if (c->pair != NONE) append_position(s, &s->pairs[c->pair], &c->last, pos);
 }
 
 /* ------------------------------------------------------------------ tracking by scans */
@@ -618,7 +635,10 @@ static int candidates_keep_part(CandidateTable *t, uint64_t part, uint64_t parts
    more than a budget of candidates turn up at once, the pairs are split by hash into parts,
    counted one part per scan (the split grows as the scan goes: candidates of the other half are
    dropped and counted in a later scan). */
+static int track_byte_pairs(State *s);
+
 static int track(State *s) {
+    if (s->bytes_only) return track_byte_pairs(s);
     CandidateTable t;
     memset(&t, 0, sizeof(t));
     uint64_t budget = s->npairs > min_budget ? s->npairs : min_budget;
@@ -647,16 +667,7 @@ static int track(State *s) {
         if (!last) goto done;
         FOR_EACH_ADJACENT(s, {
             uint32_t idx = find_pair(s, x, y);
-            if (idx != NONE && idx >= first_new) {
-                Pair *pr = &s->pairs[idx];
-                if (pr->first == NONE) {
-                    pr->first = (uint32_t)p;
-                } else {
-                    uint8_t *end = put_varint(s->pool + pr->off + pr->gaps, p - last[idx - first_new]);
-                    pr->gaps = (uint32_t)(end - (s->pool + pr->off));
-                }
-                last[idx - first_new] = (uint32_t)p;
-            }
+            if (idx != NONE && idx >= first_new) append_position(s, &s->pairs[idx], &last[idx - first_new], (uint32_t)p);
             (void)c;
         });
     }
@@ -666,6 +677,68 @@ static int track(State *s) {
 done:
     free(last);
     candidates_free(&t);
+    return failed;
+}
+
+/* Calls BODY for each adjacent pair of bytes while every symbol is one byte: p position, key
+   the pair as x << 8 | y, c count. */
+#define FOR_EACH_BYTE_PAIR(s, BODY)                                                         \
+    do {                                                                                    \
+        const Arena *ar_ = &(s)->ar;                                                        \
+        for (uint64_t w_ = 0, end_; w_ < ar_->n; w_ = end_) {                               \
+            end_ = next_set(ar_->word_starts, w_);                                          \
+            int64_t c = word_count((s), w_);                                                \
+            for (uint64_t p = w_; p + 1 < end_; p++) {                                      \
+                uint32_t key = (uint32_t)ar_->bytes[p] << 8 | ar_->bytes[p + 1];            \
+                BODY                                                                        \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+/* track() while every symbol is a byte (the first scan, before any merge): the 65,536 byte
+   pairs index a table directly, instead of hashing every occurrence. Same candidates, in the
+   same order (of first appearance), as the general scan finds, and no split into parts. */
+static int track_byte_pairs(State *s) {
+    CandidateTable t;
+    memset(&t, 0, sizeof(t));
+    uint32_t *index = malloc(65536 * sizeof(uint32_t));  /* pair -> candidate, then -> new record */
+    uint32_t *last = NULL;
+    uint64_t first_new = s->npairs;
+    int failed = -1;
+    if (!index) goto done;
+    memset(index, 0xff, 65536 * sizeof(uint32_t));
+    FOR_EACH_BYTE_PAIR(s, {
+        uint32_t ci = index[key];
+        if (ci == NONE && (ci = index[key] = candidate_append(&t, pair_key((int32_t)(key >> 8), (int32_t)(key & 0xFF)))) == NONE)
+            goto done;
+        t.items[ci].count += c;
+        candidate_position(&t.items[ci], (uint32_t)p);
+    });
+    for (uint64_t i = 0; i < t.size; i++) {  /* tracked by an earlier scan: not a candidate */
+        Candidate *c = &t.items[i];
+        if (find_pair(s, (int32_t)(c->key >> 32), (int32_t)(uint32_t)c->key) != NONE) c->first = NONE;
+    }
+    if (promote(s, &t) < 0) goto done;
+    if (s->npairs > first_new) {
+        last = malloc((s->npairs - first_new) * sizeof(uint32_t));
+        if (!last) goto done;
+        for (uint64_t i = 0; i < t.size; i++) {
+            const Candidate *c = &t.items[i];
+            index[(c->key >> 32) << 8 | (c->key & 0xFF)] = c->pair;
+        }
+        FOR_EACH_BYTE_PAIR(s, {
+            uint32_t idx = index[key];
+            if (idx != NONE) append_position(s, &s->pairs[idx], &last[idx - first_new], (uint32_t)p);
+            (void)c;
+        });
+    }
+    for (uint64_t i = first_new; i < s->npairs; i++)
+        if (push_pair(s, (uint32_t)i) < 0) goto done;
+    failed = 0;
+done:
+    free(index);
+    free(last);
+    free(t.items);
     return failed;
 }
 
@@ -679,24 +752,54 @@ static int untracked_positive(State *s) {
 
 /* ------------------------------------------------------------------------- one merge */
 
-/* Change the count of (a, b) by delta: one of the pairs the merge creates (it contains x), with
-   the position where it gains (some of which later steps of the merge undo: their gaps bound
-   those of the pair's final positions from above), or a tracked pair (an untracked one is
-   ignored: it stays below the threshold). */
-static inline int adjust(State *s, int32_t a, int32_t b, int32_t x, int64_t delta, uint32_t pos) {
-    if (a == x || b == x) {
-        uint32_t ci = candidate(&s->made, pair_key(a, b));
-        if (ci == NONE) return -1;
-        s->made.items[ci].count += delta;
-        if (pos != NONE) candidate_position(&s->made.items[ci], pos);
-        return 0;
-    }
-    uint32_t idx = find_pair(s, a, b);
-    if (idx == NONE) return 0;
-    Pair *p = &s->pairs[idx];
-    p->count += delta;
-    if (p->count == 0) release_positions(s, p);
+/* (a, b) loses the count c of an occurrence's word: one of the pairs a merge created earlier in
+   its pass (it contains x), or a pair around an occurrence. Those only lose during a merge: what
+   they lose is summed in a small table and taken from their records after the pass (apply_lost),
+   one look-up in the large pair table per pair instead of one per occurrence. */
+static inline int lose(State *s, int32_t a, int32_t b, int32_t x, int64_t c) {
+    CandidateTable *t = a == x || b == x ? &s->made : &s->lost;
+    uint32_t ci = candidate(t, pair_key(a, b));
+    if (ci == NONE) return -1;
+    t->items[ci].count -= c;
     return 0;
+}
+
+/* (a, b), a pair the merge creates, gains c at pos. The position is logged (while the log has
+   room) so that the pair's positions can be written after the pass without walking the merged
+   positions again. Some are undone by later steps of the pass: they stay in the pair's list as
+   stale positions, which are checked when read, as those that later merges leave are. */
+static inline int gain(State *s, int32_t a, int32_t b, int64_t c, uint32_t pos) {
+    uint32_t ci = candidate(&s->made, pair_key(a, b));
+    if (ci == NONE) return -1;
+    s->made.items[ci].count += c;
+    candidate_position(&s->made.items[ci], pos);
+    if (s->log_len < s->log_max) {
+        if (s->log_len == s->log_cap) {
+            uint64_t cap = s->log_cap ? s->log_cap * 2 : 1 << 12;
+            uint64_t *log = realloc(s->log, (cap < s->log_max ? cap : s->log_max) * sizeof(uint64_t));
+            if (!log) return -1;
+            s->log = log;
+            s->log_cap = cap < s->log_max ? cap : s->log_max;
+        }
+        s->log[s->log_len] = (uint64_t)ci << 32 | pos;
+    }
+    s->log_len++;
+    return 0;
+}
+
+/* What the pairs around a merge's occurrences lost, taken from their records (an untracked pair
+   is ignored: it stays below the threshold). A pair that does not contain the new id only loses
+   during a merge, so the sum reaches 0 exactly where the running count would have. */
+static void apply_lost(State *s) {
+    const CandidateTable *t = &s->lost;
+    for (uint64_t k = 0; k < t->size; k++) {
+        const Candidate *c = &t->items[k];
+        uint32_t idx = find_pair(s, (int32_t)(c->key >> 32), (int32_t)(uint32_t)c->key);
+        if (idx == NONE) continue;
+        Pair *p = &s->pairs[idx];
+        p->count += c->count;
+        if (p->count == 0) release_positions(s, p);
+    }
 }
 
 /* Write the positions of the pairs a merge created, those with records, from its merged positions
@@ -728,6 +831,9 @@ static int merge(State *s, uint32_t idx, int32_t x) {
     Pair *p = &s->pairs[idx];
     int32_t a = p->a, b = p->b;
     candidates_clear(&s->made);
+    candidates_clear(&s->lost);
+    s->log_len = 0;
+    s->bytes_only = 0;
     /* The positions are read AHEAD entries ahead of the one being merged, so that the memory each
        needs (bitmaps, arena, then its word's count) is fetched while earlier ones are merged. */
     uint64_t ahead_pos[AHEAD], ahead_word[AHEAD];
@@ -763,11 +869,11 @@ static int merge(State *s, uint32_t idx, int32_t x) {
         if (!bit(ar->word_starts, i)) {
             uint64_t l = prev_set(ar->starts, i);
             int32_t left = read_id(ar, l, i - l);
-            if (adjust(s, left, a, x, -c, NONE) < 0 || adjust(s, left, x, x, c, (uint32_t)l) < 0) return -1;
+            if (lose(s, left, a, x, c) < 0 || gain(s, left, x, c, (uint32_t)l) < 0) return -1;
         }
         if (k < ar->n && !bit(ar->word_starts, k)) {
             int32_t right = read_id(ar, k, next_set(ar->starts, k) - k);
-            if (adjust(s, b, right, x, -c, NONE) < 0 || adjust(s, x, right, x, c, (uint32_t)i) < 0) return -1;
+            if (lose(s, b, right, x, c) < 0 || gain(s, x, right, c, (uint32_t)i) < 0) return -1;
         }
         s->pairs[idx].count -= c;
         if (overflows(ar, i, span_a)) ovf_del(ar, (uint32_t)i);
@@ -776,13 +882,20 @@ static int merge(State *s, uint32_t idx, int32_t x) {
         if (write_id(ar, i, k - i, x) < 0) return -1;
     }
     /* The created pairs that reach the threshold get records, in the order they were made, with
-       their positions: where they are now, found by walking the merged positions again (the
-       list is garbage now, but the pool is not compacted before the end of the merge). Room
-       for them is what the pass gave them, a bound; what is left of it is garbage. */
+       their positions: those of the log, or where the log overflowed, where they are now, found
+       by walking the merged positions again (the list is garbage now, but the pool is not
+       compacted before the end of the merge). Room for them is what the pass gave them, a
+       bound; what is left of it is garbage. */
     release_positions(s, &s->pairs[idx]);
+    apply_lost(s);
     uint64_t first_new = s->npairs;
     if (promote(s, &s->made) < 0) return -1;  /* the pool may move */
-    created_positions(s, first, s->pool + off, s->pool + off + len, x);
+    if (s->log_len <= s->log_max) {
+        for (uint64_t k = 0; k < s->log_len; k++)
+            write_position(s, &s->made.items[s->log[k] >> 32], (uint32_t)s->log[k]);
+    } else {
+        created_positions(s, first, s->pool + off, s->pool + off + len, x);
+    }
     for (uint64_t k = 0; k < s->made.size; k++) {
         const Candidate *c = &s->made.items[k];
         if (c->pair != NONE) s->garbage += c->gaps - s->pairs[c->pair].gaps;
@@ -801,6 +914,8 @@ static void free_state(State *s) {
     free(s->word_index);
     free(s->pairs); free(s->slots); free(s->heap); free(s->pool);
     candidates_free(&s->made);
+    candidates_free(&s->lost);
+    free(s->log);
 }
 
 /* The bitmaps of the input words: symbols of unit bytes each, words of lengths[w] symbols. */
@@ -925,6 +1040,8 @@ static PyObject *train(PyObject *self, PyObject *args) {
         s.ar.bytes = copy;
     }
     if (build_arena(&s, lengths, nwords, (uint64_t)itemsize) < 0) { PyErr_NoMemory(); goto done; }
+    s.bytes_only = itemsize == 1;
+    s.log_max = min_log && s.ar.n / 16 > min_log ? s.ar.n / 16 : min_log;
     /* Pairs below min_frequency are never merged, so they need never be tracked: s.floor. Under
        BpeTrainer's rules they are tracked down to 1 in the end: there an out-of-date entry can
        stand for a larger count than its own (a count that wrapped past 2**31), and the order in
@@ -1046,21 +1163,24 @@ done:
 }
 
 PyDoc_STRVAR(tune_doc,
-"_tune(first_threshold, min_budget, compact_bytes) -> the previous three\n\n"
-"For tests: sizes that decide how much memory training uses, never which merges it learns.");
+"_tune(first_threshold, min_budget, compact_bytes, min_log) -> the previous four\n\n"
+"For tests: sizes that decide how much memory training uses, never which merges it learns\n"
+"(min_log 0: every merge walks its positions again, as one that outgrows its log does).");
 
 static PyObject *tune(PyObject *self, PyObject *args) {
-    long long threshold, budget, compact;
-    if (!PyArg_ParseTuple(args, "LLL", &threshold, &budget, &compact)) return NULL;
-    if (threshold < 1 || budget < 1 || compact < 0) {
-        PyErr_SetString(PyExc_ValueError, "first_threshold and min_budget must be positive, compact_bytes not negative");
+    long long threshold, budget, compact, log;
+    if (!PyArg_ParseTuple(args, "LLLL", &threshold, &budget, &compact, &log)) return NULL;
+    if (threshold < 1 || budget < 1 || compact < 0 || log < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "first_threshold and min_budget must be positive, compact_bytes and min_log not negative");
         return NULL;
     }
-    PyObject *previous = Py_BuildValue("(LKK)", (long long)first_threshold, (unsigned long long)min_budget,
-                                       (unsigned long long)compact_bytes);
+    PyObject *previous = Py_BuildValue("(LKKK)", (long long)first_threshold, (unsigned long long)min_budget,
+                                       (unsigned long long)compact_bytes, (unsigned long long)min_log);
     first_threshold = threshold;
     min_budget = (uint64_t)budget;
     compact_bytes = (uint64_t)compact;
+    min_log = (uint64_t)log;
     return previous;
 }
 

@@ -2,9 +2,11 @@
 
 The plan Ray runs, for a dataset of documents:
 
-1. ``map_batches``: each task splits its block's documents with the engine's splitter and counts
-   them (``hf_bbpe.chunk_counting.count_chunks`` with one process), giving partial counts
-   ``(chunk, count)``;
+1. ``map_batches``: each task splits its block's documents and counts them, giving partial counts
+   ``(chunk, count)``: with the C counter that single-machine training uses
+   (``hf_bbpe.native_counting``, one thread per task) when a C scanner knows the pattern, its
+   buffers made an Arrow column as they are (no Python object per chunk); otherwise with the
+   engine's splitter (``hf_bbpe.chunk_counting.count_chunks`` with one process);
 2. ``repartition(keys=["chunk"])``: Ray hash-partitions the partial counts by chunk across
    ``num_partitions`` blocks, so no task ever holds every partial count, and each reduce task
    sums the partial counts of its chunks (an Arrow ``group_by``, 64-bit sums). Ray Data's own
@@ -28,6 +30,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..chunk_counting import count_chunks as count_document_chunks
+from ..native_counting import ChunkCounts, available, count_native
 from ..patterns import chunk_splitter, resolve_pattern
 from .ray_import import blocks_of_at_most, cluster_cpus, require_ray
 
@@ -149,6 +152,8 @@ class _PartialCounts:
         import pyarrow as pa
 
         docs = batch.column(self.text_column).to_pylist()
+        if self.order_column is None and isinstance(self.pattern, str) and available(self.pattern):
+            return _counts_table(count_native(docs, self.pattern, num_threads=1, progress=False))
         if self.order_column is None:
             counts = count_document_chunks(docs, self.pattern, num_workers=1, progress=False)
             return pa.table({
@@ -161,6 +166,23 @@ class _PartialCounts:
             "count": pa.array(list(counts.values()), pa.int64()),
             "first": pa.array([first[chunk] for chunk in counts], pa.int64()),
         })
+
+
+def _counts_table(counts: ChunkCounts) -> pa.Table:
+    """The C counter's counts as a ``(chunk, count)`` table over its own buffers: the chunks a
+    ``large_string`` column whose data is the counter's symbols, offsets the running sum of its
+    lengths (the order of first appearance kept)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    symbols, lengths, totals = counts.buffers()
+    n = len(counts)
+    lengths = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(lengths)]).cast(pa.int64())
+    offsets = pa.concat_arrays([pa.array([0], pa.int64()), pc.cumulative_sum(lengths)])
+    return pa.table({
+        "chunk": pa.Array.from_buffers(pa.large_string(), n, [None, offsets.buffers()[1], pa.py_buffer(symbols)]),
+        "count": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(totals)]),
+    })
 
 
 def _ordered_counts(

@@ -3,6 +3,8 @@
 * chunk counts, and the merges trained from them, equal the single-machine path on the documents
   of mix-sample.txt, for both tie-breaks (``first_occurrence`` through ``order_column``), for
   ``extend`` too, and with ``min_chunk_count`` pruning;
+* for the patterns a C scanner knows, the workers count with the single-machine C counter (their
+  partial counts are its buffers as an Arrow column), and the totals equal its counts;
 * a counting task whose worker process dies mid-job is retried by Ray: nothing lost or counted twice;
 * ``encode_dataset`` gives the engine's ids, from an engine tokenizer and from a saved folder;
 * counts above 2**32 train like a reference that counts with Python ints.
@@ -28,6 +30,9 @@ except ImportError:
 from hf_bbpe import BasicTokenizer, BBPETokenizer, RegexTokenizer
 from hf_bbpe.chunk_counting import count_chunks as local_counts
 from hf_bbpe.distributed import count_chunks, encode_dataset
+from hf_bbpe.distributed.counting import _PartialCounts
+from hf_bbpe.native_counting import count_native
+from hf_bbpe.patterns import resolve_pattern
 from tests.support.hf import EOT, mix_docs, trained_engine
 from tests.support.reference_bpe import naive_train_weighted
 
@@ -51,6 +56,21 @@ def test_counts_equal_single_machine(ds, docs, pattern):
     assert count_chunks(ds, pattern) == expected
     ordered = count_chunks(ds, pattern, order_column="position")
     assert list(ordered.items()) == list(expected.items())  # same counts, in order of first appearance
+
+
+@pytest.mark.parametrize("name", ["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken"])
+def test_workers_count_with_the_c_counter(ds, docs, name):
+    import pyarrow as pa
+
+    pattern = resolve_pattern(name)
+    partial = ds.map_batches(_PartialCounts(pattern, "text", None), batch_format="pyarrow", zero_copy_batch=True)
+    tables = ray.get(partial.to_arrow_refs())
+    for table in tables:  # the C counter's buffers as they are; the regex path makes a string column
+        assert table.schema.field("chunk").type == pa.large_string()
+        table.validate(full=True)
+    single = count_native(docs, pattern, num_threads=1, progress=False).to_dict()
+    assert single == local_counts(docs, pattern, num_workers=1)
+    assert count_chunks(ds, pattern) == single
 
 
 def test_merges_equal_single_machine_smallest_pair(ds, docs):

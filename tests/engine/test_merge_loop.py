@@ -8,7 +8,9 @@
   order, the same stop code, and call on_merge and allow_pair with the same arguments in the same
   order. Again with the C kernel's memory sizes made tiny (pairs tracked from count 1, 2, 3 or
   never at first; tracking scans split into parts of one pair; the position pool compacted after
-  every merge), so that every path of its storage runs.
+  every merge; a merge's log of created pairs absent or too small for most merges, so that their
+  positions are found by walking the merged positions again), so that every path of its storage
+  runs.
 * The twin alone equals the naive reference trainer (tests/support/reference_bpe.py) under all
   three tie-break rules.
 * With the C module unimportable (a fresh interpreter), training falls back to the twin and
@@ -105,9 +107,9 @@ def run_kernel(kernel, args: dict, veto: int | None) -> dict:
 
 
 @contextlib.contextmanager
-def kernel_sizes(first_threshold: int, min_budget: int, compact_bytes: int):
+def kernel_sizes(first_threshold: int, min_budget: int, compact_bytes: int, min_log: int = 1 << 16):
     """The C kernel with other memory sizes (they change how it stores things, never the merges)."""
-    previous = KERNEL._tune(first_threshold, min_budget, compact_bytes)
+    previous = KERNEL._tune(first_threshold, min_budget, compact_bytes, min_log)
     try:
         yield
     finally:
@@ -133,9 +135,10 @@ def test_c_kernel_equals_twin(args, veto):
     first_threshold=st.sampled_from([1, 2, 3, 2**40]),
     min_budget=st.sampled_from([1, 2, 1 << 16]),
     compact_bytes=st.sampled_from([0, 1 << 18]),
+    min_log=st.sampled_from([0, 1, 2, 1 << 16]),
 )
-def test_c_kernel_equals_twin_with_tiny_memory_sizes(args, veto, first_threshold, min_budget, compact_bytes):
-    with kernel_sizes(first_threshold, min_budget, compact_bytes):
+def test_c_kernel_equals_twin_with_tiny_memory_sizes(args, veto, first_threshold, min_budget, compact_bytes, min_log):
+    with kernel_sizes(first_threshold, min_budget, compact_bytes, min_log):
         out = run_kernel(KERNEL, args, veto)
     assert out == run_kernel(TWIN, args, veto)
 
