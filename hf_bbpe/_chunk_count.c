@@ -724,7 +724,7 @@ static int json_field(JsonScan *j, const uint8_t *line, size_t n, const uint8_t 
 /* Work: units and the threads that take them                                                  */
 
 enum { JOB_TEXTS, JOB_ARROW, JOB_FILES };
-enum { FILE_TEXT, FILE_JSONL };
+enum { FILE_TEXT, FILE_JSONL, FILE_PARAGRAPHS, FILE_WHOLE }; /* (count_files' formats, as native_counting.py numbers them) */
 enum { ERR_NONE, ERR_MEMORY, ERR_UTF8, ERR_JSON, ERR_NULL, ERR_IO, ERR_TOO_LONG };
 
 typedef struct {
@@ -1005,6 +1005,115 @@ static int64_t read_at(int fd, uint8_t *buf, int64_t n, int64_t at) {
 
 #define LINE_READ 4096 /* the first read past a unit's end (then twice as much each time) */
 
+/* Whether the line that ends with the \n at file offset at - 1 is blank (nothing but \r before its
+ * \n), reading back from buf (file bytes [from, from + held)) and, before it, from the file. */
+static int blank_line_before(int fd, const uint8_t *buf, int64_t from, int64_t at) {
+    int64_t k = at - 2; /* (the byte before that \n) */
+    for (; k >= from; k--)
+        if (buf[k - from] != '\r') return buf[k - from] == '\n';
+    uint8_t back[256];
+    while (k >= 0) { /* a run of \r reaching back past the buffer: read on backwards */
+        int64_t n = k + 1 < (int64_t)sizeof back ? k + 1 : (int64_t)sizeof back;
+        if (read_at(fd, back, n, k + 1 - n) != n) return 0;
+        for (int64_t j = n - 1; j >= 0; j--, k--)
+            if (back[j] != '\r') return back[j] == '\n';
+    }
+    return 1; /* (the file's first line) */
+}
+
+/* Make the worker's buffer hold the file bytes [from, from + want) (fewer at the end of the file),
+ * PAD zeroed bytes after them; *held: the bytes it holds (read on from there). The text counted so
+ * far is drained first: the buffer may move. -1 (the error noted) when that fails. */
+static int file_hold(Worker *w, int64_t u, int64_t from, int64_t *held, int64_t want) {
+    Job *job = w->job;
+    if (want <= *held) return 0;
+    if (tally_drain(&w->tally) < 0 || ensure(&w->buf, &w->bufcap, (size_t)want + PAD) < 0) {
+        job_error(job, u, ERR_MEMORY, from + *held);
+        return -1;
+    }
+    int64_t got = read_at(w->fd, w->buf + *held, want - *held, from + *held);
+    if (got < 0) {
+        InputError err = {.kind = ERR_IO, .unit = u, .where = from + *held, .io_errno = errno};
+        job_error_at(job, &err);
+        return -1;
+    }
+    *held += got;
+    memset(w->buf + *held, 0, PAD);
+    return 0;
+}
+
+/* A unit of a text file whose documents are paragraphs or the whole file: it counts the documents
+ * that start in [start, end), the last one read on to its end. A document starts at the start of
+ * the file and (paragraphs) at each line that is not blank after a line that is (blank: nothing but
+ * \r before its \n), as chunk_counting.paragraphs cuts lines; a document counted here is its bytes
+ * whole, however long (one thread, in the worker's buffer). */
+static void run_file_documents(Worker *w, int64_t u, FileUnit *unit, FileInput *f) {
+    Job *job = w->job;
+    if (f->format == FILE_WHOLE && unit->start > 0) { /* (the first unit owns the file's one document) */
+        ATOMIC_ADD(&job->bytes_done, unit->end - unit->start);
+        return;
+    }
+    int64_t from = unit->start > 0 ? unit->start - 1 : 0, held = 0, step = unit->end - from;
+    if (file_hold(w, u, from, &held, step) < 0) return;
+    int64_t i = 0; /* a line start (relative to from) */
+    int prev_blank = 0;
+    if (unit->start > 0) {
+        const uint8_t *nl = memchr(w->buf, '\n', (size_t)held);
+        if (!nl || nl - w->buf + 1 >= unit->end - from) { /* no line starts here */
+            ATOMIC_ADD(&job->bytes_done, unit->end - unit->start);
+            return;
+        }
+        i = nl - w->buf + 1;
+        prev_blank = f->format == FILE_PARAGRAPHS && blank_line_before(w->fd, w->buf, from, from + i);
+    }
+    int64_t doc = -1, documents = 0; /* doc: the start of the open document, or -1 */
+    for (;;) {
+        if (doc < 0 && from + i >= unit->end) break; /* no document starts in this unit */
+        int at_end = from + i >= f->size;
+        int starts = 0, blank = 0;
+        int64_t next = i;
+        if (!at_end) {
+            for (;;) { /* the line at i: its end, read on as far as it goes */
+                const uint8_t *nl = memchr(w->buf + next, '\n', (size_t)(held - next));
+                if (nl) {
+                    next = nl - w->buf + 1;
+                    break;
+                }
+                next = held;
+                if (from + held >= f->size) break;
+                step = step < ((int64_t)1 << 26) ? step * 2 : step;
+                if (file_hold(w, u, from, &held, held + step) < 0) return;
+            }
+            if (f->format == FILE_PARAGRAPHS) {
+                int64_t k = i, stop = next - (w->buf[next - 1] == '\n');
+                while (k < stop && w->buf[k] == '\r') k++;
+                blank = k == stop;
+            }
+            starts = from + i == 0 || (f->format == FILE_PARAGRAPHS && prev_blank && !blank);
+        }
+        if (at_end || starts) {
+            if (doc >= 0) { /* the open document ends here */
+                Py_ssize_t n = (Py_ssize_t)(i - doc), bad = utf8_invalid_at(w->buf + doc, n);
+                if (bad >= 0) {
+                    job_error(job, u, ERR_UTF8, from + doc + bad);
+                    return;
+                }
+                if (count_document(job->counter->scanner, &w->tally, w->buf + doc, n, w->buf + held + PAD) < 0) {
+                    job_error(job, u, ERR_MEMORY, from + doc);
+                    return;
+                }
+                documents++;
+            }
+            if (at_end || from + i >= unit->end) break;
+            doc = i;
+        }
+        prev_blank = blank;
+        i = next;
+    }
+    ATOMIC_ADD(&job->bytes_done, unit->end - unit->start);
+    ATOMIC_ADD(&job->documents, documents);
+}
+
 /* The lines of a file unit: read [start - 1, end) and on to the end of the line that runs past end,
  * then each line that starts in [start, end): a document (text), or the field of a JSON object. */
 static void run_file(Worker *w, int64_t u) {
@@ -1021,6 +1130,10 @@ static void run_file(Worker *w, int64_t u) {
             return;
         }
         w->fd_file = unit->file;
+    }
+    if (f->format == FILE_PARAGRAPHS || f->format == FILE_WHOLE) {
+        run_file_documents(w, u, unit, f);
+        return;
     }
     int64_t from = unit->start > 0 ? unit->start - 1 : 0, want = unit->end - from;
     if (ensure(&w->buf, &w->bufcap, (size_t)want + PAD) < 0) {
@@ -1583,24 +1696,25 @@ static long long line_of(const char *path, int64_t at) {
 }
 #endif
 
-/* count_files(paths, jsonl, field, block, progress): count every line (a .txt) or every line's
- * field (a .jsonl) of the files, in order; block: bytes of a unit (0: chosen); progress: None or
- * a callable given the bytes done. Returns the bytes read. */
+/* count_files(paths, formats, field, block, progress): count the documents of the files, in order:
+ * by format (FILE_*), every line of a text file, every paragraph, the whole file, or every line's
+ * field of a .jsonl file; block: bytes of a unit (0: chosen); progress: None or a callable given
+ * the bytes done. Returns the bytes read. */
 static PyObject *Counter_count_files(Counter *self, PyObject *args) {
 #if !HAVE_THREADS
     PyErr_SetString(PyExc_NotImplementedError, "reading files in C needs POSIX threads");
     return NULL;
 #else
-    PyObject *paths, *jsonl, *progress;
+    PyObject *paths, *formats, *progress;
     const char *field;
     Py_ssize_t nfield, block;
-    if (!PyArg_ParseTuple(args, "O!O!s#nO", &PyList_Type, &paths, &PyList_Type, &jsonl, &field, &nfield, &block,
+    if (!PyArg_ParseTuple(args, "O!O!s#nO", &PyList_Type, &paths, &PyList_Type, &formats, &field, &nfield, &block,
                           &progress) ||
         check_usable(self) < 0)
         return NULL;
     Py_ssize_t nfiles = PyList_GET_SIZE(paths);
-    if (PyList_GET_SIZE(jsonl) != nfiles) {
-        PyErr_SetString(PyExc_ValueError, "one jsonl flag per path");
+    if (PyList_GET_SIZE(formats) != nfiles) {
+        PyErr_SetString(PyExc_ValueError, "one format per path");
         return NULL;
     }
     PyObject *result = NULL;
@@ -1621,9 +1735,13 @@ static PyObject *Counter_count_files(Counter *self, PyObject *args) {
             PyErr_NoMemory();
             goto done;
         }
-        int is_jsonl = PyObject_IsTrue(PyList_GET_ITEM(jsonl, k));
-        if (is_jsonl < 0) goto done;
-        job.files[k].format = is_jsonl ? FILE_JSONL : FILE_TEXT;
+        long format = PyLong_AsLong(PyList_GET_ITEM(formats, k));
+        if (format == -1 && PyErr_Occurred()) goto done;
+        if (format < FILE_TEXT || format > FILE_WHOLE) {
+            PyErr_Format(PyExc_ValueError, "unknown file format %ld", format);
+            goto done;
+        }
+        job.files[k].format = (int)format;
         struct stat st;
         if (stat(job.files[k].path, &st) < 0) {
             PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyList_GET_ITEM(paths, k));
@@ -1937,8 +2055,9 @@ static PyMethodDef Counter_methods[] = {
      "count_column(offsets, offsets64, data, validity, validity_offset, nrows, row_base, source): count the rows of "
      "an Arrow string column (its buffers; offsets from its first row); returns the bytes counted."},
     {"count_files", (PyCFunction)Counter_count_files, METH_VARARGS,
-     "count_files(paths, jsonl_flags, field, block, progress): count the lines of text files and the field of each "
-     "line of .jsonl files, read in blocks by the threads; progress(bytes done) or None. Returns the bytes read."},
+     "count_files(paths, formats, field, block, progress): count the documents of the files, read in blocks by the "
+     "threads: by format (0: each line of a text file, 1: the field of each line of a .jsonl file, 2: each paragraph "
+     "of a text file, 3: the whole text file); progress(bytes done) or None. Returns the bytes read."},
     {"result", (PyCFunction)Counter_result, METH_NOARGS,
      "result() -> (symbols, lengths, counts, characters, control): every distinct chunk in order of first appearance, "
      "as three Buffers (uint8 bytes end to end, int32 lengths, int64 counts), the text's characters and its control "

@@ -6,8 +6,9 @@ threads without the GIL and gives every distinct chunk, in order of first appear
 flat buffers (:class:`ChunkCounts`) that the merge loop takes as they are: no Python object per
 chunk from counting to the last merge. Inputs:
 
-* files (text, ``.jsonl``, ``.parquet``; see text_files.py), read in blocks by the threads
-  (a parquet column through pyarrow, as Arrow buffers);
+* files (text cut into lines, paragraphs or whole files, ``.jsonl``, ``.parquet``; see
+  text_files.py), read in blocks by the threads (a parquet column through pyarrow, as Arrow
+  buffers);
 * a ``datasets.Dataset``: its Arrow column, without a str per row;
 * a str, or any iterable of str: in batches of about 8 MB.
 
@@ -26,7 +27,7 @@ from typing import Any
 from .chunk_counting import document_batches
 from .patterns import native_scanner
 from .progress import progress_bar
-from .text_files import PARQUET, TEXT, file_kind, iter_file_documents, parquet_text_arrays
+from .text_files import DOC_MODES, JSONL, PARQUET, check_doc_mode, file_kind, iter_file_documents, parquet_text_arrays
 from .worker_pool import available_cpus
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
@@ -105,16 +106,18 @@ def count_native(
     num_threads: int | None = None,
     progress: bool | None = None,
     text_column: str = "text",
+    docs: str = "line",
 ) -> ChunkCounts:
-    """Count the chunks of ``files`` (checked paths; see text_files.py) or of ``source`` (a str,
-    an iterable of str, or a ``datasets.Dataset``) with the C kernel. Call only when
-    :func:`available` says so."""
+    """Count the chunks of ``files`` (checked paths; text files cut into documents by ``docs``,
+    see text_files.py) or of ``source`` (a str, an iterable of str, or a ``datasets.Dataset``)
+    with the C kernel. Call only when :func:`available` says so."""
+    check_doc_mode(docs)
     counter = _kernel.Counter(native_scanner(pattern), max(1, num_threads or available_cpus()))
     total = sum(os.path.getsize(path) for path in files) if files is not None else None
     bar = progress_bar(desc="counting chunks", total=total, unit="MB", enabled=progress, scale=1 / 1e6)
     try:
         if files is not None:
-            _count_files(counter, files, text_column, bar)
+            _count_files(counter, files, text_column, docs, bar)
         elif is_arrow_dataset(source):
             _count_dataset(counter, source, text_column, bar)
         else:
@@ -132,7 +135,12 @@ def collected(counter: Any) -> ChunkCounts:
                        characters=characters, control=control)
 
 
-def _count_files(counter: Any, paths: list[str], text_column: str, bar: Any) -> None:
+def _file_format(path: str, docs: str) -> int:
+    """How the kernel reads ``path`` (``count_files``' formats: text lines, .jsonl, paragraphs, whole)."""
+    return 1 if file_kind(path) == JSONL else (0, 2, 3)[DOC_MODES.index(docs)]
+
+
+def _count_files(counter: Any, paths: list[str], text_column: str, docs: str, bar: Any) -> None:
     """Runs of text and .jsonl files in one call each (their blocks on the threads); parquet
     files column batch by column batch. The kernel numbers its work across calls, in order. The
     bar moves by file bytes (a parquet file's by the share of its rows counted)."""
@@ -150,14 +158,14 @@ def _count_files(counter: Any, paths: list[str], text_column: str, bar: Any) -> 
         nonlocal done
         if run:
             start = done
-            counter.count_files(run, [file_kind(path) != TEXT for path in run], field, 0, lambda n: move_to(start + n))
+            counter.count_files(run, [_file_format(path, docs) for path in run], field, 0, lambda n: move_to(start + n))
             done = start + sum(os.path.getsize(path) for path in run)
             move_to(done)
             run.clear()
 
     for path in paths:
         if file_kind(path) != PARQUET and not _kernel.READS_FILES:  # (no POSIX threads: read here)
-            for batch in document_batches(iter_file_documents([path], text_column), _BATCH_CHARS):
+            for batch in document_batches(iter_file_documents([path], text_column, docs), _BATCH_CHARS):
                 counter.count_texts(batch)
             done += os.path.getsize(path)
             move_to(done)

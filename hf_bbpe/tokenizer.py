@@ -566,14 +566,17 @@ class Tokenizer:
         num_workers: int | None = None,
         progress: bool | None = None,
         text_column: str = "text",
+        docs: str = "line",
     ) -> None:
         """Learn ``vocab_size - 256`` merges from a str, an iterable of documents, or files.
 
         ``files=`` (a path or a list: text files, ``.jsonl``, ``.parquet``, as ``tokenizers``'
         ``train(files=...)`` takes them; ``pathlib.Path`` objects given as ``text`` are files
         too, a str never is): each line of a text file is a document, as ``open(f)`` yields it
-        (with ``\r`` kept as it is), each record's ``text_column`` of a ``.jsonl`` or
-        ``.parquet`` file is one (see text_files.py). A Hugging Face ``datasets.Dataset`` or
+        (with ``\r`` kept as it is), or with ``docs="paragraph"`` each paragraph (lines up to
+        a run of blank lines, as :func:`hf_bbpe.paragraphs` cuts them), or with ``docs="file"``
+        the whole file; each record's ``text_column`` of a ``.jsonl`` or ``.parquet`` file is
+        one (see text_files.py). A Hugging Face ``datasets.Dataset`` or
         streaming ``IterableDataset`` is read in batches (column ``text_column``); a
         ``ray.data.Dataset`` is counted on its Ray cluster (the same column; see
         ``hf_bbpe.distributed``).
@@ -584,7 +587,7 @@ class Tokenizer:
         processes. See :func:`train_from_counts` for the rest.
         """
         train_tokenizer(self, text, vocab_size, verbose, files=files, tie_break=tie_break, min_frequency=min_frequency,
-                        num_workers=num_workers, progress=progress, text_column=text_column)
+                        num_workers=num_workers, progress=progress, text_column=text_column, docs=docs)
 
     def train_from_counts(
         self,
@@ -619,6 +622,7 @@ class Tokenizer:
         num_workers: int | None = None,
         progress: bool | None = None,
         text_column: str = "text",
+        docs: str = "line",
     ) -> Tokenizer:
         """A new tokenizer with up to ``num_new_merges`` merges learned on top of this one's.
 
@@ -630,11 +634,12 @@ class Tokenizer:
         old ones, text in which no new merge applies encodes exactly as before. The mode is kept:
         in ``"ranks"`` mode the new tokens join the vocabulary, and text that does not contain
         a new token's bytes encodes exactly as before (tiktoken's rule only builds a token from
-        its own bytes). The corpus is ``text`` or ``files=``, as :meth:`train` takes them.
+        its own bytes). The corpus is ``text`` or ``files=`` (cut by ``docs``), as :meth:`train`
+        takes them.
         """
         return extend_tokenizer(self, text, num_new_merges, verbose, files=files, tie_break=tie_break,
                                 min_frequency=min_frequency, num_workers=num_workers, progress=progress,
-                                text_column=text_column)
+                                text_column=text_column, docs=docs)
 
     def _reset_to_bytes(self) -> None:
         """Training's start: the 256 byte tokens, no merges (special tokens keep their ids)."""

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .chunk_counting import count_chunks, warn_if_mostly_control
 from .native_counting import ChunkCounts, available, count_native, is_arrow_dataset
 from .progress import progress_bar
-from .text_files import iter_file_documents, training_files
+from .text_files import check_doc_mode, iter_file_documents, training_files
 from .trainer import train_flat_merges, train_merges
 
 if TYPE_CHECKING:
@@ -49,10 +49,11 @@ def train_tokenizer(
     num_workers: int | None = None,
     progress: bool | None = None,
     text_column: str = "text",
+    docs: str = "line",
 ) -> None:
     """``tok.train``: count the chunks of ``text`` or ``files``, then :func:`train_tokenizer_from_counts`."""
     check_vocab_size(vocab_size)
-    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files)
+    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs)
     train_tokenizer_from_counts(tok, counts, vocab_size, verbose, tie_break=tie_break,
                                 min_frequency=min_frequency, progress=progress, consume=True)
 
@@ -106,11 +107,12 @@ def extend_tokenizer(
     num_workers: int | None = None,
     progress: bool | None = None,
     text_column: str = "text",
+    docs: str = "line",
 ) -> Tokenizer:
     """``tok.extend``: a copy of ``tok`` with up to ``num_new_merges`` merges learned on top."""
     if not isinstance(num_new_merges, int):
         raise TypeError(f"num_new_merges must be an int, got {num_new_merges!r}")
-    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files)
+    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs)
     warn_if_mostly_control(counts, stacklevel=4)
     words: list[list[int]] = []
     weights: list[int] = []
@@ -128,14 +130,16 @@ def extend_tokenizer(
 
 def chunk_counts(
     tok: Tokenizer, text: Any, num_workers: int | None, progress: bool | None, tie_break: str, text_column: str,
-    *, files: Any = None,
+    *, files: Any = None, docs: str = "line",
 ) -> dict[str, int] | ChunkCounts:
     """The chunk counts of training text or files: with the C kernel where it splits the
     tokenizer's chunking, else in this machine's processes, or on Ray for a Ray Dataset.
 
     ``files`` (a path or several) or a ``text`` that is an ``os.PathLike`` or a list of them are
-    files (see text_files.py); a str is always text. ``num_workers``: the kernel's threads, or
-    the processes of the other paths (default: the CPUs available)."""
+    files (see text_files.py; ``docs`` says how text files are cut into documents); a str is
+    always text. ``num_workers``: the kernel's threads, or the processes of the other paths
+    (default: the CPUs available)."""
+    check_doc_mode(docs)
     files = training_paths(text, files)
     spec = tok._chunking_spec()
     native = isinstance(spec, str) and available(spec) and not _is_ray_dataset(text)
@@ -143,9 +147,9 @@ def chunk_counts(
         text = hf_dataset_texts(text, text_column)
     if native:
         return count_native(text, spec, files=files, num_threads=num_workers, progress=progress,
-                            text_column=text_column)
+                            text_column=text_column, docs=docs)
     if files is not None:
-        text = iter_file_documents(files, text_column)
+        text = iter_file_documents(files, text_column, docs)
     if not _is_ray_dataset(text):
         return count_chunks(text, spec, num_workers=num_workers, progress=progress)
     if tie_break == "first_occurrence":

@@ -11,7 +11,7 @@ import pytest
 from hf_bbpe import RegexTokenizer, Tokenizer
 from hf_bbpe.cli.main import build_parser
 from hf_bbpe.cli.commands import COMMANDS
-from hf_bbpe.cli.text_input import iter_documents
+from hf_bbpe.cli.text_input import iter_documents, train_on_inputs
 from tests.support.cli import CLI, MIX, TAYLOR, assert_one_line_error, cli_env, run_cli
 
 SUBCOMMANDS = ["train", "encode", "encode-corpus", "decode", "convert", "inspect", "view", "compare", "app", "audit", "extend",
@@ -71,6 +71,19 @@ def test_train_takes_each_tie_break(tmp_path):
         ref.train(iter_documents([str(TAYLOR)], "paragraph"), 400, tie_break=rule, progress=False)
         assert learned[rule] == ref.merges, rule
     assert list(learned["huggingface"].items()) != list(learned["smallest_pair"].items())
+
+
+def test_train_hands_text_files_to_the_counting_threads_in_every_docs_mode():
+    """Paragraphs (the default), lines and whole files: the engine gets the files themselves, which
+    the C counter's threads read and cut (tests/engine/test_native_counting.py holds its paragraphs
+    to hf_bbpe.paragraphs); only stdin is read in Python."""
+    parser = build_parser()
+    for mode in ("paragraph", "line", "file"):
+        args = parser.parse_args(["train", str(TAYLOR), "--vocab-size", "300", "--out", "x", "--docs", mode])
+        calls = []
+        train_on_inputs(lambda text, size, **options: calls.append((text, options)), [str(TAYLOR)], args, 300)
+        assert calls[0][0] is None and calls[0][1]["files"] == [str(TAYLOR)] and calls[0][1]["docs"] == mode
+    assert build_parser().parse_args(["train", "f", "--vocab-size", "300", "--out", "x"]).docs == "paragraph"
 
 
 def test_train_on_lines_jsonl_and_parquet_equals_the_library_on_files(tmp_path):
