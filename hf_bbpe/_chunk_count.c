@@ -2869,46 +2869,59 @@ static void heap_sift(PartHeap *h, int i) {
     }
 }
 
-/* The sorted partition files merged by key into the counts file's sections (fd, their offsets). */
-static int write_sections(Spill *s, int fd, uint64_t at_counts, uint64_t at_lengths, uint64_t at_symbols,
-                          TextTally *text) {
-    int nparts = (int)s->parts, failed = 0, err = 0;
-    PartHeap h = {calloc((size_t)(nparts ? nparts : 1), sizeof(PartReader)),
-                  malloc((size_t)(nparts ? nparts : 1) * sizeof(int)), 0};
-    for (int k = 0; h.readers && k < nparts; k++) h.readers[k].fd = -1;
-    SectionWriter out[3] = {{fd, at_counts, malloc(1 << 20), 0}, {fd, at_lengths, malloc(1 << 20), 0},
-                            {fd, at_symbols, malloc(1 << 20), 0}};
-    if (!h.readers || !h.heap || !out[0].buf || !out[1].buf || !out[2].buf) failed = 1, err = ENOMEM;
-    for (int k = 0; k < nparts && !failed; k++) {
-        char path[4096];
-        spill_path(path, sizeof path, s, "part", k);
+#define MERGE_FAN_IN 128 /* sorted files merged at once: bounds the open files and their buffers */
+
+/* Sorted partition files part-first .. part-(first + count - 1) merged by key, each removed once
+ * read: into the counts file's three sections (out[3], text tallied, *written counted), or, when
+ * out is NULL, into a new sorted partition file (part-N, N from s->parts). */
+static int merge_parts(Spill *s, int64_t first, int count, SectionWriter *out, TextTally *text, uint64_t *written) {
+    int failed = 0, err = 0;
+    PartHeap h = {calloc((size_t)(count ? count : 1), sizeof(PartReader)), malloc((size_t)(count ? count : 1) * sizeof(int)), 0};
+    SectionWriter file = {-1, 0, NULL, 0};
+    char path[4096];
+    if (!h.readers || !h.heap) failed = 1, err = ENOMEM;
+    for (int k = 0; h.readers && k < count; k++) h.readers[k].fd = -1;
+    if (!out && !failed) {
+        spill_path(path, sizeof path, s, "part", ATOMIC_NEXT(&s->parts));
+        file.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        file.buf = malloc(1 << 20);
+        if (file.fd < 0 || !file.buf) failed = 1, err = file.fd < 0 ? errno : ENOMEM;
+    }
+    for (int k = 0; k < count && !failed; k++) {
+        spill_path(path, sizeof path, s, "part", first + k);
         PartReader *pr = &h.readers[k];
         pr->fd = open(path, O_RDONLY);
         if (pr->fd < 0) {
             failed = 1, err = errno;
             break;
         }
+        unlink(path); /* (its blocks are freed when it is closed) */
         int got = part_next(pr);
         if (got < 0) failed = 1, err = errno;
         else if (got) h.heap[h.n++] = k;
     }
     for (int i = h.n / 2 - 1; i >= 0 && !failed; i--) heap_sift(&h, i);
-    uint64_t written = 0;
     while (h.n > 0 && !failed) {
         PartReader *pr = &h.readers[h.heap[0]];
-        int64_t count = (int64_t)pr->r.count;
-        int32_t len = (int32_t)pr->r.len;
-        if (pr->r.len > INT32_MAX || pr->r.count > INT64_MAX) {
-            failed = 1, err = EOVERFLOW;
+        if (out) {
+            int64_t n = (int64_t)pr->r.count;
+            int32_t len = (int32_t)pr->r.len;
+            if (pr->r.len > INT32_MAX || pr->r.count > INT64_MAX) {
+                failed = 1, err = EOVERFLOW;
+                break;
+            }
+            tally_text(text, pr->r.chunk, pr->r.len, pr->r.count);
+            failed = section_put(&out[0], &n, 8) < 0 || section_put(&out[1], &len, 4) < 0 ||
+                     section_put(&out[2], pr->r.chunk, pr->r.len) < 0;
+            (*written)++;
+        } else {
+            uint8_t head[RECORD_HEAD], *e = put_varint(put_varint(put_varint(put_varint(head, pr->r.unit), pr->r.number), pr->r.count), pr->r.len);
+            failed = section_put(&file, head, (size_t)(e - head)) < 0 || section_put(&file, pr->r.chunk, pr->r.len) < 0;
+        }
+        if (failed) {
+            err = errno;
             break;
         }
-        tally_text(text, pr->r.chunk, pr->r.len, pr->r.count);
-        if (section_put(&out[0], &count, 8) < 0 || section_put(&out[1], &len, 4) < 0 ||
-            section_put(&out[2], pr->r.chunk, pr->r.len) < 0) {
-            failed = 1, err = errno;
-            break;
-        }
-        written++;
         int got = part_next(pr);
         if (got < 0) {
             failed = 1, err = errno;
@@ -2917,17 +2930,51 @@ static int write_sections(Spill *s, int fd, uint64_t at_counts, uint64_t at_leng
         if (!got) h.heap[0] = h.heap[--h.n];
         if (h.n) heap_sift(&h, 0);
     }
-    for (int k = 0; k < 3 && !failed; k++)
-        if (section_flush(&out[k]) < 0) failed = 1, err = errno;
-    if (!failed && written != s->chunks) failed = 1, err = EIO;
-    for (int k = 0; h.readers && k < nparts; k++) {
+    if (!out && file.fd >= 0) {
+        if (!failed && section_flush(&file) < 0) failed = 1, err = errno;
+        if (close(file.fd) < 0 && !failed) failed = 1, err = errno;
+    }
+    free(file.buf);
+    for (int k = 0; h.readers && k < count; k++) {
         if (h.readers[k].fd >= 0) close(h.readers[k].fd);
         free(h.readers[k].buf);
     }
     free(h.readers);
     free(h.heap);
-    for (int k = 0; k < 3; k++) free(out[k].buf);
     if (failed) spill_fail(s, err);
+    return failed ? -1 : 0;
+}
+
+/* The sorted partition files merged by key into the counts file's sections (fd, their offsets):
+ * MERGE_FAN_IN files at a time into new sorted files while there are more than that, then all of
+ * them into the sections. */
+static int write_sections(Spill *s, int fd, uint64_t at_counts, uint64_t at_lengths, uint64_t at_symbols,
+                          TextTally *text) {
+    int64_t first = 0;
+    while (s->parts - first > MERGE_FAN_IN) {
+        int64_t end = s->parts; /* (the files this round makes come after end) */
+        for (; first < end; first += MERGE_FAN_IN) {
+            int count = (int)(end - first < MERGE_FAN_IN ? end - first : MERGE_FAN_IN);
+            if (merge_parts(s, first, count, NULL, NULL, NULL) < 0) return -1;
+        }
+        first = end;
+    }
+    SectionWriter out[3] = {{fd, at_counts, malloc(1 << 20), 0}, {fd, at_lengths, malloc(1 << 20), 0},
+                            {fd, at_symbols, malloc(1 << 20), 0}};
+    uint64_t written = 0;
+    int failed = !out[0].buf || !out[1].buf || !out[2].buf;
+    if (failed) spill_fail(s, ENOMEM);
+    if (!failed) failed = merge_parts(s, first, (int)(s->parts - first), out, text, &written) < 0;
+    for (int k = 0; k < 3 && !failed; k++)
+        if (section_flush(&out[k]) < 0) {
+            spill_fail(s, errno);
+            failed = 1;
+        }
+    if (!failed && written != s->chunks) {
+        spill_fail(s, EIO);
+        failed = 1;
+    }
+    for (int k = 0; k < 3; k++) free(out[k].buf);
     return failed ? -1 : 0;
 }
 

@@ -145,3 +145,22 @@ def test_a_spill_folder_that_cannot_be_written_is_named(tmp_path, tiny_limits, m
     with pytest.raises(FileNotFoundError, match="gone"):
         count_native(None, NATIVE_PATTERNS["gpt4"], files=[str(SWIFT)], num_threads=2, progress=False,
                      max_memory="1G")
+
+
+def test_the_final_merge_keeps_few_files_open(tmp_path, tiny_limits):
+    """Partitions split again and again make thousands of sorted files; they are merged 128 at a
+    time, so counting works with 200 open files allowed (merging them all at once needed one
+    each, and failed with 'Too many open files')."""
+    import resource
+
+    tiny_limits(tables=3000, table=1 << 12)
+    pattern = NATIVE_PATTERNS["gpt2"]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(200, hard), hard))
+    try:
+        got = count_native(None, pattern, files=[str(SWIFT), str(MIX)], num_threads=2, progress=False,
+                           max_memory="1G", spill_dir=tmp_path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert_same(distinct(got), distinct(count_native(None, pattern, files=[str(SWIFT), str(MIX)], num_threads=2,
+                                                     progress=False)))
