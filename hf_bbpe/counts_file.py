@@ -1,4 +1,4 @@
-"""Chunk counts in a file: counted once (``hf-bbpe count``, ``Tokenizer.count_chunks(out=...)``),
+"""Chunk counts in a file: counted once (``Tokenizer.count_chunks(out=...)``),
 trained from again at other vocab sizes (``train_from_counts(path)``) without counting again.
 
 The file holds the three flat buffers of :class:`~native_counting.ChunkCounts`, chunks in order of
@@ -163,7 +163,7 @@ def load_counts(path: str | os.PathLike) -> ChunkCounts:
 def _checked_header(fd: int, name: str) -> dict[str, Any]:
     prefix = os.pread(fd, _PREFIX.size, 0)
     if len(prefix) < len(MAGIC) or not prefix.startswith(MAGIC):
-        raise ValueError(f"{name}: not a chunk counts file (hf-bbpe count writes them)")
+        raise ValueError(f"{name}: not a chunk counts file (Tokenizer.count_chunks(out=...) writes them)")
     if len(prefix) < _PREFIX.size:
         raise ValueError(f"{name}: cut short: it holds {len(prefix)} bytes, not even its header; write it again")
     _, version, length, header_crc, *crcs = _PREFIX.unpack(prefix)

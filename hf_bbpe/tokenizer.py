@@ -608,7 +608,7 @@ class Tokenizer:
         Count the chunks with any engine (e.g. a map-reduce over ``pattern``), then call this.
         For ``tie_break="first_occurrence"`` the mapping must be in order of first appearance.
         ``counts`` may also be the C kernel's :class:`~native_counting.ChunkCounts`, or the path
-        of a counts file (:meth:`count_chunks` with ``out=``, or ``hf-bbpe count``), which is
+        of a counts file (written by :meth:`count_chunks` with ``out=``), which is
         mapped, not read, and must have been counted with this tokenizer's split pattern.
         Special tokens already registered keep their ids; merges skip them.
         """

@@ -205,7 +205,8 @@ def train_on_inputs(learn: Callable[..., Any], paths: list[str], args: argparse.
     with stdin the documents read here. An error about a file names it and its line, as a
     one-line CommandError."""
     options = {"tie_break": args.tie_break, "min_frequency": args.min_frequency, "num_workers": args.workers,
-               "progress": False if args.no_progress else None, "text_column": args.text_column}
+               "progress": False if args.no_progress else None, "text_column": args.text_column,
+               "max_memory": args.max_memory}
     try:
         if STDIN not in paths:
             if not any(os.path.getsize(path) for path in paths):
