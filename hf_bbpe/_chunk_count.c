@@ -1763,6 +1763,53 @@ static int compare_keys(const void *a, const void *b) {
 
 static int merge_sections(MergeJob *job, Section *secs, int nsecs, int shift);
 
+/* visit(ctx, record) for each record of the sections, in order, each section read whole into
+ * *buf. 0, or -1 with errno set: a section that cannot be read, a record cut short, or visit's
+ * own failure. */
+static int each_record(const Spill *s, const Section *secs, int nsecs, uint8_t **buf, size_t *cap,
+                       int (*visit)(void *ctx, const SpillRecord *r), void *ctx) {
+    for (int k = 0; k < nsecs; k++) {
+        if (read_section(s, &secs[k], buf, cap) < 0) return -1;
+        const uint8_t *p = *buf, *end = *buf + secs[k].size;
+        SpillRecord r;
+        while (p < end) {
+            if (get_record(&p, end, &r) < 0) {
+                errno = EIO;
+                return -1;
+            }
+            if (visit(ctx, &r) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* split_sections' visit: a record's size into its sub-partition (pass 0), or the record into
+ * the run file (pass 1). */
+typedef struct {
+    int next, pass;
+    uint64_t *sizes;
+    RunWriter *w;
+} SplitVisit;
+
+static int split_visit(void *ctx, const SpillRecord *r) {
+    SplitVisit *v = ctx;
+    int part = (int)((hash_bytes(r->chunk, r->len) >> v->next) & (SPILL_PARTS - 1));
+    if (v->pass == 0) {
+        v->sizes[part] += record_size(r);
+        return 0;
+    }
+    return run_record(v->w, part, r);
+}
+
+static int merge_visit(void *ctx, const SpillRecord *r) {
+    if (merge_table_add(ctx, r) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+
 /* A partition too large for the budget: its records split by the next SPILL_BITS bits of the hash
  * into a new run file, whose sections are then merged one by one. */
 static int split_sections(MergeJob *job, Section *secs, int nsecs, int shift) {
@@ -1774,24 +1821,8 @@ static int split_sections(MergeJob *job, Section *secs, int nsecs, int shift) {
     int64_t number = ATOMIC_NEXT(&s->splits);
     int next = shift + SPILL_BITS, opened = 0, failed = 0;
     for (int pass = 0; pass < 2 && !failed; pass++) {
-        for (int k = 0; k < nsecs && !failed; k++) {
-            if (read_section(job->spill, &secs[k], &buf, &cap) < 0) {
-                failed = 1;
-                break;
-            }
-            const uint8_t *p = buf, *end = buf + secs[k].size;
-            SpillRecord r;
-            while (p < end && !failed) {
-                if (get_record(&p, end, &r) < 0) {
-                    errno = EIO;
-                    failed = 1;
-                    break;
-                }
-                int part = (int)((hash_bytes(r.chunk, r.len) >> next) & (SPILL_PARTS - 1));
-                if (pass == 0) sizes[part] += record_size(&r);
-                else failed = run_record(&w, part, &r) < 0;
-            }
-        }
+        SplitVisit visit = {next, pass, sizes, &w};
+        failed = each_record(s, secs, nsecs, &buf, &cap, split_visit, &visit) < 0;
         if (pass == 0 && !failed) {
             failed = run_open(&w, s, "split", number, sizes) < 0;
             opened = !failed;
@@ -1834,23 +1865,9 @@ static int merge_sections(MergeJob *job, Section *secs, int nsecs, int shift) {
     size_t cap = 0;
     KeyedRecord *order = NULL;
     int failed = !m.slots, err = ENOMEM, fd = -1;
-    for (int k = 0; k < nsecs && !failed; k++) {
-        if (read_section(job->spill, &secs[k], &buf, &cap) < 0) {
-            err = errno;
-            failed = 1;
-            break;
-        }
-        const uint8_t *p = buf, *end = buf + secs[k].size;
-        SpillRecord r;
-        while (p < end && !failed) {
-            if (get_record(&p, end, &r) < 0) {
-                err = EIO;
-                failed = 1;
-            } else if (merge_table_add(&m, &r) < 0) {
-                err = ENOMEM;
-                failed = 1;
-            }
-        }
+    if (!failed && each_record(s, secs, nsecs, &buf, &cap, merge_visit, &m) < 0) {
+        err = errno;
+        failed = 1;
     }
     free(buf);
     if (!failed) {
