@@ -153,38 +153,43 @@ static inline uint64_t *table_slot(const Table *t, const uint8_t *p, uint64_t n,
     }
 }
 
-/* Twice the slots. A slot's tag is the top bits of its chunk's hash, where its first slot comes
- * from: up to 2**TAG_BITS slots, the slots are read in order and written nearly in order (first
- * slots keep their order); past that, every record is hashed again, walking the arena. */
-static int table_grow(Table *t) {
-    int bits = t->bits + 1;
-    uint64_t mask = t->mask * 2 + 1;
+/* Twice the slots of an open-addressing table over arena[0:len), whose records are `head` bytes
+ * and then a count and its chunk (record_chunk's layout). A slot's tag is the top bits of its
+ * chunk's hash, where its first slot comes from: up to 2**TAG_BITS slots, the slots are read in
+ * order and written nearly in order (first slots keep their order); past that, every record is
+ * hashed again, walking the arena. */
+static int slots_grow(uint64_t **slots_io, uint64_t *mask_io, int *bits_io, const uint8_t *arena, uint64_t len,
+                      uint64_t head) {
+    int bits = *bits_io + 1;
+    uint64_t old_mask = *mask_io, mask = old_mask * 2 + 1, *old = *slots_io;
     uint64_t *slots = calloc(mask + 1, sizeof(uint64_t));
     if (!slots) return -1;
     if (bits <= TAG_BITS) {
-        for (uint64_t j = 0; j <= t->mask; j++) {
-            uint64_t s = t->slots[j];
+        for (uint64_t j = 0; j <= old_mask; j++) {
+            uint64_t s = old[j];
             if (!s) continue;
             uint64_t i = (s >> TAG_SHIFT) >> (TAG_BITS - bits);
             while (slots[i]) i = (i + 1) & mask;
             slots[i] = s;
         }
     } else {
-        for (uint64_t off = 0; off < t->len;) {
-            uint64_t len;
-            const uint8_t *q = record_chunk(t->arena + off, &len);
-            uint64_t h = hash_bytes(q, len), i = h >> (64 - bits);
+        for (uint64_t off = 0; off < len;) {
+            uint64_t n;
+            const uint8_t *q = record_chunk(arena + off + head, &n);
+            uint64_t h = hash_bytes(q, n), i = h >> (64 - bits);
             while (slots[i]) i = (i + 1) & mask;
             slots[i] = (h >> TAG_SHIFT) << TAG_SHIFT | (off + 1);
-            off = (uint64_t)(q - t->arena) + len;
+            off = (uint64_t)(q - arena) + n;
         }
     }
-    free(t->slots);
-    t->slots = slots;
-    t->mask = mask;
-    t->bits = bits;
+    free(old);
+    *slots_io = slots;
+    *mask_io = mask;
+    *bits_io = bits;
     return 0;
 }
+
+static int table_grow(Table *t) { return slots_grow(&t->slots, &t->mask, &t->bits, t->arena, t->len, 0); }
 
 #define TABLE_FULL UINT64_MAX /* table_add: the table must spill first (its limit) */
 
@@ -1692,23 +1697,8 @@ static int merge_table_add(MergeTable *m, const SpillRecord *r) {
     m->slots[i] = tag << TAG_SHIFT | (m->len + 1);
     m->len = (uint64_t)(q - m->arena) + r->len;
     m->symbols += r->len;
-    if (++m->n * 10 > (m->mask + 1) * 7) { /* twice the slots */
-        uint64_t mask = m->mask * 2 + 1;
-        uint64_t *slots = calloc(mask + 1, sizeof(uint64_t));
-        if (!slots) return -1;
-        for (uint64_t off = 0; off < m->len;) {
-            uint64_t len;
-            const uint8_t *c = record_chunk(m->arena + off + 16, &len);
-            uint64_t hh = hash_bytes(c, len), j = hh >> (64 - m->bits - 1);
-            while (slots[j]) j = (j + 1) & mask;
-            slots[j] = (hh >> TAG_SHIFT) << TAG_SHIFT | (off + 1);
-            off = (uint64_t)(c - m->arena) + len;
-        }
-        free(m->slots);
-        m->slots = slots;
-        m->mask = mask;
-        m->bits++;
-    }
+    if (++m->n * 10 > (m->mask + 1) * 7 && slots_grow(&m->slots, &m->mask, &m->bits, m->arena, m->len, 16) < 0)
+        return -1;
     return 0;
 }
 
