@@ -75,6 +75,8 @@ typedef struct {
     int64_t unit;          /* the unit's number in input order */
 } Segment;
 
+typedef struct Spill Spill;
+
 typedef struct {
     uint64_t *slots;
     uint64_t mask;    /* slots - 1 */
@@ -85,6 +87,10 @@ typedef struct {
     uint64_t len, cap;
     Segment *segs;
     size_t nsegs, capsegs;
+    /* spilling (see Spill): a table with a limit spills to disk rather than grow past it */
+    uint64_t limit;    /* bytes of slots and arena it may hold (0: no limit) */
+    uint64_t seq_base; /* records it spilled before: a record's number is seq_base + its rank in the arena */
+    Spill *spill;
 } Table;
 
 static inline uint64_t load_count(const uint8_t *record) {
@@ -107,16 +113,22 @@ static inline const uint8_t *record_chunk(const uint8_t *record, uint64_t *len) 
     return q;
 }
 
-static int table_init(Table *t) {
+/* An empty table (small when its limit is small: tests spill after a few records). */
+static int table_init_limited(Table *t, uint64_t limit, Spill *spill) {
     memset(t, 0, sizeof *t);
-    t->bits = 16;
+    int small = limit && limit < (UINT64_C(1) << 24);
+    t->bits = small ? 6 : 16;
     t->mask = ((uint64_t)1 << t->bits) - 1;
     t->slots = calloc(t->mask + 1, sizeof(uint64_t));
-    t->cap = 1 << 20;
+    t->cap = small ? 1 << 10 : 1 << 20;
     t->arena = malloc(t->cap);
+    t->limit = limit;
+    t->spill = spill;
     if (!t->slots || !t->arena) return -1;
     return 0;
 }
+
+static int table_init(Table *t) { return table_init_limited(t, 0, NULL); }
 
 static void table_free(Table *t) {
     free(t->slots);
@@ -141,41 +153,49 @@ static inline uint64_t *table_slot(const Table *t, const uint8_t *p, uint64_t n,
     }
 }
 
-/* Twice the slots. A slot's tag is the top bits of its chunk's hash, where its first slot comes
- * from: up to 2**TAG_BITS slots, the slots are read in order and written nearly in order (first
- * slots keep their order); past that, every record is hashed again, walking the arena. */
-static int table_grow(Table *t) {
-    int bits = t->bits + 1;
-    uint64_t mask = t->mask * 2 + 1;
+/* Twice the slots of an open-addressing table over arena[0:len), whose records are `head` bytes
+ * and then a count and its chunk (record_chunk's layout). A slot's tag is the top bits of its
+ * chunk's hash, where its first slot comes from: up to 2**TAG_BITS slots, the slots are read in
+ * order and written nearly in order (first slots keep their order); past that, every record is
+ * hashed again, walking the arena. */
+static int slots_grow(uint64_t **slots_io, uint64_t *mask_io, int *bits_io, const uint8_t *arena, uint64_t len,
+                      uint64_t head) {
+    int bits = *bits_io + 1;
+    uint64_t old_mask = *mask_io, mask = old_mask * 2 + 1, *old = *slots_io;
     uint64_t *slots = calloc(mask + 1, sizeof(uint64_t));
     if (!slots) return -1;
     if (bits <= TAG_BITS) {
-        for (uint64_t j = 0; j <= t->mask; j++) {
-            uint64_t s = t->slots[j];
+        for (uint64_t j = 0; j <= old_mask; j++) {
+            uint64_t s = old[j];
             if (!s) continue;
             uint64_t i = (s >> TAG_SHIFT) >> (TAG_BITS - bits);
             while (slots[i]) i = (i + 1) & mask;
             slots[i] = s;
         }
     } else {
-        for (uint64_t off = 0; off < t->len;) {
-            uint64_t len;
-            const uint8_t *q = record_chunk(t->arena + off, &len);
-            uint64_t h = hash_bytes(q, len), i = h >> (64 - bits);
+        for (uint64_t off = 0; off < len;) {
+            uint64_t n;
+            const uint8_t *q = record_chunk(arena + off + head, &n);
+            uint64_t h = hash_bytes(q, n), i = h >> (64 - bits);
             while (slots[i]) i = (i + 1) & mask;
             slots[i] = (h >> TAG_SHIFT) << TAG_SHIFT | (off + 1);
-            off = (uint64_t)(q - t->arena) + len;
+            off = (uint64_t)(q - arena) + n;
         }
     }
-    free(t->slots);
-    t->slots = slots;
-    t->mask = mask;
-    t->bits = bits;
+    free(old);
+    *slots_io = slots;
+    *mask_io = mask;
+    *bits_io = bits;
     return 0;
 }
 
-/* Count one occurrence of chunk p[0:n] (hash h): the offset + 1 of its record, or 0 when out of
- * memory. */
+static int table_grow(Table *t) { return slots_grow(&t->slots, &t->mask, &t->bits, t->arena, t->len, 0); }
+
+#define TABLE_FULL UINT64_MAX /* table_add: the table must spill first (its limit) */
+
+/* Count one occurrence of chunk p[0:n] (hash h): the offset + 1 of its record, 0 when out of
+ * memory, or TABLE_FULL when a new record would make it grow past its limit (it then holds at
+ * least one record; the slots' growth counts three times their size: old and new side by side). */
 static uint64_t table_add(Table *t, const uint8_t *p, uint64_t n, uint64_t h) {
     uint64_t *slot = table_slot(t, p, n, h);
     if (*slot) {
@@ -183,11 +203,12 @@ static uint64_t table_add(Table *t, const uint8_t *p, uint64_t n, uint64_t h) {
         store_count(record, load_count(record) + 1);
         return *slot & OFFSET_MASK;
     }
-    uint64_t need = t->len + 8 + 10 + n;
+    uint64_t need = t->len + 8 + 10 + n, cap = t->cap;
+    int grow_slots = (t->records + 1) * 10 > (t->mask + 1) * 7;
+    while (cap < need) cap *= 2;
+    if (t->limit && t->records && cap + (t->mask + 1) * 8 * (grow_slots ? 3 : 1) > t->limit) return TABLE_FULL;
     if (need > OFFSET_MASK - 1) return 0;
-    if (need > t->cap) {
-        uint64_t cap = t->cap * 2;
-        while (cap < need) cap *= 2;
+    if (cap > t->cap) {
         uint8_t *arena = realloc(t->arena, cap);
         if (!arena) return 0;
         t->arena = arena;
@@ -208,7 +229,7 @@ static uint64_t table_add(Table *t, const uint8_t *p, uint64_t n, uint64_t h) {
     t->len = (uint64_t)(q - t->arena) + n;
     t->records++;
     t->chunk_bytes += n;
-    if (t->records * 10 > (t->mask + 1) * 7 && table_grow(t) < 0) return 0;
+    if (grow_slots && table_grow(t) < 0) return 0;
     return at + 1;
 }
 
@@ -237,6 +258,252 @@ static inline void front_flush(Table *t, Front *e) {
 
 static void front_flush_all(Table *t, Front *front) {
     for (size_t i = 0; i < (size_t)1 << FRONT_BITS; i++) front_flush(t, &front[i]);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Spilling: counts larger than memory (native_counting.py's max_memory)                       */
+
+/* With a spill folder (Counter.spill_to), a thread's table that would grow past its limit writes
+ * its records to a run file and starts again empty, and after each call all the tables do so when
+ * together they hold more than the counter's limit. A run file holds one table's records in
+ * SPILL_PARTS sections by the low bits of their chunk's hash, each record the varints [unit]
+ * [number][count][length] and the bytes: the unit of its segment, and its number in the table
+ * (seq_base + its rank in the arena), which orders the records of one unit, a unit being counted
+ * into one table, across that table's spills. At the end (merge_spills), each partition of all the
+ * runs is merged alone within the limit (one too large is split again by the next bits of the
+ * hash) into a file of its distinct chunks, each with its summed count and its smallest (unit,
+ * number), sorted by that key; write_spilled merges these files by key into the counts file's
+ * three sections. A chunk's smallest key is its first record in the unit where it first appears,
+ * so the order is the order of first appearance, as merge_tables gives it in memory. */
+#define SPILL_BITS 8
+#define SPILL_PARTS (1 << SPILL_BITS)
+#define SPILL_MAGIC "HFBBPERN" /* a run file: the magic, SPILL_PARTS + 1 section offsets (u64), the sections */
+#define SPILL_HEAD (8 + 8 * (SPILL_PARTS + 1))
+#define SPILL_BUF (1 << 14)    /* bytes of a section kept before they are written */
+#define RECORD_HEAD 40         /* room for a record's four varints */
+
+struct Spill {
+    char *dir;
+    uint64_t limit;        /* bytes the tables may hold together; a partition's merge gets limit / threads */
+    int64_t runs, splits;  /* run files written (run-N), partitions split again (split-N) */
+    int64_t parts;         /* sorted partition files written (part-N) */
+    uint64_t chunks, symbols; /* after merge_spills: the distinct chunks and their bytes */
+    int error;             /* errno of the first failure, or 0 */
+};
+
+static void spill_fail(Spill *s, int err) {
+#if HAVE_THREADS
+    int none = 0;
+    __atomic_compare_exchange_n(&s->error, &none, err ? err : EIO, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+#else
+    if (!s->error) s->error = err ? err : EIO;
+#endif
+}
+
+static inline uint8_t *put_varint(uint8_t *q, uint64_t v) {
+    while (v >= 0x80) {
+        *q++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *q++ = (uint8_t)v;
+    return q;
+}
+
+/* A varint at *p (below end): *p moves past it; -1 when it runs past end or past 64 bits. */
+static inline int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    uint64_t x = 0;
+    for (int shift = 0; *p < end && shift < 64; shift += 7) {
+        uint8_t b = *(*p)++;
+        x |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* One spilled record, parsed: its key, count and bytes. */
+typedef struct {
+    uint64_t unit, number, count, len;
+    const uint8_t *chunk;
+} SpillRecord;
+
+/* The record at *p (below end): *p moves past it; -1 when it is cut (or not a record). */
+static inline int get_record(const uint8_t **p, const uint8_t *end, SpillRecord *r) {
+    if (get_varint(p, end, &r->unit) < 0 || get_varint(p, end, &r->number) < 0 || get_varint(p, end, &r->count) < 0 ||
+        get_varint(p, end, &r->len) < 0 || r->len > (uint64_t)(end - *p))
+        return -1;
+    r->chunk = *p;
+    *p += r->len;
+    return 0;
+}
+
+static inline int key_before(uint64_t unit_a, uint64_t number_a, uint64_t unit_b, uint64_t number_b) {
+    return unit_a < unit_b || (unit_a == unit_b && number_a < number_b);
+}
+
+#if HAVE_THREADS
+static int write_at(int fd, const uint8_t *p, uint64_t n, uint64_t at) {
+    while (n) {
+        ssize_t w = pwrite(fd, p, n > (1u << 30) ? (1u << 30) : (size_t)n, (off_t)at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (uint64_t)w;
+        at += (uint64_t)w;
+    }
+    return 0;
+}
+
+/* A run file being written: a buffer per section, each written at its running offset. */
+typedef struct {
+    int fd;
+    uint64_t at[SPILL_PARTS];
+    uint32_t used[SPILL_PARTS];
+    uint8_t *buf;
+} RunWriter;
+
+static int run_put(RunWriter *w, int part, const uint8_t *p, uint64_t n) {
+    uint8_t *b = w->buf + (size_t)part * SPILL_BUF;
+    if (w->used[part] + n > SPILL_BUF) {
+        if (write_at(w->fd, b, w->used[part], w->at[part]) < 0) return -1;
+        w->at[part] += w->used[part];
+        w->used[part] = 0;
+        if (n > SPILL_BUF) {
+            if (write_at(w->fd, p, n, w->at[part]) < 0) return -1;
+            w->at[part] += n;
+            return 0;
+        }
+    }
+    memcpy(b + w->used[part], p, n);
+    w->used[part] += (uint32_t)n;
+    return 0;
+}
+
+static int run_record(RunWriter *w, int part, const SpillRecord *r) {
+    uint8_t head[RECORD_HEAD], *e = put_varint(put_varint(put_varint(put_varint(head, r->unit), r->number), r->count), r->len);
+    return run_put(w, part, head, (uint64_t)(e - head)) < 0 || run_put(w, part, r->chunk, r->len) < 0 ? -1 : 0;
+}
+
+static inline uint64_t record_size(const SpillRecord *r) {
+    uint8_t head[RECORD_HEAD];
+    return (uint64_t)(put_varint(put_varint(put_varint(put_varint(head, r->unit), r->number), r->count), r->len) - head) + r->len;
+}
+
+static void spill_path(char *out, size_t room, const Spill *s, const char *kind, int64_t number) {
+    snprintf(out, room, "%s/%s-%08lld", s->dir, kind, (long long)number);
+}
+
+/* Open run file kind-number for sections of sizes[part] bytes. -1 (errno set) when that fails. */
+static int run_open(RunWriter *w, const Spill *s, const char *kind, int64_t number, const uint64_t *sizes) {
+    char path[4096];
+    spill_path(path, sizeof path, s, kind, number);
+    memset(w, 0, sizeof *w);
+    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (w->fd < 0) return -1;
+    uint8_t head[SPILL_HEAD];
+    memcpy(head, SPILL_MAGIC, 8);
+    uint64_t at = SPILL_HEAD;
+    for (int p = 0; p <= SPILL_PARTS; p++) {
+        memcpy(head + 8 + 8 * p, &at, 8);
+        if (p < SPILL_PARTS) {
+            w->at[p] = at;
+            at += sizes[p];
+        }
+    }
+    w->buf = malloc((size_t)SPILL_PARTS * SPILL_BUF);
+    if (!w->buf) {
+        errno = ENOMEM;
+        close(w->fd);
+        return -1;
+    }
+    if (write_at(w->fd, head, SPILL_HEAD, 0) < 0) {
+        free(w->buf);
+        close(w->fd);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_close(RunWriter *w) {
+    int failed = 0;
+    for (int p = 0; p < SPILL_PARTS && !failed; p++)
+        failed = w->used[p] && write_at(w->fd, w->buf + (size_t)p * SPILL_BUF, w->used[p], w->at[p]) < 0;
+    int err = errno;
+    free(w->buf);
+    if (close(w->fd) < 0 && !failed) failed = 1, err = errno;
+    errno = err;
+    return failed ? -1 : 0;
+}
+
+/* A table's records (those with a count) into a new run file, in two passes: sizes, then bytes. */
+static int table_write_run(Table *t) {
+    Spill *s = t->spill;
+    uint64_t sizes[SPILL_PARTS] = {0};
+    RunWriter w;
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t number = t->seq_base;
+        for (size_t g = 0; g < t->nsegs; g++) {
+            uint64_t off = t->segs[g].arena_offset, end = g + 1 < t->nsegs ? t->segs[g + 1].arena_offset : t->len;
+            while (off < end) {
+                uint8_t *record = t->arena + off;
+                SpillRecord r = {(uint64_t)t->segs[g].unit, number++, load_count(record), 0, NULL};
+                r.chunk = record_chunk(record, &r.len);
+                off = (uint64_t)(r.chunk - t->arena) + r.len;
+                if (!r.count) continue;
+                int part = (int)(hash_bytes(r.chunk, r.len) & (SPILL_PARTS - 1));
+                if (pass == 0) sizes[part] += record_size(&r);
+                else if (run_record(&w, part, &r) < 0) {
+                    int err = errno;
+                    run_close(&w);
+                    spill_fail(s, err);
+                    return -1;
+                }
+            }
+        }
+        if (pass == 0 && run_open(&w, s, "run", ATOMIC_NEXT(&s->runs), sizes) < 0) {
+            spill_fail(s, errno);
+            return -1;
+        }
+    }
+    if (run_close(&w) < 0) {
+        spill_fail(s, errno);
+        return -1;
+    }
+    return 0;
+}
+#else
+static int table_write_run(Table *t) {
+    spill_fail(t->spill, ENOSYS);
+    return -1;
+}
+#endif
+
+/* Write the table's records to disk and empty it; it goes on with the unit it was counting (a
+ * front cache that points into it is emptied first). -1 when that fails (see Spill.error). */
+static int table_spill(Table *t, Front *front) {
+    if (front) {
+        front_flush_all(t, front);
+        memset(front, 0, sizeof(Front) << FRONT_BITS);
+    }
+    if (!t->records) return 0;
+    if (table_write_run(t) < 0) return -1;
+    Segment *segs = t->segs;
+    size_t capsegs = t->capsegs;
+    int64_t unit = t->nsegs ? segs[t->nsegs - 1].unit : 0;
+    uint64_t seq = t->seq_base + t->records, limit = t->limit;
+    Spill *spill = t->spill;
+    free(t->slots);
+    free(t->arena);
+    int status = table_init_limited(t, limit, spill);
+    t->segs = segs;
+    t->capsegs = capsegs;
+    t->nsegs = segs ? 1 : 0;
+    if (segs) segs[0] = (Segment){0, unit};
+    t->seq_base = seq;
+    if (status < 0) spill_fail(spill, ENOMEM);
+    return status;
 }
 
 /* The front-cache key of chunk p[0:n] (n <= FRONT_MAX): its bytes zero-padded in *w0, *w1, and
@@ -301,7 +568,12 @@ static int tally_step(Tally *y) {
         Front *e = &y->front[old[m].key];
         if (n <= FRONT_MAX && front_hit(t, e, old[m].w0, old[m].w1, n)) continue;
         uint64_t record = table_add(t, old[m].at, n, old[m].h);
-        if (!record) return -1;
+        if (record == TABLE_FULL) { /* (its limit: to disk, then into the emptied table) */
+            if (table_spill(t, y->front) < 0) return -1;
+            e = &y->front[old[m].key];
+            record = table_add(t, old[m].at, n, old[m].h);
+        }
+        if (!record || record == TABLE_FULL) return -1;
         if (n <= FRONT_MAX) {
             if (e->record) front_flush(t, e);
             *e = (Front){old[m].w0, old[m].w1, record, (uint32_t)n, 0};
@@ -724,7 +996,7 @@ static int json_field(JsonScan *j, const uint8_t *line, size_t n, const uint8_t 
 /* Work: units and the threads that take them                                                  */
 
 enum { JOB_TEXTS, JOB_ARROW, JOB_FILES };
-enum { FILE_TEXT, FILE_JSONL };
+enum { FILE_TEXT, FILE_JSONL, FILE_PARAGRAPHS, FILE_WHOLE }; /* (count_files' formats, as native_counting.py numbers them) */
 enum { ERR_NONE, ERR_MEMORY, ERR_UTF8, ERR_JSON, ERR_NULL, ERR_IO, ERR_TOO_LONG };
 
 typedef struct {
@@ -816,6 +1088,8 @@ struct Counter {
     int64_t next_unit; /* units of earlier calls */
     int64_t bytes, documents;
     int broken; /* a call failed: the counts are partial */
+    Spill *spill; /* NULL: the counts stay in memory (see Spill) */
+    int merged;   /* merge_spills() was called: the tables are gone */
 };
 
 typedef struct {
@@ -1005,6 +1279,115 @@ static int64_t read_at(int fd, uint8_t *buf, int64_t n, int64_t at) {
 
 #define LINE_READ 4096 /* the first read past a unit's end (then twice as much each time) */
 
+/* Whether the line that ends with the \n at file offset at - 1 is blank (nothing but \r before its
+ * \n), reading back from buf (file bytes [from, from + held)) and, before it, from the file. */
+static int blank_line_before(int fd, const uint8_t *buf, int64_t from, int64_t at) {
+    int64_t k = at - 2; /* (the byte before that \n) */
+    for (; k >= from; k--)
+        if (buf[k - from] != '\r') return buf[k - from] == '\n';
+    uint8_t back[256];
+    while (k >= 0) { /* a run of \r reaching back past the buffer: read on backwards */
+        int64_t n = k + 1 < (int64_t)sizeof back ? k + 1 : (int64_t)sizeof back;
+        if (read_at(fd, back, n, k + 1 - n) != n) return 0;
+        for (int64_t j = n - 1; j >= 0; j--, k--)
+            if (back[j] != '\r') return back[j] == '\n';
+    }
+    return 1; /* (the file's first line) */
+}
+
+/* Make the worker's buffer hold the file bytes [from, from + want) (fewer at the end of the file),
+ * PAD zeroed bytes after them; *held: the bytes it holds (read on from there). The text counted so
+ * far is drained first: the buffer may move. -1 (the error noted) when that fails. */
+static int file_hold(Worker *w, int64_t u, int64_t from, int64_t *held, int64_t want) {
+    Job *job = w->job;
+    if (want <= *held) return 0;
+    if (tally_drain(&w->tally) < 0 || ensure(&w->buf, &w->bufcap, (size_t)want + PAD) < 0) {
+        job_error(job, u, ERR_MEMORY, from + *held);
+        return -1;
+    }
+    int64_t got = read_at(w->fd, w->buf + *held, want - *held, from + *held);
+    if (got < 0) {
+        InputError err = {.kind = ERR_IO, .unit = u, .where = from + *held, .io_errno = errno};
+        job_error_at(job, &err);
+        return -1;
+    }
+    *held += got;
+    memset(w->buf + *held, 0, PAD);
+    return 0;
+}
+
+/* A unit of a text file whose documents are paragraphs or the whole file: it counts the documents
+ * that start in [start, end), the last one read on to its end. A document starts at the start of
+ * the file and (paragraphs) at each line that is not blank after a line that is (blank: nothing but
+ * \r before its \n), as chunk_counting.paragraphs cuts lines; a document counted here is its bytes
+ * whole, however long (one thread, in the worker's buffer). */
+static void run_file_documents(Worker *w, int64_t u, FileUnit *unit, FileInput *f) {
+    Job *job = w->job;
+    if (f->format == FILE_WHOLE && unit->start > 0) { /* (the first unit owns the file's one document) */
+        ATOMIC_ADD(&job->bytes_done, unit->end - unit->start);
+        return;
+    }
+    int64_t from = unit->start > 0 ? unit->start - 1 : 0, held = 0, step = unit->end - from;
+    if (file_hold(w, u, from, &held, step) < 0) return;
+    int64_t i = 0; /* a line start (relative to from) */
+    int prev_blank = 0;
+    if (unit->start > 0) {
+        const uint8_t *nl = memchr(w->buf, '\n', (size_t)held);
+        if (!nl || nl - w->buf + 1 >= unit->end - from) { /* no line starts here */
+            ATOMIC_ADD(&job->bytes_done, unit->end - unit->start);
+            return;
+        }
+        i = nl - w->buf + 1;
+        prev_blank = f->format == FILE_PARAGRAPHS && blank_line_before(w->fd, w->buf, from, from + i);
+    }
+    int64_t doc = -1, documents = 0; /* doc: the start of the open document, or -1 */
+    for (;;) {
+        if (doc < 0 && from + i >= unit->end) break; /* no document starts in this unit */
+        int at_end = from + i >= f->size;
+        int starts = 0, blank = 0;
+        int64_t next = i;
+        if (!at_end) {
+            for (;;) { /* the line at i: its end, read on as far as it goes */
+                const uint8_t *nl = memchr(w->buf + next, '\n', (size_t)(held - next));
+                if (nl) {
+                    next = nl - w->buf + 1;
+                    break;
+                }
+                next = held;
+                if (from + held >= f->size) break;
+                step = step < ((int64_t)1 << 26) ? step * 2 : step;
+                if (file_hold(w, u, from, &held, held + step) < 0) return;
+            }
+            if (f->format == FILE_PARAGRAPHS) {
+                int64_t k = i, stop = next - (w->buf[next - 1] == '\n');
+                while (k < stop && w->buf[k] == '\r') k++;
+                blank = k == stop;
+            }
+            starts = from + i == 0 || (f->format == FILE_PARAGRAPHS && prev_blank && !blank);
+        }
+        if (at_end || starts) {
+            if (doc >= 0) { /* the open document ends here */
+                Py_ssize_t n = (Py_ssize_t)(i - doc), bad = utf8_invalid_at(w->buf + doc, n);
+                if (bad >= 0) {
+                    job_error(job, u, ERR_UTF8, from + doc + bad);
+                    return;
+                }
+                if (count_document(job->counter->scanner, &w->tally, w->buf + doc, n, w->buf + held + PAD) < 0) {
+                    job_error(job, u, ERR_MEMORY, from + doc);
+                    return;
+                }
+                documents++;
+            }
+            if (at_end || from + i >= unit->end) break;
+            doc = i;
+        }
+        prev_blank = blank;
+        i = next;
+    }
+    ATOMIC_ADD(&job->bytes_done, unit->end - unit->start);
+    ATOMIC_ADD(&job->documents, documents);
+}
+
 /* The lines of a file unit: read [start - 1, end) and on to the end of the line that runs past end,
  * then each line that starts in [start, end): a document (text), or the field of a JSON object. */
 static void run_file(Worker *w, int64_t u) {
@@ -1021,6 +1404,10 @@ static void run_file(Worker *w, int64_t u) {
             return;
         }
         w->fd_file = unit->file;
+    }
+    if (f->format == FILE_PARAGRAPHS || f->format == FILE_WHOLE) {
+        run_file_documents(w, u, unit, f);
+        return;
     }
     int64_t from = unit->start > 0 ? unit->start - 1 : 0, want = unit->end - from;
     if (ensure(&w->buf, &w->bufcap, (size_t)want + PAD) < 0) {
@@ -1259,6 +1646,419 @@ static int run_job(Counter *self, Job *job, PyObject *progress) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Merging spilled runs (see Spill)                                                            */
+
+#if HAVE_THREADS
+/* A partition's distinct chunks while its runs are merged: open addressing as in Table, over an
+ * arena of records [unit: 8][number: 8][count: 8][length: varint][bytes]. */
+typedef struct {
+    uint64_t *slots, mask, n;
+    int bits;
+    uint8_t *arena;
+    uint64_t len, cap, symbols;
+} MergeTable;
+
+static int merge_table_add(MergeTable *m, const SpillRecord *r) {
+    uint64_t h = hash_bytes(r->chunk, r->len), tag = h >> TAG_SHIFT, i = h >> (64 - m->bits);
+    for (;; i = (i + 1) & m->mask) {
+        uint64_t s = m->slots[i];
+        if (!s) break;
+        if (s >> TAG_SHIFT != tag) continue;
+        uint8_t *record = m->arena + (s & OFFSET_MASK) - 1;
+        uint64_t len;
+        const uint8_t *q = record_chunk(record + 16, &len);
+        if (len != r->len || memcmp(q, r->chunk, len) != 0) continue;
+        uint64_t unit, number;
+        memcpy(&unit, record, 8);
+        memcpy(&number, record + 8, 8);
+        if (key_before(r->unit, r->number, unit, number)) {
+            memcpy(record, &r->unit, 8);
+            memcpy(record + 8, &r->number, 8);
+        }
+        store_count(record + 16, load_count(record + 16) + r->count);
+        return 0;
+    }
+    uint64_t need = m->len + 24 + 10 + r->len;
+    if (need > OFFSET_MASK - 1) return -1;
+    if (need > m->cap) {
+        uint64_t cap = m->cap ? m->cap * 2 : 1 << 16;
+        while (cap < need) cap *= 2;
+        uint8_t *arena = realloc(m->arena, cap);
+        if (!arena) return -1;
+        m->arena = arena;
+        m->cap = cap;
+    }
+    uint8_t *record = m->arena + m->len;
+    memcpy(record, &r->unit, 8);
+    memcpy(record + 8, &r->number, 8);
+    store_count(record + 16, r->count);
+    uint8_t *q = put_varint(record + 24, r->len);
+    memcpy(q, r->chunk, r->len);
+    m->slots[i] = tag << TAG_SHIFT | (m->len + 1);
+    m->len = (uint64_t)(q - m->arena) + r->len;
+    m->symbols += r->len;
+    if (++m->n * 10 > (m->mask + 1) * 7 && slots_grow(&m->slots, &m->mask, &m->bits, m->arena, m->len, 16) < 0)
+        return -1;
+    return 0;
+}
+
+/* Part of one partition's records: bytes [offset, offset + size) of run file run-N (run >= 0),
+ * or of an open file (fd). */
+typedef struct {
+    int64_t run;
+    int fd;
+    uint64_t offset, size;
+} Section;
+
+typedef struct {
+    Spill *spill;
+    int nthreads;
+    uint64_t budget;     /* bytes one partition's merge may take */
+    int nruns;
+    uint64_t *run_offsets; /* run r's section p: [run_offsets[r * (SPILL_PARTS + 1) + p], ... p + 1) */
+    int64_t next_part;
+    pthread_mutex_t lock;
+} MergeJob;
+
+static int read_section(const Spill *s, const Section *sec, uint8_t **buf, size_t *cap) {
+    if (ensure(buf, cap, (size_t)sec->size + 1) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = sec->fd;
+    if (sec->run >= 0) { /* (run files are opened one at a time: there may be thousands) */
+        char path[4096];
+        spill_path(path, sizeof path, s, "run", sec->run);
+        if ((fd = open(path, O_RDONLY)) < 0) return -1;
+    }
+    int64_t got = read_at(fd, *buf, (int64_t)sec->size, (int64_t)sec->offset);
+    int err = errno;
+    if (sec->run >= 0) close(fd);
+    errno = err;
+    if (got != (int64_t)sec->size) {
+        if (got >= 0) errno = EIO; /* (a run file cut short) */
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    uint64_t unit, number, offset;
+} KeyedRecord;
+
+static int compare_keys(const void *a, const void *b) {
+    const KeyedRecord *x = a, *y = b;
+    return key_before(x->unit, x->number, y->unit, y->number) ? -1 : key_before(y->unit, y->number, x->unit, x->number);
+}
+
+static int merge_sections(MergeJob *job, Section *secs, int nsecs, int shift);
+
+/* visit(ctx, record) for each record of the sections, in order, each section read whole into
+ * *buf. 0, or -1 with errno set: a section that cannot be read, a record cut short, or visit's
+ * own failure. */
+static int each_record(const Spill *s, const Section *secs, int nsecs, uint8_t **buf, size_t *cap,
+                       int (*visit)(void *ctx, const SpillRecord *r), void *ctx) {
+    for (int k = 0; k < nsecs; k++) {
+        if (read_section(s, &secs[k], buf, cap) < 0) return -1;
+        const uint8_t *p = *buf, *end = *buf + secs[k].size;
+        SpillRecord r;
+        while (p < end) {
+            if (get_record(&p, end, &r) < 0) {
+                errno = EIO;
+                return -1;
+            }
+            if (visit(ctx, &r) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* split_sections' visit: a record's size into its sub-partition (pass 0), or the record into
+ * the run file (pass 1). */
+typedef struct {
+    int next, pass;
+    uint64_t *sizes;
+    RunWriter *w;
+} SplitVisit;
+
+static int split_visit(void *ctx, const SpillRecord *r) {
+    SplitVisit *v = ctx;
+    int part = (int)((hash_bytes(r->chunk, r->len) >> v->next) & (SPILL_PARTS - 1));
+    if (v->pass == 0) {
+        v->sizes[part] += record_size(r);
+        return 0;
+    }
+    return run_record(v->w, part, r);
+}
+
+static int merge_visit(void *ctx, const SpillRecord *r) {
+    if (merge_table_add(ctx, r) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+
+/* A partition too large for the budget: its records split by the next SPILL_BITS bits of the hash
+ * into a new run file, whose sections are then merged one by one. */
+static int split_sections(MergeJob *job, Section *secs, int nsecs, int shift) {
+    Spill *s = job->spill;
+    uint64_t sizes[SPILL_PARTS] = {0};
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    RunWriter w;
+    int64_t number = ATOMIC_NEXT(&s->splits);
+    int next = shift + SPILL_BITS, opened = 0, failed = 0;
+    for (int pass = 0; pass < 2 && !failed; pass++) {
+        SplitVisit visit = {next, pass, sizes, &w};
+        failed = each_record(s, secs, nsecs, &buf, &cap, split_visit, &visit) < 0;
+        if (pass == 0 && !failed) {
+            failed = run_open(&w, s, "split", number, sizes) < 0;
+            opened = !failed;
+        }
+    }
+    free(buf);
+    if (opened && run_close(&w) < 0) failed = 1;
+    char path[4096];
+    spill_path(path, sizeof path, s, "split", number);
+    int fd = failed ? -1 : open(path, O_RDONLY);
+    if (fd < 0) {
+        spill_fail(s, errno);
+        if (opened) unlink(path);
+        return -1;
+    }
+    unlink(path); /* (gone when closed) */
+    uint64_t at = SPILL_HEAD;
+    for (int p = 0; p < SPILL_PARTS && !failed; p++) {
+        Section sec = {-1, fd, at, sizes[p]};
+        at += sizes[p];
+        if (sizes[p]) failed = merge_sections(job, &sec, 1, next) < 0;
+    }
+    close(fd);
+    return failed ? -1 : 0;
+}
+
+/* Merge the sections of one partition (records whose hash >> shift share their low bits) into a
+ * sorted partition file, or split them when they are too large for the budget. */
+static int merge_sections(MergeJob *job, Section *secs, int nsecs, int shift) {
+    Spill *s = job->spill;
+    uint64_t total = 0;
+    for (int k = 0; k < nsecs; k++) total += secs[k].size;
+    if (total == 0) return 0;
+    if (total * 3 > job->budget && shift + 2 * SPILL_BITS <= 64) return split_sections(job, secs, nsecs, shift);
+    MergeTable m = {0};
+    m.bits = 10;
+    m.mask = ((uint64_t)1 << m.bits) - 1;
+    m.slots = calloc(m.mask + 1, sizeof(uint64_t));
+    uint8_t *buf = NULL, *out = NULL;
+    size_t cap = 0;
+    KeyedRecord *order = NULL;
+    int failed = !m.slots, err = ENOMEM, fd = -1;
+    if (!failed && each_record(s, secs, nsecs, &buf, &cap, merge_visit, &m) < 0) {
+        err = errno;
+        failed = 1;
+    }
+    free(buf);
+    if (!failed) {
+        order = malloc((m.n ? m.n : 1) * sizeof(KeyedRecord));
+        failed = !order;
+    }
+    if (!failed) {
+        uint64_t k = 0;
+        for (uint64_t off = 0; off < m.len; k++) {
+            uint64_t len;
+            order[k].offset = off;
+            memcpy(&order[k].unit, m.arena + off, 8);
+            memcpy(&order[k].number, m.arena + off + 8, 8);
+            const uint8_t *c = record_chunk(m.arena + off + 16, &len);
+            off = (uint64_t)(c - m.arena) + len;
+        }
+        qsort(order, m.n, sizeof(KeyedRecord), compare_keys);
+        free(m.slots);
+        m.slots = NULL;
+        char path[4096];
+        spill_path(path, sizeof path, s, "part", ATOMIC_NEXT(&s->parts));
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        out = malloc(1 << 20);
+        if (fd < 0 || !out) {
+            err = fd < 0 ? errno : ENOMEM;
+            failed = 1;
+        }
+        uint64_t used = 0, at = 0;
+        for (uint64_t j = 0; j < m.n && !failed; j++) {
+            const uint8_t *record = m.arena + order[j].offset;
+            SpillRecord r;
+            memcpy(&r.unit, record, 8);
+            memcpy(&r.number, record + 8, 8);
+            r.count = load_count(record + 16);
+            r.chunk = record_chunk(record + 16, &r.len);
+            if (used + RECORD_HEAD + r.len > (1 << 20)) {
+                if (write_at(fd, out, used, at) < 0) {
+                    err = errno;
+                    failed = 1;
+                    break;
+                }
+                at += used;
+                used = 0;
+            }
+            if (RECORD_HEAD + r.len > (1 << 20)) { /* (a chunk longer than the buffer) */
+                uint8_t head[RECORD_HEAD], *e = put_varint(put_varint(put_varint(put_varint(head, r.unit), r.number), r.count), r.len);
+                if (write_at(fd, head, (uint64_t)(e - head), at) < 0 || write_at(fd, r.chunk, r.len, at + (uint64_t)(e - head)) < 0) {
+                    err = errno;
+                    failed = 1;
+                    break;
+                }
+                at += (uint64_t)(e - head) + r.len;
+                continue;
+            }
+            uint8_t *e = put_varint(put_varint(put_varint(put_varint(out + used, r.unit), r.number), r.count), r.len);
+            memcpy(e, r.chunk, r.len);
+            used = (uint64_t)(e - out) + r.len;
+        }
+        if (!failed && used && write_at(fd, out, used, at) < 0) {
+            err = errno;
+            failed = 1;
+        }
+        if (fd >= 0 && close(fd) < 0 && !failed) {
+            err = errno;
+            failed = 1;
+        }
+    }
+    if (!failed) {
+        ATOMIC_ADD(&s->chunks, m.n);
+        ATOMIC_ADD(&s->symbols, m.symbols);
+    }
+    free(out);
+    free(order);
+    free(m.slots);
+    free(m.arena);
+    if (failed) spill_fail(s, err);
+    return failed ? -1 : 0;
+}
+
+static void *merge_work(void *arg) {
+    MergeJob *job = arg;
+    Section *secs = malloc((size_t)(job->nruns ? job->nruns : 1) * sizeof(Section));
+    if (!secs) {
+        spill_fail(job->spill, ENOMEM);
+        return NULL;
+    }
+    for (;;) {
+        int64_t p = ATOMIC_NEXT(&job->next_part);
+        if (p >= SPILL_PARTS || ATOMIC_GET(&job->spill->error)) break;
+        int n = 0;
+        for (int r = 0; r < job->nruns; r++) {
+            const uint64_t *off = job->run_offsets + (size_t)r * (SPILL_PARTS + 1);
+            if (off[p + 1] > off[p]) secs[n++] = (Section){r, -1, off[p], off[p + 1] - off[p]};
+        }
+        if (merge_sections(job, secs, n, 0) < 0) break;
+    }
+    free(secs);
+    return NULL;
+}
+
+/* Merge every run's partitions into sorted partition files, on nthreads threads, each partition
+ * within limit / nthreads. -1 (see Spill.error) when that fails. */
+static int merge_runs(Spill *s, int nthreads) {
+    MergeJob job = {.spill = s, .nthreads = nthreads, .budget = s->limit / (uint64_t)nthreads, .nruns = (int)s->runs};
+    job.run_offsets = malloc((size_t)(job.nruns ? job.nruns : 1) * (SPILL_PARTS + 1) * sizeof(uint64_t));
+    int failed = !job.run_offsets;
+    if (failed) spill_fail(s, ENOMEM);
+    for (int r = 0; r < job.nruns && !failed; r++) {
+        char path[4096];
+        uint8_t head[SPILL_HEAD];
+        spill_path(path, sizeof path, s, "run", r);
+        int fd = open(path, O_RDONLY);
+        failed = fd < 0 || read_at(fd, head, SPILL_HEAD, 0) != SPILL_HEAD || memcmp(head, SPILL_MAGIC, 8) != 0;
+        if (failed) spill_fail(s, fd < 0 ? errno : EIO);
+        if (fd >= 0) close(fd);
+        if (!failed) memcpy(job.run_offsets + (size_t)r * (SPILL_PARTS + 1), head + 8, 8 * (SPILL_PARTS + 1));
+    }
+    if (!failed) {
+        pthread_t threads[MAX_THREADS];
+        int started = 0;
+        for (int k = 0; k < nthreads; k++)
+            if (pthread_create(&threads[k], NULL, merge_work, &job) == 0) started++;
+        if (!started) merge_work(&job);
+        for (int k = 0; k < started; k++) pthread_join(threads[k], NULL);
+        failed = s->error != 0;
+    }
+    free(job.run_offsets);
+    return failed ? -1 : 0;
+}
+
+/* A sorted partition file read in order, for write_spilled's merge. */
+typedef struct {
+    int fd;
+    uint8_t *buf;
+    size_t cap;
+    uint64_t pos, len, at; /* buf[pos:len] holds the file's bytes from at - (len - pos) */
+    SpillRecord r;         /* the current record (its chunk in buf) */
+} PartReader;
+
+#define READ_STEP (1 << 16)
+
+/* The reader's next record into pr->r: 1, 0 at the end of the file, -1 on an error (errno). */
+static int part_next(PartReader *pr) {
+    for (;;) {
+        const uint8_t *p = pr->buf + pr->pos, *end = pr->buf + pr->len;
+        if (get_record(&p, end, &pr->r) == 0) {
+            pr->pos = (uint64_t)(p - pr->buf);
+            return 1;
+        }
+        uint64_t keep = pr->len - pr->pos, want = keep + READ_STEP;
+        if (pr->r.len + RECORD_HEAD > want) want = pr->r.len + RECORD_HEAD; /* (a long chunk, whose length was read) */
+        memmove(pr->buf, pr->buf + pr->pos, keep);
+        pr->pos = 0;
+        pr->len = keep;
+        if (ensure(&pr->buf, &pr->cap, (size_t)want) < 0) {
+            errno = ENOMEM;
+            return -1;
+        }
+        int64_t got = read_at(pr->fd, pr->buf + keep, (int64_t)(want - keep), (int64_t)pr->at);
+        if (got < 0) return -1;
+        if (got == 0) {
+            if (keep == 0) return 0;
+            errno = EIO; /* (a file cut short) */
+            return -1;
+        }
+        pr->at += (uint64_t)got;
+        pr->len += (uint64_t)got;
+        pr->r.len = 0;
+    }
+}
+
+/* Buffered writes to one section of the counts file. */
+typedef struct {
+    int fd;
+    uint64_t at;
+    uint8_t *buf;
+    size_t used;
+} SectionWriter;
+
+static int section_put(SectionWriter *w, const void *p, size_t n) {
+    if (w->used + n > (1 << 20)) {
+        if (write_at(w->fd, w->buf, w->used, w->at) < 0) return -1;
+        w->at += w->used;
+        w->used = 0;
+        if (n > (1 << 20)) {
+            if (write_at(w->fd, p, n, w->at) < 0) return -1;
+            w->at += n;
+            return 0;
+        }
+    }
+    memcpy(w->buf + w->used, p, n);
+    w->used += n;
+    return 0;
+}
+
+static int section_flush(SectionWriter *w) {
+    return w->used && write_at(w->fd, w->buf, w->used, w->at) < 0 ? -1 : 0;
+}
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
 /* The Python type                                                                             */
 
 static PyTypeObject CounterType, BufferType;
@@ -1299,13 +2099,20 @@ static void Counter_dealloc(Counter *self) {
     if (self->tables)
         for (int k = 0; k < self->ntables; k++) table_free(&self->tables[k]);
     free(self->tables);
+    if (self->spill) {
+        free(self->spill->dir);
+        free(self->spill);
+    }
     Py_XDECREF(self->capsule);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static int after_call(Counter *self);
+static int spill_failed(Counter *self);
+
 static int check_usable(Counter *self) {
     if (self->tables == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "the counts were already taken (result())");
+        PyErr_SetString(PyExc_RuntimeError, "the counts were already taken (result() or merge_spills())");
         return -1;
     }
     if (self->broken) {
@@ -1325,6 +2132,7 @@ static int counter_add_table(Counter *self) {
         table_free(&tables[self->ntables]);
         return -1;
     }
+    tables[self->ntables].spill = self->spill; /* (no limit: spilled between calls, see after_call) */
     return self->ntables++;
 }
 
@@ -1472,11 +2280,13 @@ static PyObject *Counter_count_texts(Counter *self, PyObject *args) {
     free(job.first);
     free(job.part);
     free(job.parts);
+    if (spill_failed(self)) return NULL;
     if (status < 0) return NULL;
     if (job.error.kind == ERR_MEMORY) {
         self->broken = 1;
         return PyErr_NoMemory();
     }
+    if (after_call(self) < 0) return NULL;
     return PyLong_FromLongLong(total);
 fail:
     free(job.docs);
@@ -1545,7 +2355,7 @@ static PyObject *Counter_count_column(Counter *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    if (run_job(self, &job, Py_None) < 0) goto done;
+    if (run_job(self, &job, Py_None) < 0 || spill_failed(self)) goto done;
     InputError *e = &job.error;
     if (e->kind == ERR_MEMORY) PyErr_NoMemory();
     else if (e->kind == ERR_NULL)
@@ -1554,7 +2364,7 @@ static PyObject *Counter_count_column(Counter *self, PyObject *args) {
     else if (e->kind == ERR_UTF8)
         PyErr_Format(PyExc_ValueError, "%s, row %lld: not UTF-8 text (byte %lld of the row; " NOT_UTF8_HINT ")",
                      source, (long long)(row_base + e->where), (long long)e->line_start);
-    else result = PyLong_FromLongLong(total);
+    else if (after_call(self) == 0) result = PyLong_FromLongLong(total);
 done:
     free(sizes);
     free(job.first);
@@ -1583,24 +2393,25 @@ static long long line_of(const char *path, int64_t at) {
 }
 #endif
 
-/* count_files(paths, jsonl, field, block, progress): count every line (a .txt) or every line's
- * field (a .jsonl) of the files, in order; block: bytes of a unit (0: chosen); progress: None or
- * a callable given the bytes done. Returns the bytes read. */
+/* count_files(paths, formats, field, block, progress): count the documents of the files, in order:
+ * by format (FILE_*), every line of a text file, every paragraph, the whole file, or every line's
+ * field of a .jsonl file; block: bytes of a unit (0: chosen); progress: None or a callable given
+ * the bytes done. Returns the bytes read. */
 static PyObject *Counter_count_files(Counter *self, PyObject *args) {
 #if !HAVE_THREADS
     PyErr_SetString(PyExc_NotImplementedError, "reading files in C needs POSIX threads");
     return NULL;
 #else
-    PyObject *paths, *jsonl, *progress;
+    PyObject *paths, *formats, *progress;
     const char *field;
     Py_ssize_t nfield, block;
-    if (!PyArg_ParseTuple(args, "O!O!s#nO", &PyList_Type, &paths, &PyList_Type, &jsonl, &field, &nfield, &block,
+    if (!PyArg_ParseTuple(args, "O!O!s#nO", &PyList_Type, &paths, &PyList_Type, &formats, &field, &nfield, &block,
                           &progress) ||
         check_usable(self) < 0)
         return NULL;
     Py_ssize_t nfiles = PyList_GET_SIZE(paths);
-    if (PyList_GET_SIZE(jsonl) != nfiles) {
-        PyErr_SetString(PyExc_ValueError, "one jsonl flag per path");
+    if (PyList_GET_SIZE(formats) != nfiles) {
+        PyErr_SetString(PyExc_ValueError, "one format per path");
         return NULL;
     }
     PyObject *result = NULL;
@@ -1621,9 +2432,13 @@ static PyObject *Counter_count_files(Counter *self, PyObject *args) {
             PyErr_NoMemory();
             goto done;
         }
-        int is_jsonl = PyObject_IsTrue(PyList_GET_ITEM(jsonl, k));
-        if (is_jsonl < 0) goto done;
-        job.files[k].format = is_jsonl ? FILE_JSONL : FILE_TEXT;
+        long format = PyLong_AsLong(PyList_GET_ITEM(formats, k));
+        if (format == -1 && PyErr_Occurred()) goto done;
+        if (format < FILE_TEXT || format > FILE_WHOLE) {
+            PyErr_Format(PyExc_ValueError, "unknown file format %ld", format);
+            goto done;
+        }
+        job.files[k].format = (int)format;
         struct stat st;
         if (stat(job.files[k].path, &st) < 0) {
             PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, PyList_GET_ITEM(paths, k));
@@ -1648,10 +2463,10 @@ static PyObject *Counter_count_files(Counter *self, PyObject *args) {
         for (int64_t at = 0; at < job.files[k].size; at += block)
             job.units[job.nunits++] =
                 (FileUnit){(int)k, at, at + block < job.files[k].size ? at + block : job.files[k].size};
-    if (run_job(self, &job, progress) < 0) goto done;
+    if (run_job(self, &job, progress) < 0 || spill_failed(self)) goto done;
     InputError *e = &job.error;
     if (e->kind == ERR_NONE) {
-        result = PyLong_FromLongLong(total);
+        if (after_call(self) == 0) result = PyLong_FromLongLong(total);
         goto done;
     }
     if (e->kind == ERR_MEMORY) {
@@ -1855,8 +2670,25 @@ static int merge_tables(Table *tables, int ntables, uint8_t *symbols, int32_t *l
     return 0;
 }
 
+/* (characters, [(control character, count)]) of a TextTally. */
+static PyObject *text_tally_result(const TextTally *text) {
+    PyObject *control = PyList_New(text->norder);
+    for (int k = 0; control && k < text->norder; k++) {
+        int cp = text->order[k];
+        PyObject *pair = Py_BuildValue("(CK)", cp, (unsigned long long)text->control[cp]);
+        if (!pair) Py_CLEAR(control);
+        else PyList_SET_ITEM(control, k, pair);
+    }
+    if (!control) return NULL;
+    return Py_BuildValue("(KN)", (unsigned long long)text->characters, control);
+}
+
 static PyObject *Counter_result(Counter *self, PyObject *unused) {
     if (check_usable(self) < 0) return NULL;
+    if (self->spill && self->spill->runs) {
+        PyErr_SetString(PyExc_RuntimeError, "the counts were spilled to disk: merge_spills(), then write_spilled()");
+        return NULL;
+    }
     uint64_t records = 0, bytes = 0;
     for (int t = 0; t < self->ntables; t++) {
         records += self->tables[t].records;
@@ -1898,24 +2730,287 @@ static PyObject *Counter_result(Counter *self, PyObject *unused) {
     PyObject *s = buffer_take(symbols, nsymbols, 1, 'B');
     PyObject *l = buffer_take(lengths, nchunks, 4, 'i');
     PyObject *c = buffer_take(counts, nchunks, 8, 'q');
-    PyObject *control = PyList_New(text->norder);
-    for (int k = 0; control && k < text->norder; k++) {
-        int cp = text->order[k];
-        PyObject *pair = Py_BuildValue("(CK)", cp, (unsigned long long)text->control[cp]);
-        if (!pair) Py_CLEAR(control);
-        else PyList_SET_ITEM(control, k, pair);
-    }
-    unsigned long long characters = text->characters;
+    PyObject *tally = text_tally_result(text);
     free(text);
-    if (!s || !l || !c || !control) {
+    if (!s || !l || !c || !tally) {
         Py_XDECREF(s);
         Py_XDECREF(l);
         Py_XDECREF(c);
-        Py_XDECREF(control);
+        Py_XDECREF(tally);
         return NULL;
     }
-    return Py_BuildValue("(NNNKN)", s, l, c, characters, control);
+    PyObject *result = Py_BuildValue("(NNNOO)", s, l, c, PyTuple_GET_ITEM(tally, 0), PyTuple_GET_ITEM(tally, 1));
+    Py_DECREF(tally);
+    return result;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* The counter's spilling (see Spill)                                                          */
+
+static uint64_t tables_bytes(Counter *self) {
+    uint64_t total = 0;
+    for (int t = 0; self->tables && t < self->ntables; t++)
+        total += (self->tables[t].mask + 1) * 8 + self->tables[t].cap;
+    return total;
+}
+
+/* Every table's records to disk (the caller's thread, between calls). -1 when that fails. */
+static int spill_all(Counter *self) {
+    for (int t = 0; t < self->ntables; t++)
+        if (table_spill(&self->tables[t], NULL) < 0) return -1;
+    return 0;
+}
+
+/* After a call: with a spill folder, all the tables to disk when together they hold more than the
+ * limit. 0, or -1 with an exception set. */
+static int after_call(Counter *self) {
+    if (!self->spill) return 0;
+    int status = 0;
+    if (!self->spill->error && tables_bytes(self) > self->spill->limit) {
+        Py_BEGIN_ALLOW_THREADS
+        status = spill_all(self);
+        Py_END_ALLOW_THREADS
+    }
+    if (status < 0 || self->spill->error) {
+        self->broken = 1;
+        errno = self->spill->error;
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, self->spill->dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* A failure to spill during a call: an OSError naming the spill folder (1), or 0. */
+static int spill_failed(Counter *self) {
+    if (!self->spill || !self->spill->error) return 0;
+    self->broken = 1;
+    PyErr_Clear();
+    errno = self->spill->error;
+    PyErr_SetFromErrnoWithFilename(PyExc_OSError, self->spill->dir);
+    return 1;
+}
+
+static PyObject *Counter_spill_to(Counter *self, PyObject *args) {
+    PyObject *dir;
+    unsigned long long limit, table_limit;
+    if (!PyArg_ParseTuple(args, "O&KK", PyUnicode_FSConverter, &dir, &limit, &table_limit)) return NULL;
+    if (check_usable(self) < 0 || self->spill) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "this counter spills already");
+        Py_DECREF(dir);
+        return NULL;
+    }
+#if !HAVE_THREADS
+    Py_DECREF(dir);
+    PyErr_SetString(PyExc_NotImplementedError, "spilling counts to disk needs POSIX threads and files");
+    return NULL;
+#else
+    Spill *s = calloc(1, sizeof(Spill));
+    if (s) s->dir = strdup(PyBytes_AS_STRING(dir));
+    Py_DECREF(dir);
+    if (!s || !s->dir) {
+        free(s);
+        return PyErr_NoMemory();
+    }
+    s->limit = limit ? limit : 1;
+    self->spill = s;
+    for (int k = 0; k < self->ntables; k++) {
+        Table *t = &self->tables[k];
+        if (k < self->nthreads && !t->records && !t->nsegs) { /* (an unused thread table: sized for its limit) */
+            table_free(t);
+            if (table_init_limited(t, table_limit ? table_limit : 1, s) < 0) {
+                self->broken = 1;
+                return PyErr_NoMemory();
+            }
+        }
+        t->spill = s;
+        if (k < self->nthreads) t->limit = table_limit ? table_limit : 1;
+    }
+    Py_RETURN_NONE;
+#endif
+}
+
+#if HAVE_THREADS
+static PyObject *Counter_merge_spills(Counter *self, PyObject *unused) {
+    if (check_usable(self) < 0) return NULL;
+    if (!self->spill) {
+        PyErr_SetString(PyExc_RuntimeError, "this counter does not spill (spill_to)");
+        return NULL;
+    }
+    Spill *s = self->spill;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = spill_all(self);
+    for (int t = 0; t < self->ntables; t++) table_free(&self->tables[t]);
+    if (status == 0) status = merge_runs(s, self->nthreads);
+    Py_END_ALLOW_THREADS
+    free(self->tables);
+    self->tables = NULL;
+    self->merged = 1;
+    if (status < 0 || s->error) {
+        self->broken = 1;
+        errno = s->error ? s->error : EIO;
+        return PyErr_SetFromErrnoWithFilename(PyExc_OSError, s->dir);
+    }
+    return Py_BuildValue("(KK)", (unsigned long long)s->chunks, (unsigned long long)s->symbols);
+}
+
+typedef struct {
+    PartReader *readers;
+    int *heap, n;
+} PartHeap;
+
+static inline int reader_before(const PartReader *a, const PartReader *b) {
+    return key_before(a->r.unit, a->r.number, b->r.unit, b->r.number);
+}
+
+static void heap_sift(PartHeap *h, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, least = i;
+        if (l < h->n && reader_before(&h->readers[h->heap[l]], &h->readers[h->heap[least]])) least = l;
+        if (r < h->n && reader_before(&h->readers[h->heap[r]], &h->readers[h->heap[least]])) least = r;
+        if (least == i) return;
+        int x = h->heap[i];
+        h->heap[i] = h->heap[least];
+        h->heap[least] = x;
+        i = least;
+    }
+}
+
+#define MERGE_FAN_IN 128 /* sorted files merged at once: bounds the open files and their buffers */
+
+/* Sorted partition files part-first .. part-(first + count - 1) merged by key, each removed once
+ * read: into the counts file's three sections (out[3], text tallied, *written counted), or, when
+ * out is NULL, into a new sorted partition file (part-N, N from s->parts). */
+static int merge_parts(Spill *s, int64_t first, int count, SectionWriter *out, TextTally *text, uint64_t *written) {
+    int failed = 0, err = 0;
+    PartHeap h = {calloc((size_t)(count ? count : 1), sizeof(PartReader)), malloc((size_t)(count ? count : 1) * sizeof(int)), 0};
+    SectionWriter file = {-1, 0, NULL, 0};
+    char path[4096];
+    if (!h.readers || !h.heap) failed = 1, err = ENOMEM;
+    for (int k = 0; h.readers && k < count; k++) h.readers[k].fd = -1;
+    if (!out && !failed) {
+        spill_path(path, sizeof path, s, "part", ATOMIC_NEXT(&s->parts));
+        file.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        file.buf = malloc(1 << 20);
+        if (file.fd < 0 || !file.buf) failed = 1, err = file.fd < 0 ? errno : ENOMEM;
+    }
+    for (int k = 0; k < count && !failed; k++) {
+        spill_path(path, sizeof path, s, "part", first + k);
+        PartReader *pr = &h.readers[k];
+        pr->fd = open(path, O_RDONLY);
+        if (pr->fd < 0) {
+            failed = 1, err = errno;
+            break;
+        }
+        unlink(path); /* (its blocks are freed when it is closed) */
+        int got = part_next(pr);
+        if (got < 0) failed = 1, err = errno;
+        else if (got) h.heap[h.n++] = k;
+    }
+    for (int i = h.n / 2 - 1; i >= 0 && !failed; i--) heap_sift(&h, i);
+    while (h.n > 0 && !failed) {
+        PartReader *pr = &h.readers[h.heap[0]];
+        if (out) {
+            int64_t n = (int64_t)pr->r.count;
+            int32_t len = (int32_t)pr->r.len;
+            if (pr->r.len > INT32_MAX || pr->r.count > INT64_MAX) {
+                failed = 1, err = EOVERFLOW;
+                break;
+            }
+            tally_text(text, pr->r.chunk, pr->r.len, pr->r.count);
+            failed = section_put(&out[0], &n, 8) < 0 || section_put(&out[1], &len, 4) < 0 ||
+                     section_put(&out[2], pr->r.chunk, pr->r.len) < 0;
+            (*written)++;
+        } else {
+            uint8_t head[RECORD_HEAD], *e = put_varint(put_varint(put_varint(put_varint(head, pr->r.unit), pr->r.number), pr->r.count), pr->r.len);
+            failed = section_put(&file, head, (size_t)(e - head)) < 0 || section_put(&file, pr->r.chunk, pr->r.len) < 0;
+        }
+        if (failed) {
+            err = errno;
+            break;
+        }
+        int got = part_next(pr);
+        if (got < 0) {
+            failed = 1, err = errno;
+            break;
+        }
+        if (!got) h.heap[0] = h.heap[--h.n];
+        if (h.n) heap_sift(&h, 0);
+    }
+    if (!out && file.fd >= 0) {
+        if (!failed && section_flush(&file) < 0) failed = 1, err = errno;
+        if (close(file.fd) < 0 && !failed) failed = 1, err = errno;
+    }
+    free(file.buf);
+    for (int k = 0; h.readers && k < count; k++) {
+        if (h.readers[k].fd >= 0) close(h.readers[k].fd);
+        free(h.readers[k].buf);
+    }
+    free(h.readers);
+    free(h.heap);
+    if (failed) spill_fail(s, err);
+    return failed ? -1 : 0;
+}
+
+/* The sorted partition files merged by key into the counts file's sections (fd, their offsets):
+ * MERGE_FAN_IN files at a time into new sorted files while there are more than that, then all of
+ * them into the sections. */
+static int write_sections(Spill *s, int fd, uint64_t at_counts, uint64_t at_lengths, uint64_t at_symbols,
+                          TextTally *text) {
+    int64_t first = 0;
+    while (s->parts - first > MERGE_FAN_IN) {
+        int64_t end = s->parts; /* (the files this round makes come after end) */
+        for (; first < end; first += MERGE_FAN_IN) {
+            int count = (int)(end - first < MERGE_FAN_IN ? end - first : MERGE_FAN_IN);
+            if (merge_parts(s, first, count, NULL, NULL, NULL) < 0) return -1;
+        }
+        first = end;
+    }
+    SectionWriter out[3] = {{fd, at_counts, malloc(1 << 20), 0}, {fd, at_lengths, malloc(1 << 20), 0},
+                            {fd, at_symbols, malloc(1 << 20), 0}};
+    uint64_t written = 0;
+    int failed = !out[0].buf || !out[1].buf || !out[2].buf;
+    if (failed) spill_fail(s, ENOMEM);
+    if (!failed) failed = merge_parts(s, first, (int)(s->parts - first), out, text, &written) < 0;
+    for (int k = 0; k < 3 && !failed; k++)
+        if (section_flush(&out[k]) < 0) {
+            spill_fail(s, errno);
+            failed = 1;
+        }
+    if (!failed && written != s->chunks) {
+        spill_fail(s, EIO);
+        failed = 1;
+    }
+    for (int k = 0; k < 3; k++) free(out[k].buf);
+    return failed ? -1 : 0;
+}
+
+static PyObject *Counter_write_spilled(Counter *self, PyObject *args) {
+    int fd;
+    unsigned long long at_counts, at_lengths, at_symbols;
+    if (!PyArg_ParseTuple(args, "iKKK", &fd, &at_counts, &at_lengths, &at_symbols)) return NULL;
+    if (!self->merged || !self->spill || self->broken) {
+        PyErr_SetString(PyExc_RuntimeError, "write_spilled() comes after a merge_spills() that succeeded");
+        return NULL;
+    }
+    TextTally *text = calloc(1, sizeof(TextTally));
+    if (!text) return PyErr_NoMemory();
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = write_sections(self->spill, fd, at_counts, at_lengths, at_symbols, text);
+    Py_END_ALLOW_THREADS
+    if (status < 0) {
+        free(text);
+        self->broken = 1;
+        errno = self->spill->error;
+        return PyErr_SetFromErrnoWithFilename(PyExc_OSError, self->spill->dir);
+    }
+    PyObject *result = text_tally_result(text);
+    free(text);
+    return result;
+}
+#endif
+
 
 static PyObject *Counter_memory(Counter *self, PyObject *unused) {
     uint64_t total = 0, records = 0;
@@ -1929,6 +3024,9 @@ static PyObject *Counter_memory(Counter *self, PyObject *unused) {
 
 static PyObject *Counter_get_bytes(Counter *self, void *closure) { return PyLong_FromLongLong(self->bytes); }
 static PyObject *Counter_get_documents(Counter *self, void *closure) { return PyLong_FromLongLong(self->documents); }
+static PyObject *Counter_get_spilled(Counter *self, void *closure) {
+    return PyLong_FromLongLong(self->spill ? self->spill->runs : 0);
+}
 
 static PyMethodDef Counter_methods[] = {
     {"count_texts", (PyCFunction)Counter_count_texts, METH_VARARGS,
@@ -1937,19 +3035,34 @@ static PyMethodDef Counter_methods[] = {
      "count_column(offsets, offsets64, data, validity, validity_offset, nrows, row_base, source): count the rows of "
      "an Arrow string column (its buffers; offsets from its first row); returns the bytes counted."},
     {"count_files", (PyCFunction)Counter_count_files, METH_VARARGS,
-     "count_files(paths, jsonl_flags, field, block, progress): count the lines of text files and the field of each "
-     "line of .jsonl files, read in blocks by the threads; progress(bytes done) or None. Returns the bytes read."},
+     "count_files(paths, formats, field, block, progress): count the documents of the files, read in blocks by the "
+     "threads: by format (0: each line of a text file, 1: the field of each line of a .jsonl file, 2: each paragraph "
+     "of a text file, 3: the whole text file); progress(bytes done) or None. Returns the bytes read."},
     {"result", (PyCFunction)Counter_result, METH_NOARGS,
      "result() -> (symbols, lengths, counts, characters, control): every distinct chunk in order of first appearance, "
      "as three Buffers (uint8 bytes end to end, int32 lengths, int64 counts), the text's characters and its control "
      "characters [(char, count)] in order of first appearance; the counter's memory is given back."},
     {"memory", (PyCFunction)Counter_memory, METH_NOARGS, "memory() -> (bytes the tables hold, records in them)."},
+    {"spill_to", (PyCFunction)Counter_spill_to, METH_VARARGS,
+     "spill_to(folder, limit, table_limit): from now on a thread's table that would grow past table_limit bytes "
+     "writes its records to a run file in folder and starts again empty, and after each call all the tables do so when "
+     "together they hold more than limit bytes (a partition's merge then gets limit / threads)."},
+#if HAVE_THREADS
+    {"merge_spills", (PyCFunction)Counter_merge_spills, METH_NOARGS,
+     "merge_spills() -> (chunks, symbol bytes): every table to disk, then each hash partition of the runs merged into a "
+     "file of its distinct chunks sorted by first appearance; the counter's tables are given back."},
+    {"write_spilled", (PyCFunction)Counter_write_spilled, METH_VARARGS,
+     "write_spilled(fd, counts_offset, lengths_offset, symbols_offset) -> (characters, control): the merged partitions "
+     "in order of first appearance into the open file fd: int64 counts, int32 lengths, the chunks' bytes, each section "
+     "at its offset."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef Counter_getset[] = {
     {"bytes", (getter)Counter_get_bytes, NULL, "UTF-8 bytes counted so far", NULL},
     {"documents", (getter)Counter_get_documents, NULL, "documents counted so far", NULL},
+    {"spilled", (getter)Counter_get_spilled, NULL, "run files written to the spill folder so far", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

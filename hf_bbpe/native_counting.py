@@ -6,8 +6,9 @@ threads without the GIL and gives every distinct chunk, in order of first appear
 flat buffers (:class:`ChunkCounts`) that the merge loop takes as they are: no Python object per
 chunk from counting to the last merge. Inputs:
 
-* files (text, ``.jsonl``, ``.parquet``; see text_files.py), read in blocks by the threads
-  (a parquet column through pyarrow, as Arrow buffers);
+* files (text cut into lines, paragraphs or whole files, ``.jsonl``, ``.parquet``; see
+  text_files.py), read in blocks by the threads (a parquet column through pyarrow, as Arrow
+  buffers);
 * a ``datasets.Dataset``: its Arrow column, without a str per row;
 * a str, or any iterable of str: in batches of about 8 MB.
 
@@ -19,14 +20,17 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
+import shutil
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .chunk_counting import document_batches
 from .patterns import native_scanner
 from .progress import progress_bar
-from .text_files import PARQUET, TEXT, file_kind, iter_file_documents, parquet_text_arrays
+from .text_files import DOC_MODES, JSONL, PARQUET, check_doc_mode, file_kind, iter_file_documents, parquet_text_arrays
 from .worker_pool import available_cpus
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
@@ -43,11 +47,17 @@ class ChunkCounts:
     ``counts`` (int64 per chunk): what the merge loop takes.
 
     ``len()`` is the number of distinct chunks; :meth:`items` and :meth:`to_dict` make Python
-    objects per chunk (for ``extend``, tests, or a look).
+    objects per chunk (for ``extend``, tests, or a look). :meth:`save` writes them to a counts
+    file (counts_file.py), which ``train_from_counts(path)`` maps back. ``pattern`` is the split
+    pattern they were counted with (None: no split), ``source`` the counts file they were mapped
+    from, if any; ``private``: the buffers are nobody else's (a private mapping of a file), so a
+    merge loop may work in the symbols; ``spills``: how often counting within ``max_memory``
+    wrote its tables to disk.
     """
 
     def __init__(self, symbols: Any, lengths: Any, counts: Any, *, documents: int = 0, input_bytes: int = 0,
-                 characters: int = 0, control: list[tuple[str, int]] | None = None) -> None:
+                 characters: int = 0, control: list[tuple[str, int]] | None = None, pattern: str | None = None,
+                 source: str | None = None) -> None:
         self.symbols = memoryview(symbols).cast("B")
         self.lengths = memoryview(lengths).cast("B").cast("i")
         self.counts = memoryview(counts).cast("B").cast("q")
@@ -57,6 +67,25 @@ class ChunkCounts:
         self.input_bytes = input_bytes
         self.characters = characters  # of the counted text, and its control characters with their counts
         self.control = dict(control or ())  # (for chunk_counting.warn_if_mostly_control)
+        self.pattern = pattern
+        self.source = source
+        self.private = False
+        self.spills = 0  # run files the counting wrote (max_memory)
+
+    @classmethod
+    def from_dict(cls, counts: Mapping[str, int], pattern: str | None = None) -> ChunkCounts:
+        """``{chunk: count}`` (Python's counting) as flat buffers, in the mapping's order."""
+        from array import array
+
+        chunks = [chunk.encode("utf-8") for chunk in counts]
+        return cls(bytearray().join(chunks), array("i", map(len, chunks)), array("q", counts.values()),
+                   characters=sum(len(chunk) * n for chunk, n in counts.items()), pattern=pattern)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write these counts to a counts file (see counts_file.py), atomically."""
+        from .counts_file import save_counts
+
+        save_counts(self, path)
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -89,7 +118,8 @@ class ChunkCounts:
         return {chunk.decode("utf-8"): count for chunk, count in self.items()}
 
     def __repr__(self) -> str:
-        return f"ChunkCounts({len(self)} distinct chunks)"
+        where = f" from {self.source}" if self.source else ""
+        return f"ChunkCounts({len(self)} distinct chunks{where})"
 
 
 def available(pattern: str | None) -> bool:
@@ -105,34 +135,116 @@ def count_native(
     num_threads: int | None = None,
     progress: bool | None = None,
     text_column: str = "text",
+    docs: str = "line",
+    max_memory: int | str | None = None,
+    out: str | os.PathLike | None = None,
+    spill_dir: str | os.PathLike | None = None,
 ) -> ChunkCounts:
-    """Count the chunks of ``files`` (checked paths; see text_files.py) or of ``source`` (a str,
-    an iterable of str, or a ``datasets.Dataset``) with the C kernel. Call only when
-    :func:`available` says so."""
-    counter = _kernel.Counter(native_scanner(pattern), max(1, num_threads or available_cpus()))
+    """Count the chunks of ``files`` (checked paths; text files cut into documents by ``docs``,
+    see text_files.py) or of ``source`` (a str, an iterable of str, or a ``datasets.Dataset``)
+    with the C kernel. Call only when :func:`available` says so.
+
+    ``max_memory`` (bytes, or a size such as ``"4G"``; see :func:`memory_size`) bounds the
+    counting's memory: the tables spill to ``spill_dir`` (default: the system's temporary
+    folder) in hash partitions that are merged at the end, exactly, in order of first
+    appearance, into a counts file that is then mapped (not read into memory). ``out``: write
+    the counts to this counts file too (see counts_file.py)."""
+    check_doc_mode(docs)
+    threads = max(1, num_threads or available_cpus())
+    counter = _kernel.Counter(native_scanner(pattern), threads)
     total = sum(os.path.getsize(path) for path in files) if files is not None else None
+    spill, block = None, 0
+    if max_memory is not None:
+        limit, table_limit, block = _spill_limits(memory_size(max_memory), threads)
+        spill = tempfile.mkdtemp(prefix="hf_bbpe-spill-", dir=spill_dir)
+        counter.spill_to(spill, limit, table_limit)
     bar = progress_bar(desc="counting chunks", total=total, unit="MB", enabled=progress, scale=1 / 1e6)
     try:
-        if files is not None:
-            _count_files(counter, files, text_column, bar)
-        elif is_arrow_dataset(source):
-            _count_dataset(counter, source, text_column, bar)
-        else:
-            for batch in document_batches(source, _BATCH_CHARS):
-                bar.update(counter.count_texts(batch))
+        try:
+            if files is not None:
+                _count_files(counter, files, text_column, docs, bar, block)
+            elif is_arrow_dataset(source):
+                _count_dataset(counter, source, text_column, bar)
+            else:
+                for batch in document_batches(source, _BATCH_CHARS):
+                    bar.update(counter.count_texts(batch))
+        finally:
+            bar.close()
+        if counter.spilled:
+            counts = _merged_spills(counter, pattern, out if out is not None else os.path.join(spill, "counts.bin"))
+            counts.spills = counter.spilled
+            return counts
+        counts = collected(counter, pattern)
+        if out is not None:
+            counts.save(out)
+        return counts
     finally:
-        bar.close()
-    return collected(counter)
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)  # (a mapped counts file in it stays readable)
 
 
-def collected(counter: Any) -> ChunkCounts:
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*", re.IGNORECASE)
+
+
+def memory_size(value: int | str) -> int:
+    """Bytes from an int or a size such as ``"512M"``, ``"4G"``, ``"1.5GB"``, ``"8GiB"`` (powers of
+    1024 either way); ValueError for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    else:
+        match = _SIZE.fullmatch(value) if isinstance(value, str) else None
+        if match is None:
+            raise ValueError(f"a memory size is bytes or a number with K, M, G or T (e.g. '4G'), got {value!r}")
+        size = int(float(match[1]) * 1024 ** " kmgt".index(match[2].lower() or " "))
+    if size <= 0:
+        raise ValueError(f"a memory size must be positive, got {value!r}")
+    return size
+
+
+_MIN_TABLE = 8 << 20  # the least a thread's table may hold between spills
+
+
+def _spill_limits(budget: int, threads: int) -> tuple[int, int, int]:
+    """``(limit of all the tables, limit of a thread's table, bytes of a file unit)`` within
+    ``budget``: each thread also holds a file unit (with its last document read on), its front
+    cache and a run file's buffers while it spills (about 2 x unit + 5 MB)."""
+    block = min(16 << 20, max(1 << 20, budget // (32 * threads)))
+    tables = budget - threads * (2 * block + (5 << 20))
+    if tables < threads * _MIN_TABLE:
+        least = threads * (_MIN_TABLE + 2 * (1 << 20) + (5 << 20))
+        raise ValueError(f"max_memory={budget:,} bytes is too little to count on {threads} thread(s): give at least "
+                         f"{least / 2**20:.0f} MB (or fewer num_workers)")
+    return tables, tables // threads, block
+
+
+def _merged_spills(counter: Any, pattern: str, path: str | os.PathLike) -> ChunkCounts:
+    """Spilled counts merged into a counts file at ``path`` (then mapped from it)."""
+    from .counts_file import load_counts, write_counts_file
+
+    chunks, symbol_bytes = counter.merge_spills()
+
+    def fill(fd: int, offsets: dict[str, int]) -> dict[str, Any]:
+        characters, control = counter.write_spilled(fd, offsets["counts"], offsets["lengths"], offsets["symbols"])
+        return {"characters": characters, "control": [[char, n] for char, n in control]}
+
+    write_counts_file(path, pattern, chunks, symbol_bytes, fill, documents=counter.documents,
+                      input_bytes=counter.bytes)
+    return load_counts(path)
+
+
+def collected(counter: Any, pattern: str | None = None) -> ChunkCounts:
     """The counts of a ``_chunk_count.Counter`` (its memory given back)."""
     symbols, lengths, counts, characters, control = counter.result()
     return ChunkCounts(symbols, lengths, counts, documents=counter.documents, input_bytes=counter.bytes,
-                       characters=characters, control=control)
+                       characters=characters, control=control, pattern=pattern)
 
 
-def _count_files(counter: Any, paths: list[str], text_column: str, bar: Any) -> None:
+def _file_format(path: str, docs: str) -> int:
+    """How the kernel reads ``path`` (``count_files``' formats: text lines, .jsonl, paragraphs, whole)."""
+    return 1 if file_kind(path) == JSONL else (0, 2, 3)[DOC_MODES.index(docs)]
+
+
+def _count_files(counter: Any, paths: list[str], text_column: str, docs: str, bar: Any, block: int = 0) -> None:
     """Runs of text and .jsonl files in one call each (their blocks on the threads); parquet
     files column batch by column batch. The kernel numbers its work across calls, in order. The
     bar moves by file bytes (a parquet file's by the share of its rows counted)."""
@@ -150,14 +262,15 @@ def _count_files(counter: Any, paths: list[str], text_column: str, bar: Any) -> 
         nonlocal done
         if run:
             start = done
-            counter.count_files(run, [file_kind(path) != TEXT for path in run], field, 0, lambda n: move_to(start + n))
+            counter.count_files(run, [_file_format(path, docs) for path in run], field, block,
+                                lambda n: move_to(start + n))
             done = start + sum(os.path.getsize(path) for path in run)
             move_to(done)
             run.clear()
 
     for path in paths:
         if file_kind(path) != PARQUET and not _kernel.READS_FILES:  # (no POSIX threads: read here)
-            for batch in document_batches(iter_file_documents([path], text_column), _BATCH_CHARS):
+            for batch in document_batches(iter_file_documents([path], text_column, docs), _BATCH_CHARS):
                 counter.count_texts(batch)
             done += os.path.getsize(path)
             move_to(done)

@@ -51,6 +51,7 @@ REMOTE_CODE_MODULES = (
     "chunk_encoder",
     "chunk_counting",
     "native_counting",
+    "counts_file",
     "text_files",
     "batch_encoding",
     "trainer",

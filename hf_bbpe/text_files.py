@@ -2,10 +2,13 @@
 
 A document is:
 
-* in a text file (any name but the two below), one line with its ``\\n``, as
-  ``open(path, encoding="utf-8", newline="\\n")`` yields it and as ``tokenizers``' ``train(files)``
-  reads it: a ``\\r`` stays as it is (``open(path)`` in its default mode would also turn ``\\r\\n``
-  and a lone ``\\r`` into ``\\n``);
+* in a text file (any name but the two below), by ``docs`` (:data:`DOC_MODES`): one line with
+  its ``\\n`` (``"line"``, the default), as ``open(path, encoding="utf-8", newline="\\n")``
+  yields it and as ``tokenizers``' ``train(files)`` reads it: a ``\\r`` stays as it is
+  (``open(path)`` in its default mode would also turn ``\\r\\n`` and a lone ``\\r`` into
+  ``\\n``); or a paragraph (``"paragraph"``): lines up to a run of blank lines, with that run, as
+  ``chunk_counting.paragraphs(open(path, newline=""))`` cuts them (a blank line holds nothing but
+  ``\\r`` before its ``\\n``); or the whole file (``"file"``);
 * in a ``.jsonl`` file, the string in field ``text_column`` of the JSON object on each line
   (lines of whitespace only are skipped);
 * in a ``.parquet`` file, the string in column ``text_column`` of each row (read with pyarrow,
@@ -29,7 +32,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .chunk_counting import paragraphs
+
 TEXT, JSONL, PARQUET = "text", "jsonl", "parquet"
+DOC_MODES = ("line", "paragraph", "file")
+"""How a text file is cut into documents (``docs=``): lines, paragraphs, or the whole file."""
 PARQUET_BATCH_ROWS = 1 << 16
 NOT_UTF8_HINT = "a binary file, or another encoding such as Latin-1?"
 
@@ -61,14 +68,29 @@ def training_files(files: str | os.PathLike | Iterable[str | os.PathLike]) -> li
     return paths
 
 
-def iter_file_documents(paths: Iterable[str], text_column: str = "text") -> Iterator[str]:
+def check_doc_mode(docs: str) -> str:
+    """``docs`` if it is one of :data:`DOC_MODES`, else a ValueError listing them."""
+    if docs not in DOC_MODES:
+        raise ValueError(f"docs must be one of {', '.join(map(repr, DOC_MODES))} (how text files are cut into "
+                         f"documents), got {docs!r}")
+    return docs
+
+
+def iter_file_documents(paths: Iterable[str], text_column: str = "text", docs: str = "line") -> Iterator[str]:
     """The documents of the files, file after file, in order (see the module doc)."""
+    check_doc_mode(docs)
     for path in paths:
         kind = file_kind(path)
         if kind == PARQUET:
             yield from _parquet_documents(path, text_column)
         elif kind == JSONL:
             yield from _jsonl_documents(path, text_column)
+        elif docs == "paragraph":
+            yield from paragraphs(_text_lines(path))
+        elif docs == "file":
+            whole = "".join(_text_lines(path))
+            if whole:
+                yield whole
         else:
             yield from _text_lines(path)
 

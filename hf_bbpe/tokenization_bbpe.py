@@ -93,6 +93,7 @@ if TYPE_CHECKING:
     from .batch_encoding import encode_batch  # noqa: F401
     from .chunk_counting import count_chunks  # noqa: F401
     from .chunk_encoder import ChunkEncoder  # noqa: F401
+    from .counts_file import load_counts  # noqa: F401
     from .merge_loop import train  # noqa: F401
     from .model_file import read_model_file  # noqa: F401
     from .native_counting import count_native  # noqa: F401

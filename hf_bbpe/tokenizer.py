@@ -49,7 +49,7 @@ from .special_tokens import (
 )
 from .token_ids import MAX_TOKEN_ID, single_token_id, token_id_list
 from .token_offsets import token_char_spans
-from .training import ChunkCounts, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
+from .training import ChunkCounts, count_tokenizer_chunks, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
 
 Merges = dict[tuple[int, int], int]
 
@@ -566,14 +566,18 @@ class Tokenizer:
         num_workers: int | None = None,
         progress: bool | None = None,
         text_column: str = "text",
+        docs: str = "line",
+        max_memory: int | str | None = None,
     ) -> None:
         """Learn ``vocab_size - 256`` merges from a str, an iterable of documents, or files.
 
         ``files=`` (a path or a list: text files, ``.jsonl``, ``.parquet``, as ``tokenizers``'
         ``train(files=...)`` takes them; ``pathlib.Path`` objects given as ``text`` are files
         too, a str never is): each line of a text file is a document, as ``open(f)`` yields it
-        (with ``\r`` kept as it is), each record's ``text_column`` of a ``.jsonl`` or
-        ``.parquet`` file is one (see text_files.py). A Hugging Face ``datasets.Dataset`` or
+        (with ``\r`` kept as it is), or with ``docs="paragraph"`` each paragraph (lines up to
+        a run of blank lines, as :func:`hf_bbpe.paragraphs` cuts them), or with ``docs="file"``
+        the whole file; each record's ``text_column`` of a ``.jsonl`` or ``.parquet`` file is
+        one (see text_files.py). A Hugging Face ``datasets.Dataset`` or
         streaming ``IterableDataset`` is read in batches (column ``text_column``); a
         ``ray.data.Dataset`` is counted on its Ray cluster (the same column; see
         ``hf_bbpe.distributed``).
@@ -581,14 +585,17 @@ class Tokenizer:
         With a pattern the C scanner knows (and no normalizer or pipeline), chunks are counted
         by the C kernel on ``num_workers`` threads (default: the CPUs available), files read in
         blocks by those threads; otherwise documents are split one by one in ``num_workers``
-        processes. See :func:`train_from_counts` for the rest.
+        processes. ``max_memory`` (bytes, or e.g. ``"4G"``) bounds that kernel's memory: its
+        counts spill to disk and are merged back exactly (see :meth:`count_chunks`). See
+        :func:`train_from_counts` for the rest.
         """
         train_tokenizer(self, text, vocab_size, verbose, files=files, tie_break=tie_break, min_frequency=min_frequency,
-                        num_workers=num_workers, progress=progress, text_column=text_column)
+                        num_workers=num_workers, progress=progress, text_column=text_column, docs=docs,
+                        max_memory=max_memory)
 
     def train_from_counts(
         self,
-        counts: Mapping[str | bytes, int] | ChunkCounts,
+        counts: Mapping[str | bytes, int] | ChunkCounts | str | os.PathLike,
         vocab_size: int,
         verbose: bool = False,
         *,
@@ -600,11 +607,36 @@ class Tokenizer:
 
         Count the chunks with any engine (e.g. a map-reduce over ``pattern``), then call this.
         For ``tie_break="first_occurrence"`` the mapping must be in order of first appearance.
-        ``counts`` may also be the C kernel's :class:`~native_counting.ChunkCounts`.
+        ``counts`` may also be the C kernel's :class:`~native_counting.ChunkCounts`, or the path
+        of a counts file (written by :meth:`count_chunks` with ``out=``), which is
+        mapped, not read, and must have been counted with this tokenizer's split pattern.
         Special tokens already registered keep their ids; merges skip them.
         """
         train_tokenizer_from_counts(self, counts, vocab_size, verbose, tie_break=tie_break,
                                    min_frequency=min_frequency, progress=progress)
+
+    def count_chunks(
+        self,
+        text: str | Iterable[str] | os.PathLike | Sequence[os.PathLike] | None = None,
+        *,
+        files: str | os.PathLike | Iterable[str | os.PathLike] | None = None,
+        docs: str = "line",
+        text_column: str = "text",
+        num_workers: int | None = None,
+        progress: bool | None = None,
+        max_memory: int | str | None = None,
+        out: str | os.PathLike | None = None,
+    ) -> ChunkCounts:
+        """The chunk counts that :meth:`train` would learn from (same inputs), as
+        :class:`~native_counting.ChunkCounts`, in order of first appearance; with ``out``, also
+        written to that counts file (atomically; see counts_file.py), which
+        ``train_from_counts(out, vocab_size)`` trains from at any vocab size without counting
+        again. ``max_memory`` (bytes, or e.g. ``"4G"``) bounds the C counter's memory: its tables
+        spill to disk in hash partitions, merged back exactly into a counts file that is mapped,
+        not read into memory (the merge loop still holds every distinct chunk).
+        """
+        return count_tokenizer_chunks(self, text, files=files, docs=docs, text_column=text_column,
+                                      num_workers=num_workers, progress=progress, max_memory=max_memory, out=out)
 
     # The keywords repeat train's on purpose: extending is training that continues from these merges.
     def extend(
@@ -619,6 +651,8 @@ class Tokenizer:
         num_workers: int | None = None,
         progress: bool | None = None,
         text_column: str = "text",
+        docs: str = "line",
+        max_memory: int | str | None = None,
     ) -> Tokenizer:
         """A new tokenizer with up to ``num_new_merges`` merges learned on top of this one's.
 
@@ -630,11 +664,12 @@ class Tokenizer:
         old ones, text in which no new merge applies encodes exactly as before. The mode is kept:
         in ``"ranks"`` mode the new tokens join the vocabulary, and text that does not contain
         a new token's bytes encodes exactly as before (tiktoken's rule only builds a token from
-        its own bytes). The corpus is ``text`` or ``files=``, as :meth:`train` takes them.
+        its own bytes). The corpus is ``text`` or ``files=`` (cut by ``docs``), as :meth:`train`
+        takes them.
         """
         return extend_tokenizer(self, text, num_new_merges, verbose, files=files, tie_break=tie_break,
                                 min_frequency=min_frequency, num_workers=num_workers, progress=progress,
-                                text_column=text_column)
+                                text_column=text_column, docs=docs, max_memory=max_memory)
 
     def _reset_to_bytes(self) -> None:
         """Training's start: the 256 byte tokens, no merges (special tokens keep their ids)."""

@@ -28,9 +28,10 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .chunk_counting import count_chunks, warn_if_mostly_control
+from .counts_file import check_pattern, load_counts
 from .native_counting import ChunkCounts, available, count_native, is_arrow_dataset
 from .progress import progress_bar
-from .text_files import iter_file_documents, training_files
+from .text_files import check_doc_mode, iter_file_documents, training_files
 from .trainer import train_flat_merges, train_merges
 
 if TYPE_CHECKING:
@@ -49,17 +50,20 @@ def train_tokenizer(
     num_workers: int | None = None,
     progress: bool | None = None,
     text_column: str = "text",
+    docs: str = "line",
+    max_memory: int | str | None = None,
 ) -> None:
     """``tok.train``: count the chunks of ``text`` or ``files``, then :func:`train_tokenizer_from_counts`."""
     check_vocab_size(vocab_size)
-    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files)
+    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
+                          max_memory=max_memory)
     train_tokenizer_from_counts(tok, counts, vocab_size, verbose, tie_break=tie_break,
                                 min_frequency=min_frequency, progress=progress, consume=True)
 
 
 def train_tokenizer_from_counts(
     tok: Tokenizer,
-    counts: Mapping[str | bytes, int] | ChunkCounts,
+    counts: Mapping[str | bytes, int] | ChunkCounts | str | os.PathLike,
     vocab_size: int,
     verbose: bool = False,
     *,
@@ -68,10 +72,16 @@ def train_tokenizer_from_counts(
     progress: bool | None = None,
     consume: bool = False,
 ) -> None:
-    """``tok.train_from_counts``: the merges of ``{chunk: count}`` (or the C kernel's
-    :class:`~native_counting.ChunkCounts`), from the 256 bytes up. With ``consume`` (training's
-    own counts) the merge loop works in the counts' symbols, which are then spent."""
+    """``tok.train_from_counts``: the merges of ``{chunk: count}``, of the C kernel's
+    :class:`~native_counting.ChunkCounts`, or of a counts file (a path: mapped, and refused when
+    its split pattern is not the tokenizer's; see counts_file.py), from the 256 bytes up. With
+    ``consume`` (training's own counts) the merge loop works in the counts' symbols, which are
+    then spent."""
     check_vocab_size(vocab_size)
+    if isinstance(counts, (str, os.PathLike)):
+        counts = load_counts(counts)
+    if isinstance(counts, ChunkCounts) and counts.source is not None:
+        check_pattern(counts, counted_pattern(tok, counts.source))
     warn_if_mostly_control(counts, stacklevel=4)
     if isinstance(counts, ChunkCounts):
         tok._reset_to_bytes()
@@ -106,11 +116,14 @@ def extend_tokenizer(
     num_workers: int | None = None,
     progress: bool | None = None,
     text_column: str = "text",
+    docs: str = "line",
+    max_memory: int | str | None = None,
 ) -> Tokenizer:
     """``tok.extend``: a copy of ``tok`` with up to ``num_new_merges`` merges learned on top."""
     if not isinstance(num_new_merges, int):
         raise TypeError(f"num_new_merges must be an int, got {num_new_merges!r}")
-    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files)
+    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
+                          max_memory=max_memory)
     warn_if_mostly_control(counts, stacklevel=4)
     words: list[list[int]] = []
     weights: list[int] = []
@@ -128,24 +141,33 @@ def extend_tokenizer(
 
 def chunk_counts(
     tok: Tokenizer, text: Any, num_workers: int | None, progress: bool | None, tie_break: str, text_column: str,
-    *, files: Any = None,
+    *, files: Any = None, docs: str = "line", max_memory: int | str | None = None, out: Any = None,
 ) -> dict[str, int] | ChunkCounts:
     """The chunk counts of training text or files: with the C kernel where it splits the
     tokenizer's chunking, else in this machine's processes, or on Ray for a Ray Dataset.
 
     ``files`` (a path or several) or a ``text`` that is an ``os.PathLike`` or a list of them are
-    files (see text_files.py); a str is always text. ``num_workers``: the kernel's threads, or
-    the processes of the other paths (default: the CPUs available)."""
+    files (see text_files.py; ``docs`` says how text files are cut into documents); a str is
+    always text. ``num_workers``: the kernel's threads, or the processes of the other paths
+    (default: the CPUs available). ``max_memory`` bounds the C kernel's memory (its tables
+    spill to disk: see native_counting.count_native); ``out`` writes its counts to a counts file."""
+    check_doc_mode(docs)
     files = training_paths(text, files)
     spec = tok._chunking_spec()
     native = isinstance(spec, str) and available(spec) and not _is_ray_dataset(text)
+    if max_memory is not None and not native:
+        raise ValueError(
+            "max_memory needs the C chunk counter: a split pattern it knows (GPT-2, GPT-4, o200k, Llama 3, Qwen2, "
+            "Tekken or another spelling of one), no normalizer or pre-tokenizer pipeline, the compiled extension, "
+            "and text that is not a Ray Dataset"
+        )
     if files is None and not (native and is_arrow_dataset(text)):  # (the kernel reads a Dataset's Arrow column)
         text = hf_dataset_texts(text, text_column)
     if native:
         return count_native(text, spec, files=files, num_threads=num_workers, progress=progress,
-                            text_column=text_column)
+                            text_column=text_column, docs=docs, max_memory=max_memory, out=out)
     if files is not None:
-        text = iter_file_documents(files, text_column)
+        text = iter_file_documents(files, text_column, docs)
     if not _is_ray_dataset(text):
         return count_chunks(text, spec, num_workers=num_workers, progress=progress)
     if tie_break == "first_occurrence":
@@ -156,6 +178,44 @@ def chunk_counts(
         )
     distributed = importlib.import_module(".distributed", __package__)
     return distributed.count_chunks(text, tok, text_column=text_column)
+
+
+def count_tokenizer_chunks(
+    tok: Tokenizer,
+    text: Any = None,
+    *,
+    files: Any = None,
+    docs: str = "line",
+    text_column: str = "text",
+    num_workers: int | None = None,
+    progress: bool | None = None,
+    max_memory: int | str | None = None,
+    out: str | os.PathLike | None = None,
+) -> ChunkCounts:
+    """``tok.count_chunks``: the chunk counts of ``text`` or ``files`` with ``tok``'s chunking, as
+    :class:`~native_counting.ChunkCounts` (the C kernel's, or Python's counts made flat), written
+    to the counts file ``out`` too if given (see counts_file.py)."""
+    if out is not None:
+        counted_pattern(tok, os.fspath(out))
+    counts = chunk_counts(tok, text, num_workers, progress, "smallest_pair", text_column, files=files, docs=docs,
+                          max_memory=max_memory, out=out)
+    if isinstance(counts, ChunkCounts):
+        return counts
+    counts = ChunkCounts.from_dict(counts, tok._chunking_spec())
+    if out is not None:
+        counts.save(out)
+    return counts
+
+
+def counted_pattern(tok: Tokenizer, source: str) -> str | None:
+    """The split pattern that a counts file made with ``tok`` names (its plain pattern, or None
+    for no split); a tokenizer with a normalizer or pre-tokenizer pipeline has none (ValueError)."""
+    spec = tok._chunking_spec()
+    if spec is not None and not isinstance(spec, str):
+        raise ValueError(f"{source}: a counts file holds the chunks of a split pattern; this tokenizer normalizes or "
+                         "pre-tokenizes its text (count with a plain RegexTokenizer, or use train_from_counts with a "
+                         "mapping)")
+    return spec
 
 
 def training_paths(text: Any, files: Any) -> list[str] | None:
@@ -240,6 +300,7 @@ def learn(
         "byte_ids": tok._byte_ids,
     }
     if isinstance(words, ChunkCounts):
+        consume = consume or words.private  # (a private mapping of a counts file: nobody else's)
         learned = train_flat_merges(*words.buffers(spend=consume), num_merges, consume=consume, **options)
     else:
         learned = train_merges(words, weights, num_merges, **options)

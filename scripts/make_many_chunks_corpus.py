@@ -26,6 +26,16 @@ identifier lines went in, and the output's size and sha256.
 ``--check`` (small sizes only: it counts in Python) counts the output's chunks with hf_bbpe's
 GPT-2 pattern and checks them against those expected counts.
 
+``--verify-counts COUNTS`` (any size; OUT.txt and OUT.json made before, nothing is written) checks
+a counts file of OUT.txt's lines (``tok.count_chunks(files=[OUT.txt], out=COUNTS)``, e.g. within
+``max_memory``) against a reference made independently, in a few GB: the base's chunks counted by
+the ``regex`` module (one pass of the base, times the passes written, plus the last part), the
+identifiers made again by the permutation. It checks every count, the number of distinct chunks,
+and the order of first appearance: the identifiers in the order they were written, the base's
+chunks in the order the regex module first meets them. The counts file's identifiers are found in
+numpy (a chunk of a space and ``--letters`` lowercase letters that is not a base word), so there
+is no Python object per identifier.
+
 At full size (100 million identifiers, 8 letters, 8 a line, 4 base lines between) the output is
 about 3 GB when the base has 40-byte lines; it is written in a few minutes. Same arguments and
 base -> the same bytes.
@@ -212,6 +222,106 @@ def check(args: argparse.Namespace, manifest: dict) -> None:
           f"{sum(got.values()):,} chunks in all, every count as expected")
 
 
+def verify_counts(args: argparse.Namespace, counts_path: str) -> None:
+    """Check a counts file of ``args.out`` against the expected counts and order (see the module doc)."""
+    import regex
+
+    from hf_bbpe import GPT2_SPLIT_PATTERN
+    from hf_bbpe.counts_file import load_counts
+
+    with open(args.out + ".json") as f:
+        manifest = json.load(f)
+    for key in ("identifiers", "letters", "seed", "repeat", "per_line", "base_lines_between"):
+        if manifest[key] != getattr(args, key if key != "base_lines_between" else "base_lines"):
+            raise SystemExit(f"{args.out}.json: made with {key}={manifest[key]}, not the arguments given")
+    counts = load_counts(counts_path)
+    lengths = np.frombuffer(counts.lengths, dtype=np.int32)
+    values = np.frombuffer(counts.counts, dtype=np.int64)
+    symbols = np.frombuffer(counts.symbols, dtype=np.uint8)
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    print(f"{counts_path}: {len(lengths):,} distinct chunks, {int(values.sum()):,} in all")
+
+    # the identifiers: a space and `letters` lowercase letters, not a base word
+    excluded = base_words(args.base, args.letters)
+    width = args.letters + 1
+    candidates = np.flatnonzero(lengths == width)
+    is_id = np.zeros(len(lengths), dtype=bool)
+    found = []
+    step = 1 << 22
+    for k in range(0, len(candidates), step):
+        at = candidates[k:k + step]
+        rows = symbols[starts[at][:, None] + np.arange(width)]
+        letters = rows[:, 1:]
+        form = (rows[:, 0] == ord(" ")) & ((letters >= ord("a")) & (letters <= ord("z"))).all(axis=1)
+        v = np.zeros(len(at), dtype=np.uint64)
+        for j in range(args.letters):
+            v = v * np.uint64(26) + (letters[:, j] - ord("a")).astype(np.uint64)
+        keep = form & ~np.isin(v, excluded)
+        is_id[at[keep]] = True
+        found.append(v[keep])
+    found_ids = np.concatenate(found) if found else np.zeros(0, dtype=np.uint64)
+    del found
+    if len(found_ids) != args.identifiers:
+        raise SystemExit(f"check FAILED: {len(found_ids):,} identifiers in the counts, {args.identifiers:,} written")
+    id_counts = values[is_id]
+    if not (id_counts == args.repeat).all():
+        bad = int(np.flatnonzero(id_counts != args.repeat)[0])
+        raise SystemExit(f"check FAILED: an identifier counted {int(id_counts[bad])} times, not {args.repeat}")
+    made = 0
+    for batch in identifiers(args.identifiers, args.letters, args.seed, excluded):
+        v = np.zeros(len(batch), dtype=np.uint64)
+        for j in range(args.letters):
+            v = v * np.uint64(26) + (batch[:, j] - ord("a")).astype(np.uint64)
+        if not np.array_equal(found_ids[made:made + len(v)], v):
+            raise SystemExit(f"check FAILED: the identifiers from #{made:,} on are not in the order written")
+        made += len(v)
+    print(f"identifiers ok: {made:,}, each counted {args.repeat} time(s), in the order written")
+    del found_ids, candidates
+
+    # the base's chunks (and "\n" of the identifier lines), counted by the regex module
+    split = regex.compile(GPT2_SPLIT_PATTERN)
+    written, every = manifest["base_lines_written"], args.base_lines
+    if every == 0:
+        raise SystemExit("--verify-counts needs base lines (--base-lines > 0)")
+
+    def count_lines(limit: int | None) -> tuple[dict[str, int], int]:
+        """The chunks of the base's first ``limit`` lines (all: None) in order of first appearance,
+        "\\n" placed where the first identifier line puts it (after ``every`` base lines)."""
+        counted: dict[str, int] = {}
+        n = 0
+        with open_base(args.base) as f:
+            for line in itertools.islice(f, limit):
+                if n == every:
+                    counted.setdefault("\n", 0)
+                line = line if line.endswith(b"\n") else line + b"\n"
+                for m in split.finditer(line.decode("utf-8")):
+                    counted[m.group(0)] = counted.get(m.group(0), 0) + 1
+                n += 1
+        return counted, n
+
+    full, n_lines = count_lines(None)
+    passes, rest = divmod(written, n_lines)
+    if passes == 0:
+        raise SystemExit("--verify-counts needs at least one whole pass of the base written")
+    part = count_lines(rest)[0] if rest else {}
+    expected = {chunk: n * passes + part.get(chunk, 0) for chunk, n in full.items()}
+    expected["\n"] = expected.get("\n", 0) + manifest["identifier_lines"]
+    order = list(expected)
+    rest_at = np.flatnonzero(~is_id)
+    got = [(bytes(symbols[starts[i]:starts[i] + lengths[i]]).decode("utf-8"), int(values[i])) for i in rest_at]
+    if len(got) != len(expected):
+        raise SystemExit(f"check FAILED: {len(got):,} other distinct chunks in the counts, {len(expected):,} expected")
+    for (chunk, n), want in zip(got, order):
+        if chunk != want:
+            raise SystemExit(f"check FAILED: the base's chunks are not in order of first appearance: {chunk!r} where "
+                             f"{want!r} comes first")
+        if n != expected[chunk]:
+            raise SystemExit(f"check FAILED: {chunk!r} counted {n:,} times, expected {expected[chunk]:,}")
+    print(f"check ok: {len(lengths):,} distinct chunks = {args.identifiers:,} identifiers + {len(expected):,} of the "
+          f"base lines and line ends; every count and the order of first appearance as expected")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out")
@@ -223,9 +333,14 @@ def main() -> None:
     parser.add_argument("--base-lines", type=int, default=4, help="base lines before each identifier line")
     parser.add_argument("--repeat", type=int, default=1, help="write the identifier sequence this many times")
     parser.add_argument("--check", action="store_true", help="count the output's chunks and check them (small sizes)")
+    parser.add_argument("--verify-counts", metavar="COUNTS",
+                        help="check this counts file of OUT's lines against the expected counts (OUT made before)")
     args = parser.parse_args()
     if min(args.identifiers, args.letters, args.per_line, args.repeat) < 1 or args.base_lines < 0:
         parser.error("--identifiers, --letters, --per-line and --repeat must be positive, --base-lines >= 0")
+    if args.verify_counts:
+        verify_counts(args, args.verify_counts)
+        return
     manifest = generate(args)
     with open(args.out + ".json", "w") as f:
         json.dump(manifest, f, indent=1)

@@ -111,6 +111,10 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=positive_int, default=None,
                         help="counting threads (processes for a pattern the C counter does not know; default: all "
                              "CPUs)")
+    parser.add_argument("--max-memory", metavar="SIZE", default=None,
+                        help="bound the C counter's memory (e.g. 4G): its tables spill to disk in the system's "
+                             "temporary folder (TMPDIR) and are merged back exactly, for corpora whose counts do "
+                             "not fit in memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
     add_chat_template(parser)

@@ -201,15 +201,17 @@ def input_error(exc: BaseException) -> CommandError:
 
 def train_on_inputs(learn: Callable[..., Any], paths: list[str], args: argparse.Namespace, size: int) -> Any:
     """``learn`` (a tokenizer's ``train`` or ``extend``) on the documents of ``paths``: the files
-    themselves when documents are lines or records (the counting threads read them), else the
-    documents read here. An error about a file names it and its line, as a one-line CommandError."""
+    themselves (the counting threads read them, text files cut into documents by ``--docs``), or
+    with stdin the documents read here. An error about a file names it and its line, as a
+    one-line CommandError."""
     options = {"tie_break": args.tie_break, "min_frequency": args.min_frequency, "num_workers": args.workers,
-               "progress": False if args.no_progress else None, "text_column": args.text_column}
+               "progress": False if args.no_progress else None, "text_column": args.text_column,
+               "max_memory": args.max_memory}
     try:
-        if STDIN not in paths and (args.docs == "line" or all(file_kind(path) != TEXT for path in paths)):
+        if STDIN not in paths:
             if not any(os.path.getsize(path) for path in paths):
                 reject_empty(paths, 0)
-            return learn(None, size, files=paths, **options)
+            return learn(None, size, files=paths, docs=args.docs, **options)
         return learn(iter_corpus_documents(paths, args.docs, args.text_column), size, **options)
     except (ValueError, ImportError) as exc:
         raise input_error(exc) from None

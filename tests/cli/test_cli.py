@@ -11,7 +11,7 @@ import pytest
 from hf_bbpe import RegexTokenizer, Tokenizer
 from hf_bbpe.cli.main import build_parser
 from hf_bbpe.cli.commands import COMMANDS
-from hf_bbpe.cli.text_input import iter_documents
+from hf_bbpe.cli.text_input import iter_documents, train_on_inputs
 from tests.support.cli import CLI, MIX, TAYLOR, assert_one_line_error, cli_env, run_cli
 
 SUBCOMMANDS = ["train", "encode", "encode-corpus", "decode", "convert", "inspect", "view", "compare", "app", "audit", "extend",
@@ -71,6 +71,36 @@ def test_train_takes_each_tie_break(tmp_path):
         ref.train(iter_documents([str(TAYLOR)], "paragraph"), 400, tie_break=rule, progress=False)
         assert learned[rule] == ref.merges, rule
     assert list(learned["huggingface"].items()) != list(learned["smallest_pair"].items())
+
+
+def test_train_hands_text_files_to_the_counting_threads_in_every_docs_mode():
+    """Paragraphs (the default), lines and whole files: the engine gets the files themselves, which
+    the C counter's threads read and cut (tests/engine/test_native_counting.py holds its paragraphs
+    to hf_bbpe.paragraphs); only stdin is read in Python."""
+    parser = build_parser()
+    for mode in ("paragraph", "line", "file"):
+        args = parser.parse_args(["train", str(TAYLOR), "--vocab-size", "300", "--out", "x", "--docs", mode])
+        calls = []
+        train_on_inputs(lambda text, size, **options: calls.append((text, options)), [str(TAYLOR)], args, 300)
+        assert calls[0][0] is None and calls[0][1]["files"] == [str(TAYLOR)] and calls[0][1]["docs"] == mode
+    assert build_parser().parse_args(["train", "f", "--vocab-size", "300", "--out", "x"]).docs == "paragraph"
+
+
+def test_train_max_memory_reaches_the_counter_and_bad_sizes_are_one_line_errors(tmp_path):
+    """--max-memory is the library's max_memory (tests/engine/test_spilled_counting.py holds the
+    spilled counts to the in-memory ones): the same merges; a size that is not one, or a pattern
+    the C counter does not know, is a one-line error."""
+    args = build_parser().parse_args(["train", str(TAYLOR), "--vocab-size", "300", "--out", "x", "--max-memory", "2G"])
+    calls = []
+    train_on_inputs(lambda text, size, **options: calls.append(options), [str(TAYLOR)], args, 300)
+    assert calls[0]["max_memory"] == "2G"
+    run_cli("train", TAYLOR, "--vocab-size", 400, "--max-memory", "64M", "--out", tmp_path / "bounded", "--quiet")
+    run_cli("train", TAYLOR, "--vocab-size", 400, "--out", tmp_path / "free", "--quiet")
+    assert (tmp_path / "bounded" / "tokenizer.model").read_bytes() == (tmp_path / "free" / "tokenizer.model").read_bytes()
+    assert_one_line_error(run_cli("train", TAYLOR, "--vocab-size", 300, "--max-memory", "lots", "--out", tmp_path / "o",
+                                  check=False), "memory size", "'lots'")
+    assert_one_line_error(run_cli("train", TAYLOR, "--vocab-size", 300, "--pattern", "none", "--max-memory", "1G",
+                                  "--out", tmp_path / "o", check=False), "max_memory needs the C chunk counter")
 
 
 def test_train_on_lines_jsonl_and_parquet_equals_the_library_on_files(tmp_path):

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hf_bbpe import RegexTokenizer, _chunk_count, chunk_counting, native_counting, training
-from hf_bbpe.chunk_counting import count_chunks
+from hf_bbpe.chunk_counting import count_chunks, paragraphs
 from hf_bbpe.native_counting import ChunkCounts, collected, count_native
 from hf_bbpe.patterns import EQUIVALENT_PATTERNS, NATIVE_PATTERNS, native_scanner
 from hf_bbpe.text_files import iter_file_documents
@@ -72,8 +72,8 @@ def kernel_counts(batches, pattern: str, threads: int) -> dict[str, int]:
     return distinct(collected(counter))
 
 
-def twin_file_counts(paths, pattern: str, text_column: str = "text") -> dict[str, int]:
-    return count_chunks(iter_file_documents([str(p) for p in paths], text_column), pattern, num_workers=1,
+def twin_file_counts(paths, pattern: str, text_column: str = "text", docs: str = "line") -> dict[str, int]:
+    return count_chunks(iter_file_documents([str(p) for p in paths], text_column, docs), pattern, num_workers=1,
                         progress=False)
 
 
@@ -169,6 +169,73 @@ def test_a_line_is_a_document_and_carriage_returns_stay(tmp_path):
         got = count_native(None, pattern, files=[str(path)], num_threads=2, progress=False)
         assert_same(distinct(got), regex_counts(lines, pattern))
         assert got.documents == len(lines)
+
+
+# ------------------------------------------------------------------ paragraphs and whole files
+
+PARAGRAPH_PIECES = ["the cat", " sat", "\n", "\r\n", "\r", "\n\n", "\r\r\n", "  \n", "\t\n", "\n\r\n\r\n", " 日本語",
+                    "don't", "  ", "12", "x" * 40]
+
+
+def file_counts(path: Path, pattern: str, docs: str, threads: int, block: int) -> ChunkCounts:
+    """The kernel's counts of one file read by its threads in units of ``block`` bytes."""
+    counter = _chunk_count.Counter(native_scanner(pattern), threads)
+    counter.count_files([str(path)], [native_counting._file_format(str(path), docs)], b"text", block, None)
+    return collected(counter)
+
+
+def paragraphs_of(path: Path) -> list[str]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(paragraphs(handle))
+
+
+@pytest.mark.parametrize("name", PATTERNS)
+@settings(max_examples=60, deadline=None)
+@given(pieces=st.lists(st.sampled_from(PARAGRAPH_PIECES) | st.text(alphabet=st.sampled_from(TRICKY), max_size=6),
+                       max_size=40),
+       block=st.sampled_from([1, 2, 3, 5, 16, 0]), threads=st.sampled_from([1, 2, 3]))
+def test_paragraphs_of_files_are_counted_as_paragraphs_cuts_them(tmp_path_factory, name, pieces, block, threads):
+    """A paragraph (the lines up to a run of blank lines, that run with them; a blank line holds
+    nothing but \r before its \n) belongs to the unit it starts in and is counted whole, however
+    the units cut it: the counts and their order are those of paragraphs(open(f, newline=""))."""
+    pattern = PATTERNS[name]
+    path = tmp_path_factory.mktemp("paragraphs") / "text.txt"
+    path.write_bytes("".join(pieces).encode("utf-8"))
+    docs = paragraphs_of(path)
+    got = file_counts(path, pattern, "paragraph", threads, block)
+    assert_same(distinct(got), regex_counts(docs, pattern))
+    assert got.documents == len(docs)
+    assert list(iter_file_documents([str(path)], docs="paragraph")) == docs  # the twin reads them so too
+    whole = file_counts(path, pattern, "file", threads, block)
+    assert_same(distinct(whole), regex_counts(["".join(pieces)], pattern))
+
+
+@pytest.mark.parametrize("name", NATIVE_PATTERNS)
+@pytest.mark.parametrize("block", [0, 61, 4096])
+def test_paragraphs_of_real_text_with_either_line_ending(tmp_path, name, block):
+    """mix-sample and taylorswift.txt, and mix-sample with \r\n line endings, whose blank lines
+    are "\r\n": the kernel's paragraphs are the twin's, in order, on 3 threads."""
+    pattern = NATIVE_PATTERNS[name]
+    crlf = tmp_path / "mix-crlf.txt"
+    crlf.write_bytes(MIX.read_bytes().replace(b"\n", b"\r\n"))
+    for path in (MIX, SWIFT, crlf):
+        docs = paragraphs_of(path)
+        assert len(docs) > 10
+        got = file_counts(path, pattern, "paragraph", 3, block)
+        assert_same(distinct(got), twin_file_counts([path], pattern, docs="paragraph"))
+        assert_same(distinct(got), regex_counts(docs, pattern))
+        assert got.documents == len(docs)
+
+
+def test_training_on_paragraph_files_equals_training_on_their_paragraphs():
+    from_files = RegexTokenizer("gpt4")
+    from_files.train(files=[MIX, SWIFT], vocab_size=600, docs="paragraph", tie_break="first_occurrence",
+                     progress=False)
+    from_docs = RegexTokenizer("gpt4")
+    from_docs.train(paragraphs_of(MIX) + paragraphs_of(SWIFT), 600, tie_break="first_occurrence", progress=False)
+    assert from_files.merges == from_docs.merges
+    with pytest.raises(ValueError, match="docs must be one of"):
+        RegexTokenizer("gpt4").train(files=[SWIFT], vocab_size=300, docs="paragraphs")
 
 
 def jsonl_records(docs: list[str], seed: int) -> bytes:

@@ -1,11 +1,13 @@
 """``hf-bbpe train``: learn a tokenizer from text, .jsonl and .parquet files and write it as a folder.
 
-Documents are the paragraphs of text files (``--docs paragraph``, the default; ``--docs line``
-gives the lines, what ``open(f)`` and ``tokenizers``' ``train(files)`` give, read in blocks by the
-counting threads) and the ``--text-column`` of each record of ``.jsonl`` and ``.parquet`` files.
-The folder holds ``tokenizer.model`` (minbpe's format, or hf_bbpe v2 when ``--bos-token``,
-``--eos-token``, ``--pad-token`` or ``--add-bos`` give token roles; ``tokenizer.vocab`` lists the
-tokens) and, when the transformers integration is installed, everything ``save_pretrained`` writes, so
+Documents are the paragraphs of text files (``--docs paragraph``, the default: lines up to a run
+of blank lines, as ``hf_bbpe.paragraphs`` cuts them), or their lines (``--docs line``: what
+``open(f)`` and ``tokenizers``' ``train(files)`` give), or whole files (``--docs file``), and the
+``--text-column`` of each record of ``.jsonl`` and ``.parquet`` files; all are read in blocks by
+the counting threads (stdin, ``-``, is read in Python first). The folder holds ``tokenizer.model``
+(minbpe's format, or hf_bbpe v2 when ``--bos-token``, ``--eos-token``, ``--pad-token`` or
+``--add-bos`` give token roles; ``tokenizer.vocab`` lists the tokens) and, when the transformers
+integration is installed, everything ``save_pretrained`` writes, so
 ``AutoTokenizer.from_pretrained(folder)`` loads it.
 """
 
@@ -26,9 +28,9 @@ NO_SPLIT = "none"
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "train", help="train a tokenizer on text, .jsonl and .parquet files",
-        description="Train a byte-level BPE tokenizer on text files (a document per line), .jsonl and .parquet "
-                    "files (a document per record) and write a folder with tokenizer.model (minbpe) and the "
-                    "save_pretrained files. Progress bars (MB/s while counting) show on a terminal.",
+        description="Train a byte-level BPE tokenizer on text files (documents cut by --docs: paragraphs by default), "
+                    ".jsonl and .parquet files (a document per record) and write a folder with tokenizer.model "
+                    "(minbpe) and the save_pretrained files. Progress bars (MB/s while counting) show on a terminal.",
     )
     p.add_argument("files", metavar="FILE", nargs="+",
                    help="text, .jsonl or .parquet files, or globs ('**' recurses); '-' reads stdin")

@@ -1,0 +1,207 @@
+"""Chunk counts in a file: counted once (``Tokenizer.count_chunks(out=...)``),
+trained from again at other vocab sizes (``train_from_counts(path)``) without counting again.
+
+The file holds the three flat buffers of :class:`~native_counting.ChunkCounts`, chunks in order of
+first appearance, which the merge loop maps from the file as they are. Layout (little-endian),
+version 1:
+
+====================  ========================================================================
+bytes 0-7             ``HFBBPECC`` (the magic)
+bytes 8-11            the format version (uint32: 1)
+bytes 12-15           the header's length ``H`` (uint32)
+bytes 16-19           the header's CRC-32 (uint32, as ``zlib.crc32``)
+bytes 20-31           the CRC-32 of the counts, lengths and symbols sections (uint32 each)
+bytes 32 to 32 + H    the header: UTF-8 JSON with ``pattern`` (the split pattern the chunks were
+                      counted with, a regex, or null for no split), ``pattern_name`` (its
+                      canonical name, if it has one), ``chunks``, ``symbol_bytes``, the three
+                      sections' ``offsets``, and ``documents``, ``input_bytes``, ``characters`` and
+                      ``control`` (``[[character, count], ...]``: what training's
+                      control-character warning reads)
+then, each at a       ``counts``: int64 per chunk; ``lengths``: int32 per chunk; ``symbols``: the
+multiple of 64 bytes  chunks' UTF-8 bytes end to end. The file ends where the symbols end.
+====================  ========================================================================
+
+Files are written atomically (atomic_write.py): a reader sees the old file or the whole new one.
+Reading checks everything and refuses, naming the file, one that is not a counts file, is of a
+newer version, is cut short or longer than its header says, or fails a checksum; training refuses
+counts made with another split pattern.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from .atomic_write import atomic_open
+from .native_counting import ChunkCounts
+from .patterns import scanner_name
+
+MAGIC = b"HFBBPECC"
+VERSION = 1
+_PREFIX = struct.Struct("<8sIIIIII")  # magic, version, header length, header CRC, the three sections' CRCs
+_ALIGN = 64
+_SECTIONS = ("counts", "lengths", "symbols")
+_READ_STEP = 1 << 24
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // _ALIGN) * _ALIGN
+
+
+def layout(header_bytes: int, chunks: int, symbol_bytes: int) -> dict[str, int]:
+    """The sections' offsets, and the file's size (``"end"``), for a header of ``header_bytes``."""
+    counts = _aligned(_PREFIX.size + header_bytes)
+    lengths = _aligned(counts + 8 * chunks)
+    symbols = _aligned(lengths + 4 * chunks)
+    return {"counts": counts, "lengths": lengths, "symbols": symbols, "end": symbols + symbol_bytes}
+
+
+def write_counts_file(
+    path: str | os.PathLike,
+    pattern: str | None,
+    chunks: int,
+    symbol_bytes: int,
+    fill: Callable[[int, dict[str, int]], dict[str, Any]],
+    **about: Any,
+) -> None:
+    """Write a counts file of ``chunks`` chunks and ``symbol_bytes`` bytes atomically:
+    ``fill(fd, offsets)`` writes the three sections at their offsets into the open file ``fd``
+    and returns header fields it knows only then (``characters``, ``control``); ``about`` gives
+    the others (``documents``, ``input_bytes``, ...)."""
+    fields = {"pattern": pattern, "pattern_name": scanner_name(pattern) if pattern else None, "chunks": chunks,
+              "symbol_bytes": symbol_bytes, **about}
+    # the header's length fixes the offsets: reserve room for the fields fill() gives (a control list)
+    probe = _header_bytes({**fields, "offsets": layout(0, chunks, symbol_bytes), "characters": 2**63,
+                           "control": [["\x00", 2**63]] * 66})
+    offsets = layout(len(probe), chunks, symbol_bytes)
+    with atomic_open(path, "wb") as handle:
+        fd = handle.fileno()
+        os.ftruncate(fd, offsets["end"])
+        fields.update(fill(fd, offsets))
+        header = _header_bytes({**fields, "offsets": offsets})
+        if len(header) > len(probe):
+            raise AssertionError("the counts file's header outgrew its room")
+        header = header.ljust(len(probe), b" ")
+        crcs = [_crc(fd, offsets[name], offsets[following] - offsets[name] if name != "symbols" else symbol_bytes)
+                for name, following in zip(_SECTIONS, ("lengths", "symbols", "end"))]
+        os.pwrite(fd, _PREFIX.pack(MAGIC, VERSION, len(header), zlib.crc32(header), *crcs) + header, 0)
+
+
+def _header_bytes(fields: dict[str, Any]) -> bytes:
+    return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _crc(fd: int, offset: int, size: int) -> int:
+    """The CRC-32 of ``size`` bytes of ``fd`` from ``offset``, read in steps (not through a
+    mapping, which would count the whole file in this process's memory)."""
+    crc = 0
+    end = offset + size
+    while offset < end:
+        block = os.pread(fd, min(_READ_STEP, end - offset), offset)
+        if not block:
+            break
+        crc = zlib.crc32(block, crc)
+        offset += len(block)
+    return crc
+
+
+def save_counts(counts: ChunkCounts, path: str | os.PathLike, pattern: str | None = None) -> None:
+    """Write ``counts`` (in memory or mapped) to a counts file at ``path`` (atomically);
+    ``pattern``: the split pattern they were counted with (default: theirs)."""
+    symbols, lengths, values = counts.buffers()
+    pattern = counts.pattern if pattern is None else pattern
+
+    def fill(fd: int, offsets: dict[str, int]) -> dict[str, Any]:
+        for name, buffer in zip(_SECTIONS, (values, lengths, symbols)):
+            view = memoryview(buffer).cast("B")
+            for start in range(0, len(view), _READ_STEP):
+                os.pwrite(fd, view[start:start + _READ_STEP], offsets[name] + start)
+        return {"characters": counts.characters, "control": [[char, n] for char, n in counts.control.items()]}
+
+    write_counts_file(path, pattern, len(counts), len(symbols), fill, documents=counts.documents,
+                      input_bytes=counts.input_bytes)
+
+
+def load_counts(path: str | os.PathLike) -> ChunkCounts:
+    """The counts of a counts file, mapped from it (private: the merge loop may work in the
+    symbols; the file is never written). Everything is checked first (see the module doc)."""
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_RDONLY)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{name}: no such counts file") from None
+    try:
+        header = _checked_header(fd, name)
+        offsets = header["offsets"]
+        for section, following in zip(_SECTIONS, ("lengths", "symbols", "end")):
+            size = offsets[following] - offsets[section] if section != "symbols" else header["symbol_bytes"]
+            if _crc(fd, offsets[section], size) != header["crc"][section]:
+                raise ValueError(f"{name}: corrupt counts file (its {section} fail their checksum)")
+        size = offsets["end"]
+        mapped = mmap.mmap(fd, size, access=mmap.ACCESS_COPY) if size else bytearray()
+    finally:
+        os.close(fd)
+    view = memoryview(mapped)
+    chunks = header["chunks"]
+    counts = ChunkCounts(
+        view[offsets["symbols"]:offsets["end"]],
+        view[offsets["lengths"]:offsets["lengths"] + 4 * chunks],
+        view[offsets["counts"]:offsets["counts"] + 8 * chunks],
+        documents=header.get("documents", 0), input_bytes=header.get("input_bytes", 0),
+        characters=header.get("characters", 0), control=[tuple(pair) for pair in header.get("control", ())],
+        pattern=header["pattern"], source=name,
+    )
+    counts.private = True
+    return counts
+
+
+def _checked_header(fd: int, name: str) -> dict[str, Any]:
+    prefix = os.pread(fd, _PREFIX.size, 0)
+    if len(prefix) < len(MAGIC) or not prefix.startswith(MAGIC):
+        raise ValueError(f"{name}: not a chunk counts file (Tokenizer.count_chunks(out=...) writes them)")
+    if len(prefix) < _PREFIX.size:
+        raise ValueError(f"{name}: cut short: it holds {len(prefix)} bytes, not even its header; write it again")
+    _, version, length, header_crc, *crcs = _PREFIX.unpack(prefix)
+    if version != VERSION:
+        raise ValueError(f"{name}: a counts file of version {version}; this hf_bbpe reads version {VERSION} "
+                         "(count again, or upgrade hf_bbpe)")
+    raw = os.pread(fd, length, _PREFIX.size)
+    if len(raw) < length or zlib.crc32(raw) != header_crc:
+        raise ValueError(f"{name}: corrupt counts file (its header is cut short or fails its checksum)")
+    try:
+        header = json.loads(raw)
+        chunks, symbol_bytes, offsets = header["chunks"], header["symbol_bytes"], header["offsets"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{name}: corrupt counts file (its header: {exc})") from None
+    expected = layout(length, chunks, symbol_bytes)
+    if {key: offsets.get(key) for key in expected} != expected:
+        raise ValueError(f"{name}: corrupt counts file (its sections are not where its header says)")
+    size = os.fstat(fd).st_size
+    if size != expected["end"]:
+        what = "cut short" if size < expected["end"] else "longer than its header says"
+        raise ValueError(f"{name}: {what}: it holds {size:,} bytes, its header says {expected['end']:,} "
+                         f"({chunks:,} chunks); write it again")
+    header["crc"] = dict(zip(_SECTIONS, crcs))
+    return header
+
+
+def check_pattern(counts: ChunkCounts, pattern: str | None) -> None:
+    """Refuse counts made with another split pattern than ``pattern`` (a tokenizer's), naming
+    the file they came from."""
+    made = counts.pattern
+    same = made == pattern or (scanner_name(made) is not None and scanner_name(made) == scanner_name(pattern))
+    if not same:
+        raise ValueError(f"{counts.source}: these chunk counts were made with {_described(made)}, but this tokenizer "
+                         f"splits with {_described(pattern)}: train a tokenizer of their pattern on them, or count again")
+
+
+def _described(pattern: str | None) -> str:
+    if pattern is None:
+        return "no split pattern (each document one chunk)"
+    name = scanner_name(pattern)
+    return f"the split pattern {name!r}" if name else f"the split pattern {pattern!r}"
