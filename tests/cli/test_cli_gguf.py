@@ -37,7 +37,7 @@ def test_gguf_refuses_a_pattern_llama_cpp_does_not_know(tmp_path):
 @pytest.mark.parametrize(("args", "needle"), [
     (["no-such-folder", "-o", "x.gguf"], "not a folder"),
     (["{tok}"], "give -o FILE for the vocabulary GGUF, or --llama-cpp DIR"),
-    (["{tok}", "-o", "x.gguf", "--converter-args", "--outtype", "f16"], "need --llama-cpp DIR"),
+    (["{tok}", "-o", "x.gguf", "--converter-args", "--outtype", "f16"], "needs --llama-cpp DIR"),
     (["{tok}", "--llama-cpp", "{tmp}"], "convert_hf_to_gguf.py: no such file"),
 ])
 def test_gguf_bad_arguments_are_one_line(mix_tok_dir, tmp_path, args, needle):

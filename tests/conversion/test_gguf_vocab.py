@@ -18,13 +18,15 @@ import pytest
 
 import conversion
 from conversion import FormatError
+from conversion.gguf_vocab import CHKTXT
 from hf_bbpe import BBPETokenizer, RegexTokenizer
 from hf_bbpe.byte_unicode import token_to_unicode
 from tests.support.cli import TAYLOR, run_cli
 from tests.support.families import LLAMA3_MODEL, TEXT_DIR, mix_documents
 from tests.support.llama_cpp import CONVERTER_HASHES, llama_cpp_ids
 
-DOCS = mix_documents() + ["def f(x):\n    return x\n", "x = 1  \n", "I'M here, 'LL go. 1234567 ١٢٣"]
+LLAMA3_GROUP = pytest.mark.xdist_group("gguf-llama3")  # one worker builds the extended Llama 3 once
+DOCS = mix_documents() + ["def f(x):\n    return x\n", "x = 1  \n", "I'M here, 'LL go. 1234567 ١٢٣", CHKTXT]
 TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
 
 
@@ -56,11 +58,16 @@ def trained(tmp_path_factory) -> tuple[RegexTokenizer, Path]:
 @pytest.fixture(scope="module")
 def extended_llama3(tmp_path_factory) -> Path:
     """Llama 3 (llama-models' tokenizer.model) extended by ``hf-bbpe extend`` with 300 merges learnt
-    on the multilingual sample, with Llama 3's BOS added to every sequence. (The Llama 3 preset
-    gets its BOS in the fixes of issue 27; set here explicitly until those reach main.)"""
-    out = tmp_path_factory.mktemp("llama3") / "ext"
-    run_cli("extend", f"llama3:{LLAMA3_MODEL}", TEXT_DIR / "mix-sample.txt", "--new-merges", 300, "--out", out,
-            "--no-progress", "--quiet", timeout=1800)
+    on the multilingual sample and on a domain text where the pieces of llama.cpp's test text are
+    frequent (so that, as in the issue, new merges touch that text: the sample alone does not),
+    with Llama 3's BOS added to every sequence. (The Llama 3 preset gets its BOS in the fixes of
+    issue 27; set here explicitly until those reach main.)"""
+    tmp = tmp_path_factory.mktemp("llama3")
+    domain = tmp / "domain.txt"
+    domain.write_text("\n\n".join([CHKTXT] * 40), encoding="utf-8")
+    out = tmp / "ext"
+    run_cli("extend", f"llama3:{LLAMA3_MODEL}", TEXT_DIR / "mix-sample.txt", domain, "--new-merges", 300,
+            "--out", out, "--no-progress", "--quiet", timeout=1800)
     tok = BBPETokenizer.from_pretrained(str(out), bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>",
                                         add_bos_token=True)
     tok.save_pretrained(str(out))
@@ -125,6 +132,7 @@ def test_gpt2_hash_is_the_one_llama_cpp_lists(tmp_path):
 
 
 @pytest.mark.slow
+@LLAMA3_GROUP
 def test_llama3_hash_is_the_one_llama_cpp_lists_and_extension_changes_it(extended_llama3, tmp_path):
     """Llama 3 with its BOS hashes as llama.cpp lists Meta-Llama-3-8B (without the BOS it would be
     another family's hash); extended, its new merges change the test text's ids, so llama.cpp's
@@ -149,6 +157,7 @@ def test_llama_cpp_tokenizes_a_trained_tokenizer_as_we_do(trained, llama_cpp, tm
 
 
 @pytest.mark.slow
+@LLAMA3_GROUP
 def test_llama_cpp_tokenizes_extended_llama3_as_we_do(extended_llama3, llama_cpp, tmp_path):
     """The same for Llama 3 extended with new merges, BOS first, on the sample and on the text the
     new merges were learnt from."""
@@ -159,6 +168,7 @@ def test_llama_cpp_tokenizes_extended_llama3_as_we_do(extended_llama3, llama_cpp
 
 
 @pytest.mark.slow
+@LLAMA3_GROUP
 def test_llama_cpp_converter_converts_a_model_with_our_tokenizer(extended_llama3, llama_cpp, tmp_path):
     """llama.cpp's own convert_hf_to_gguf.py stops on the extended Llama 3 ("BPE pre-tokenizer was
     not recognized"); run by ``hf-bbpe gguf --llama-cpp`` it converts a (tiny) Llama with it, and the

@@ -15,10 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ...analysis.foreign_tokenizers import is_sentencepiece_model
 from ..arguments import positive_int, write_stdout
 from ..errors import CommandError
 from ..output_dir import check_output
-from ...analysis.foreign_tokenizers import is_sentencepiece_model
 from ..tokenizer_spec import MODEL_FILE_IN_FOLDER, conversion_function, conversion_module
 
 _CONVERT_HINT = "hf-bbpe convert FILE --to hf -o DIR"
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("give -o FILE for the vocabulary GGUF, or --llama-cpp DIR to convert the model")
     extra = args.converter_args
     if extra and args.llama_cpp is None:
-        raise CommandError(f"--converter-args ({shlex.join(extra)}) need --llama-cpp DIR")
+        raise CommandError(f"--converter-args ({shlex.join(extra)}) needs --llama-cpp DIR")
     script = None
     if args.llama_cpp is not None:
         script = Path(args.llama_cpp) / "convert_hf_to_gguf.py"
@@ -66,7 +66,6 @@ def run(args: argparse.Namespace) -> int:
                            "the save_pretrained files: move it out of the model folder")
     if args.out is not None:
         check_output(args.out, folder=False)
-    if args.out is not None:
         vocab = conversion_function("write_gguf_vocab")(folder, args.out, vocab_size=args.vocab_size)
     else:
         vocab = conversion_function("gguf_vocab_of")(folder, args.vocab_size)
