@@ -109,6 +109,9 @@ def llama_cpp_pre_tokenizer(tok: Tokenizer, source: str = "tokenizer") -> tuple[
         raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for this pipeline "
                           f"({tok.pre_tokenizer.to_json()['type']}); it knows only single split patterns "
                           f"({', '.join(LLAMA_CPP_PRE_TOKENIZERS)})")
+    if not pattern:
+        raise FormatError(f"{source}: this tokenizer does not split text (no pattern, as minbpe's BasicTokenizer); "
+                          "every llama.cpp pre-tokenizer splits")
     name = scanner_name(pattern)
     if name is None:
         shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
