@@ -157,6 +157,22 @@ def test_llama_cpp_tokenizes_a_trained_tokenizer_as_we_do(trained, llama_cpp, tm
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("pattern", "pre"), [("gpt2", "gpt-2"), ("llama3", "llama-bpe"), ("qwen2", "qwen2"),
+                                            ("o200k", "gpt-4o"), ("tekken", "tekken")])
+def test_llama_cpp_tokenizes_each_named_pattern_as_we_do(pattern, pre, llama_cpp, tmp_path):
+    """Every pattern llama.cpp has a name for: a tokenizer trained with it on the multilingual +
+    code sample gets that name, and llama.cpp's tokenizer (its regex for the name, its BPE mode and
+    add_bos rule as the GGUF sets them) gives our ids, whole sequences, on every document."""
+    tok = RegexTokenizer(pattern=pattern)
+    tok.train((TEXT_DIR / "mix-sample.txt").read_text(encoding="utf-8"), 1200, progress=False)
+    tok.register_special_tokens({"<|endoftext|>": 1200})
+    folder = save(tok, tmp_path / "tok", eos_token="<|endoftext|>")
+    vocab = conversion.write_gguf_vocab(folder, tmp_path / "vocab.gguf")
+    assert vocab.pre == pre
+    assert llama_cpp_ids(llama_cpp, tmp_path / "vocab.gguf", DOCS, tmp_path) == hf_ids(folder, DOCS)
+
+
+@pytest.mark.slow
 @LLAMA3_GROUP
 def test_llama_cpp_tokenizes_extended_llama3_as_we_do(extended_llama3, llama_cpp, tmp_path):
     """The same for Llama 3 extended with new merges, BOS first, on the sample and on the text the
