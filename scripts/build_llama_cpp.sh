@@ -21,6 +21,15 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$DIR/llama_tokeni
   echo "$DIR"
   exit 0
 fi
+missing=()
+for tool in cmake c++; do
+  command -v "$tool" > /dev/null || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "build_llama_cpp.sh: ${missing[*]} not found: the GGUF tests build llama.cpp from source and need cmake and a" \
+    "C++ compiler (Debian/Ubuntu: apt-get install cmake g++; .ci/run installs them)" >&2
+  exit 1
+fi
 start=$(date +%s)
 SRC="$DIR/llama.cpp"
 if [ ! -f "$SRC/convert_hf_to_gguf.py" ]; then
