@@ -22,12 +22,12 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$DIR/llama_tokeni
   exit 0
 fi
 missing=()
-for tool in cmake c++; do
+for tool in cmake cc c++; do
   command -v "$tool" > /dev/null || missing+=("$tool")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "build_llama_cpp.sh: ${missing[*]} not found: the GGUF tests build llama.cpp from source and need cmake and a" \
-    "C++ compiler (Debian/Ubuntu: apt-get install cmake g++; .ci/run installs them)" >&2
+  echo "build_llama_cpp.sh: ${missing[*]} not found: the GGUF tests build llama.cpp from source and need cmake and C and" \
+    "C++ compilers (Debian/Ubuntu: apt-get install cmake gcc g++; .ci/run installs them)" >&2
   exit 1
 fi
 start=$(date +%s)

@@ -55,13 +55,15 @@ def trained(tmp_path_factory) -> tuple[RegexTokenizer, Path]:
     return tok, save(tok, tmp_path_factory.mktemp("trained") / "tok", eos_token="<|endoftext|>")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def extended_llama3(tmp_path_factory) -> Path:
     """Llama 3 (llama-models' tokenizer.model) extended by ``hf-bbpe extend`` with 300 merges learnt
     on the multilingual sample and on a domain text where the pieces of llama.cpp's test text are
     frequent (so that, as in the issue, new merges touch that text: the sample alone does not),
     with Llama 3's BOS added to every sequence. (The Llama 3 preset gets its BOS in the fixes of
-    issue 27; set here explicitly until those reach main.)"""
+    issue 27; set here explicitly until those reach main.) Session-scoped: a module fixture is torn
+    down whenever xdist gives the worker a test of another module between two of this group, and
+    was built twice in a run (~50 s each on the shared machine)."""
     tmp = tmp_path_factory.mktemp("llama3")
     domain = tmp / "domain.txt"
     domain.write_text("\n\n".join([CHKTXT] * 40), encoding="utf-8")
@@ -214,3 +216,23 @@ def test_llama_cpp_converter_converts_a_model_with_our_tokenizer(extended_llama3
     docs = DOCS[::7]
     assert llama_cpp_ids(llama_cpp, tmp_path / "model.gguf", docs, tmp_path) == hf_ids(extended_llama3, docs)
     assert json.loads((model_dir / "config.json").read_text())["vocab_size"] == len(field(model, "tokenizer.ggml.tokens"))
+
+
+def test_llama_cpp_build_without_compilers_says_so_in_one_line(tmp_path):
+    """Where cmake or a compiler is missing, scripts/build_llama_cpp.sh (which the ``llama_cpp``
+    fixture and setup.sh run) stops with one line naming what is missing and how to install it,
+    before fetching anything: the GGUF tests then fail with it, never skip."""
+    import shutil
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "mkdir", "flock", "sha256sum", "cut", "cat", "dirname"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    script = Path(__file__).resolve().parents[2] / "scripts" / "build_llama_cpp.sh"
+    proc = subprocess.run([str(bin_dir / "bash"), str(script), str(tmp_path / "llama")], capture_output=True,
+                          text=True, env={"PATH": str(bin_dir), "HOME": str(tmp_path)}, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "build_llama_cpp.sh: cmake cc c++ not found: the GGUF tests build llama.cpp from source and need cmake and C "
+        "and C++ compilers (Debian/Ubuntu: apt-get install cmake gcc g++; .ci/run installs them)"]
+    assert sorted(p.name for p in (tmp_path / "llama").iterdir()) == [".lock"]
