@@ -18,20 +18,18 @@ folder's hash added to its table (``hf-bbpe gguf --llama-cpp``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hf_bbpe.atomic_write import write_bytes_atomic
 from hf_bbpe.patterns import scanner_name
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
-from .llama_cpp_convert import CHKTXT
+from .llama_cpp_convert import CHKTXT, ids_hash
+from .reading import read_json_object
 
 __all__ = ["CHKTXT", "GGUFVocab", "LLAMA_CPP_PRE_TOKENIZERS", "gguf_vocab_of", "llama_cpp_pre_tokenizer",
            "pre_tokenizer_hash", "write_gguf_vocab"]
@@ -158,7 +156,7 @@ def gguf_vocab_of(folder: str | os.PathLike, vocab_size: int | None = None) -> G
     engine = hf_tok.engine
     pre, notes = llama_cpp_pre_tokenizer(engine, str(folder))
     data = fast_twin_json(hf_tok)
-    config = _read_json(folder / "config.json")
+    config = read_json_object(folder / "config.json") if (folder / "config.json").is_file() else {}
     largest = max([*data["model"]["vocab"].values(), *(entry["id"] for entry in data["added_tokens"])])
     size = vocab_size or config.get("vocab_size") or largest + 1
     if size <= largest:
@@ -237,14 +235,4 @@ def write_gguf_vocab(folder: str | os.PathLike, path: str | os.PathLike, *, voca
 
 def _engine_hash(engine: Tokenizer, bos: int | None, eos: int | None) -> str:
     ids = ([bos] if bos is not None else []) + engine.encode_ordinary(CHKTXT) + ([eos] if eos is not None else [])
-    return hashlib.sha256(str(ids).encode()).hexdigest()
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise FormatError(f"{path}: not JSON ({exc})") from None
-    return data if isinstance(data, dict) else {}
+    return ids_hash(ids)

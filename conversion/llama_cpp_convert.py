@@ -35,7 +35,12 @@ the same text since llama.cpp PR 6920)."""
 
 def chkhsh(tokenizer) -> str:
     """The hash ``get_vocab_base_pre`` computes: sha256 of ``str(tokenizer.encode(CHKTXT))``."""
-    return hashlib.sha256(str(tokenizer.encode(CHKTXT)).encode()).hexdigest()
+    return ids_hash(tokenizer.encode(CHKTXT))
+
+
+def ids_hash(ids: list[int]) -> str:
+    """sha256 of ``str(ids)``: how the converter hashes the ids of :data:`CHKTXT`."""
+    return hashlib.sha256(str(ids).encode()).hexdigest()
 
 
 def _load_converter(llama_cpp: Path):
