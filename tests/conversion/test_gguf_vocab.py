@@ -8,9 +8,11 @@ load unchanged it is the one llama.cpp's table lists, with the name we give (CON
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import gguf
@@ -25,7 +27,6 @@ from tests.support.cli import TAYLOR, run_cli
 from tests.support.families import LLAMA3_MODEL, TEXT_DIR, mix_documents
 from tests.support.llama_cpp import CONVERTER_HASHES, llama_cpp_ids
 
-LLAMA3_GROUP = pytest.mark.xdist_group("gguf-llama3")  # one worker builds the extended Llama 3 once
 DOCS = mix_documents() + ["def f(x):\n    return x\n", "x = 1  \n", "I'M here, 'LL go. 1234567 ١٢٣", CHKTXT]
 TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
 
@@ -56,23 +57,25 @@ def trained(tmp_path_factory) -> tuple[RegexTokenizer, Path]:
 
 
 @pytest.fixture(scope="session")
-def extended_llama3(tmp_path_factory) -> Path:
+def extended_llama3(tmp_path_factory, worker_id) -> Path:
     """Llama 3 (llama-models' tokenizer.model) extended by ``hf-bbpe extend`` with 300 merges learnt
     on the multilingual sample and on a domain text where the pieces of llama.cpp's test text are
     frequent (so that, as in the issue, new merges touch that text: the sample alone does not),
-    with Llama 3's BOS added to every sequence. (The Llama 3 preset gets its BOS in the fixes of
-    issue 27; set here explicitly until those reach main.) Session-scoped: a module fixture is torn
-    down whenever xdist gives the worker a test of another module between two of this group, and
-    was built twice in a run (~50 s each on the shared machine)."""
-    tmp = tmp_path_factory.mktemp("llama3")
-    domain = tmp / "domain.txt"
-    domain.write_text("\n\n".join([CHKTXT] * 40), encoding="utf-8")
-    out = tmp / "ext"
-    run_cli("extend", f"llama3:{LLAMA3_MODEL}", TEXT_DIR / "mix-sample.txt", domain, "--new-merges", 300,
-            "--out", out, "--no-progress", "--quiet", timeout=1800)
-    tok = BBPETokenizer.from_pretrained(str(out), bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>",
-                                        add_bos_token=True)
-    tok.save_pretrained(str(out))
+    with Llama 3's BOS added to every sequence as the preset's roles say (nothing set here).
+    Built once per run, under a lock in the folder xdist's workers share (an ``xdist_group``
+    would not keep its tests on one worker: pytest 9 ignores the group suffix xdist 3.8 writes)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent
+    out = shared / "gguf-extended-llama3"
+    with open(shared / "gguf-extended-llama3.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.is_dir():
+            tmp = Path(tempfile.mkdtemp(dir=shared))
+            domain = tmp / "domain.txt"
+            domain.write_text("\n\n".join([CHKTXT] * 40), encoding="utf-8")
+            run_cli("extend", f"llama3:{LLAMA3_MODEL}", TEXT_DIR / "mix-sample.txt", domain, "--new-merges", 300,
+                    "--out", tmp / "ext", "--no-progress", "--quiet", timeout=1800)
+            (tmp / "ext").rename(out)
     return out
 
 
@@ -134,14 +137,12 @@ def test_gpt2_hash_is_the_one_llama_cpp_lists(tmp_path):
 
 
 @pytest.mark.slow
-@LLAMA3_GROUP
 def test_llama3_hash_is_the_one_llama_cpp_lists_and_extension_changes_it(extended_llama3, tmp_path):
-    """Llama 3 with its BOS hashes as llama.cpp lists Meta-Llama-3-8B (without the BOS it would be
-    another family's hash); extended, its new merges change the test text's ids, so llama.cpp's
+    """Llama 3 saved as it loads (the preset's BOS and add-BOS rule) hashes as llama.cpp lists
+    Meta-Llama-3-8B (without the BOS it would be another family's hash: smaug-bpe); extended, its new merges change the test text's ids, so llama.cpp's
     converter cannot know it: the name comes from the pattern (llama-bpe, Llama 3's ranks mode)."""
     base = conversion.load_preset("llama3", LLAMA3_MODEL)
-    folder = save(base, tmp_path / "llama3", bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>",
-                  add_bos_token=True)
+    folder = save(base, tmp_path / "llama3")
     assert conversion.pre_tokenizer_hash(folder) == CONVERTER_HASHES["llama-bpe"]
     assert conversion.llama_cpp_pre_tokenizer(base)[0] == "llama-bpe"
     vocab = conversion.gguf_vocab_of(extended_llama3)
@@ -175,7 +176,6 @@ def test_llama_cpp_tokenizes_each_named_pattern_as_we_do(pattern, pre, llama_cpp
 
 
 @pytest.mark.slow
-@LLAMA3_GROUP
 def test_llama_cpp_tokenizes_extended_llama3_as_we_do(extended_llama3, llama_cpp, tmp_path):
     """The same for Llama 3 extended with new merges, BOS first, on the sample and on the text the
     new merges were learnt from."""
@@ -186,7 +186,6 @@ def test_llama_cpp_tokenizes_extended_llama3_as_we_do(extended_llama3, llama_cpp
 
 
 @pytest.mark.slow
-@LLAMA3_GROUP
 def test_llama_cpp_converter_converts_a_model_with_our_tokenizer(extended_llama3, llama_cpp, tmp_path):
     """llama.cpp's own convert_hf_to_gguf.py stops on the extended Llama 3 ("BPE pre-tokenizer was
     not recognized"); run by ``hf-bbpe gguf --llama-cpp`` it converts a (tiny) Llama with it, and the
