@@ -139,8 +139,9 @@ def test_gpt2_hash_is_the_one_llama_cpp_lists(tmp_path):
 @pytest.mark.slow
 def test_llama3_hash_is_the_one_llama_cpp_lists_and_extension_changes_it(extended_llama3, tmp_path):
     """Llama 3 saved as it loads (the preset's BOS and add-BOS rule) hashes as llama.cpp lists
-    Meta-Llama-3-8B (without the BOS it would be another family's hash: smaug-bpe); extended, its new merges change the test text's ids, so llama.cpp's
-    converter cannot know it: the name comes from the pattern (llama-bpe, Llama 3's ranks mode)."""
+    Meta-Llama-3-8B (without the BOS it would be another family's hash: smaug-bpe's); extended, its
+    new merges change the test text's ids, so llama.cpp's converter cannot know it: the name comes
+    from the pattern (llama-bpe, Llama 3's ranks mode)."""
     base = conversion.load_preset("llama3", LLAMA3_MODEL)
     folder = save(base, tmp_path / "llama3")
     assert conversion.pre_tokenizer_hash(folder) == CONVERTER_HASHES["llama-bpe"]
