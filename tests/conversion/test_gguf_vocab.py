@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -57,7 +58,7 @@ def trained(tmp_path_factory) -> tuple[RegexTokenizer, Path]:
 
 
 @pytest.fixture(scope="session")
-def extended_llama3(tmp_path_factory, worker_id) -> Path:
+def extended_llama3(tmp_path_factory) -> Path:
     """Llama 3 (llama-models' tokenizer.model) extended by ``hf-bbpe extend`` with 300 merges learnt
     on the multilingual sample and on a domain text where the pieces of llama.cpp's test text are
     frequent (so that, as in the issue, new merges touch that text: the sample alone does not),
@@ -65,7 +66,7 @@ def extended_llama3(tmp_path_factory, worker_id) -> Path:
     Built once per run, under a lock in the folder xdist's workers share (an ``xdist_group``
     would not keep its tests on one worker: pytest 9 ignores the group suffix xdist 3.8 writes)."""
     base = tmp_path_factory.getbasetemp()
-    shared = base if worker_id == "master" else base.parent
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     out = shared / "gguf-extended-llama3"
     with open(shared / "gguf-extended-llama3.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
