@@ -16,6 +16,7 @@ Every format both ways, with the reference's ids::
     tok = conversion.load_preset("llama3", "Meta-Llama-3/tokenizer.model")  # also llama4, tekken, whisper
     tok = conversion.load("any/file/or/folder")                         # the format read from the content
     tok = conversion.load(("vocab.bpe", "encoder.json"))                # GPT-2's two files, either order
+    conversion.write_gguf_vocab("saved_folder", "vocab.gguf")           # llama.cpp / Ollama (needs gguf)
 
 Every failure on bad input raises :class:`FormatError` (a ValueError) naming the file and the
 line or token at fault, and nothing is written. ``to_tiktoken`` refuses merges that tiktoken's
@@ -24,6 +25,7 @@ representability.py for the rule).
 """
 
 from .errors import FormatError
+from .gguf_vocab import gguf_vocab_of, llama_cpp_pre_tokenizer, pre_tokenizer_hash, write_gguf_vocab
 from .gpt2_files import from_gpt2_files, from_transformers_gpt2, to_gpt2_files
 from .loading import detect_format, gpt2_file_pair, load
 from .minbpe_model import from_minbpe, to_minbpe
@@ -46,10 +48,14 @@ __all__ = [
     "from_tokenizer_json",
     "from_transformers_gpt2",
     "gpt2_file_pair",
+    "gguf_vocab_of",
+    "llama_cpp_pre_tokenizer",
     "load",
     "load_preset",
+    "pre_tokenizer_hash",
     "to_gpt2_files",
     "to_minbpe",
     "to_tiktoken",
     "to_tokenizer_json",
+    "write_gguf_vocab",
 ]

@@ -1,8 +1,12 @@
 """The split-pattern registry: the one place where pre-tokenization regexes are defined.
 
-Byte-level BPE never merges across the chunks that a split pattern cuts text into. These are
-the patterns of OpenAI's encodings, character for character as tiktoken defines them (they are
-written for the ``regex`` module: possessive quantifiers, ``\\p{..}`` classes).
+Byte-level BPE never merges across the chunks that a split pattern cuts text into. Each pattern
+is written once, in the spelling that `tokenizers`, transformers' converters and Ollama's table
+use: no possessive quantifiers (tiktoken writes GPT-2's and cl100k's with them, which JavaScript,
+.NET and Oniguruma read differently or not at all), so that the ``tokenizer.json`` we save
+compiles elsewhere and is recognised by its regex. Each cuts every text as tiktoken's own
+spelling does (tests hold them to tiktoken's ids), and tiktoken's spellings, which files saved
+before carry, still name the same pattern (:data:`EQUIVALENT_PATTERNS`).
 """
 
 from __future__ import annotations
@@ -18,11 +22,15 @@ try:  # imported by name, not "from .", so that remote-code copies of this file 
 except ImportError:
     _native = None
 
-GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
-"""GPT-2 / r50k_base / p50k_base."""
+GPT2_SPLIT_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+"""GPT-2 / r50k_base / p50k_base, as GPT-2's own ``encoder.py``, transformers' ``GPT2Tokenizer`` and
+`tokenizers`' ``ByteLevel`` write it (tiktoken's spelling, :data:`TIKTOKEN_GPT2_SPLIT_PATTERN`, cuts
+the same chunks)."""
 
-GPT4_SPLIT_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-"""GPT-4 / cl100k_base."""
+GPT4_SPLIT_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s+$|\s*[\r\n]|\s+(?!\S)|\s"""
+r"""GPT-4 / cl100k_base: tiktoken's pattern without its possessive quantifiers (none changes a match
+here: each guards a run that nothing after it could give back). In a ``tokenizer.json`` its ``$``
+is written ``\Z``, Oniguruma's spelling of it (see :mod:`onig_regex`)."""
 
 O200K_SPLIT_PATTERN = "|".join(
     [
@@ -79,16 +87,24 @@ MINBPE_GPT4_SPLIT_PATTERN = (
 MINBPE_GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 """minbpe's ``GPT2_SPLIT_PATTERN``: the same chunks as GPT-2's."""
 
-OPENAI_GPT2_SPLIT_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-"""GPT-2's own ``encoder.py`` pattern (and tiktoken's earlier r50k one): the same chunks as GPT-2's."""
+TIKTOKEN_GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+"""tiktoken's spelling of GPT-2's pattern (``r50k_pat_str``), and this registry's before it took
+GPT-2's own: the same chunks."""
+
+TIKTOKEN_CL100K_SPLIT_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+"""tiktoken's spelling of cl100k's pattern (possessive), and this registry's before: the same chunks."""
 
 EQUIVALENT_PATTERNS: dict[str, str] = {
     MINBPE_GPT4_SPLIT_PATTERN: "llama3",
     MINBPE_GPT2_SPLIT_PATTERN: "gpt2",
-    OPENAI_GPT2_SPLIT_PATTERN: "gpt2",
+    TIKTOKEN_GPT2_SPLIT_PATTERN: "gpt2",
+    TIKTOKEN_CL100K_SPLIT_PATTERN: "gpt4",
 }
 """Other spellings of a built-in pattern, which cut every text into the same chunks (a hypothesis
-test holds each to its built-in pattern through the ``regex`` module): they take the C scanner."""
+test holds each to its built-in pattern through the ``regex`` module): they take the C scanner,
+and a ``tokenizer.json`` we write carries the built-in spelling instead (:func:`canonical_pattern`)."""
 
 SPLIT_PATTERNS: dict[str, str] = {
     **NATIVE_PATTERNS,
@@ -109,7 +125,9 @@ _NAME_LIKE = regex.compile(r"[A-Za-z][A-Za-z0-9_\-]{0,31}")
 
 
 def resolve_pattern(pattern: str | None) -> str | None:
-    """Return the regex for a registered name, or ``pattern`` itself after checking it compiles.
+    """Return the regex for a registered name, or ``pattern`` itself after checking it compiles;
+    another spelling of a built-in pattern (:data:`EQUIVALENT_PATTERNS`: tiktoken's, minbpe's)
+    becomes the registry's spelling, which cuts every text the same way.
 
     Names are matched ignoring letter case ("GPT4" is "gpt4"). A string that looks like a name
     (letters, digits, ``_`` and ``-`` only, e.g. "gpt-4" or "gpt5") but is not registered raises
@@ -131,7 +149,7 @@ def resolve_pattern(pattern: str | None) -> str | None:
             f"To use a literal word as a regex, write it as a group, e.g. '(?:{pattern})'"
         )
     compile_pattern(pattern)
-    return pattern
+    return canonical_pattern(pattern)
 
 
 def pattern_name(pattern: str | None) -> str | None:
@@ -144,6 +162,14 @@ def scanner_name(pattern: str | None) -> str | None:
     """The built-in pattern that cuts text as ``pattern`` does: its own name, or the name of the
     pattern it is another spelling of (:data:`EQUIVALENT_PATTERNS`); None for any other pattern."""
     return pattern_name(pattern) or EQUIVALENT_PATTERNS.get(pattern)
+
+
+def canonical_pattern(pattern: str) -> str:
+    """The registry's spelling of ``pattern`` when it is another spelling of a built-in pattern
+    (the same chunks on every text), else ``pattern`` itself: what tokenizers hold and files we
+    write carry."""
+    name = scanner_name(pattern)
+    return pattern if name is None else NATIVE_PATTERNS[name]
 
 
 HOLD_GIL = {"concurrent": False}

@@ -51,7 +51,7 @@ import regex
 
 from .byte_unicode import bytes_to_unicode, unicode_to_token
 from .normalizers import Normalizer, resolve_normalizer
-from .patterns import HOLD_GIL, SPLIT_PATTERNS, chunk_splitter, compile_pattern, pattern_name, resolve_pattern
+from .patterns import HOLD_GIL, SPLIT_PATTERNS, chunk_splitter, compile_pattern, resolve_pattern, scanner_name
 from .unicode_tables import regex_class
 
 BEHAVIORS = {
@@ -408,8 +408,8 @@ class Sequence(PreTokenizer):
         if isinstance(step, Split) and not step.literal:
             if step.behavior == "removed" and step.invert:
                 return step.pattern
-            if step.behavior == "isolated" and not step.invert and pattern_name(step.pattern) is not None:
-                return step.pattern  # a built-in pattern matches every character
+            if step.behavior == "isolated" and not step.invert and scanner_name(step.pattern) is not None:
+                return step.pattern  # a built-in pattern (in any of its spellings) matches every character
         if isinstance(step, ByteLevel) and step.use_regex and not step.add_prefix_space:
             return SPLIT_PATTERNS["gpt2"]
         return None
@@ -534,7 +534,7 @@ def pattern_pre_tokenizer(pattern: str | None) -> Split | None:
     for the built-in patterns, which match every character, else Split(removed, invert=True)."""
     if not pattern:
         return None
-    if pattern_name(pattern) is not None:
+    if scanner_name(pattern) is not None:
         return Split(pattern)
     return Split(pattern, "removed", invert=True)
 

@@ -372,8 +372,16 @@ class Tokenizer:
             implied_by_id = {new: pair for pair, new in implied.merges.items()}
             return min(idx for idx in set(by_id) | set(implied_by_id) | set(implied.unmerged_tokens)
                        if by_id.get(idx) != implied_by_id.get(idx) or implied.unmerged_tokens.get(idx))
+        return self.merges_miss_token()
+
+    def merges_miss_token(self) -> int | None:
+        """The lowest id of a normal token whose own bytes plain BPE over :attr:`merges` does not
+        encode as that one token, or None: where none is, a whole-piece rule (``ignore_merges``)
+        changes no id, so this tokenizer encodes alike with the rule and without it."""
+        specials = set(self._special_tokens.values())
         plain = ChunkEncoder(self._merges, self._byte_ids)
-        return next((idx for idx, token in sorted(normal.items()) if plain.encode_bytes(token) != [idx]), None)
+        return next((idx for idx, token in sorted(self.vocab.items())
+                     if idx not in specials and token and plain.encode_bytes(token) != [idx]), None)
 
     def check_merge_list(self, format_name: str) -> None:
         """Raise ValueError naming ``format_name``, the first token that plain BPE over the merges

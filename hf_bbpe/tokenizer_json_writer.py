@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from .byte_unicode import spell_vocab
 from .chunk_encoder import UNMERGEABLE_ID
 from .onig_regex import translate_pattern_for_onig
+from .patterns import canonical_pattern
 
 if TYPE_CHECKING:
     from .pre_tokenizers import PreTokenizer
@@ -39,12 +40,18 @@ if TYPE_CHECKING:
     from .tokenizer import Tokenizer
 
 
+def _onig_pattern(pattern: str) -> str:
+    """A split pattern as tokenizer.json holds it: the registry's spelling of a built-in pattern
+    (the one other runtimes and Ollama's table know), translated for Oniguruma."""
+    return translate_pattern_for_onig(canonical_pattern(pattern))
+
+
 def _pre_tokenizer_json(pre: PreTokenizer | None, byte_level: dict[str, Any]) -> dict[str, Any]:
     """The pipeline for tokenizer.json: its steps with Oniguruma regexes, ending in the byte-level
     step the engine does implicitly when the pipeline has none."""
     if pre is None:
         return dict(byte_level)
-    data = pre.to_json(translate_pattern_for_onig)
+    data = pre.to_json(_onig_pattern)
     if any(step.to_json()["type"] == "ByteLevel" for step in pre.steps()):
         return data
     steps = data["pretokenizers"] if data["type"] == "Sequence" else [data]

@@ -27,6 +27,10 @@ elif [ -n "${1:-}" ]; then
 fi
 
 make_venv .venv
+# llama.cpp for the GGUF tests, built from source in the background while the rest installs (the
+# script skips a finished build; its stderr says how long it took)
+PYTHON=.venv/bin/python bash scripts/build_llama_cpp.sh > /dev/null 2> .venv/build_llama_cpp.log &
+LLAMA_CPP_BUILD=$!
 # torch first and pinned: 2.13.0 is the CPU build on these machines; anything newer is CUDA.
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[torch,test,app,ray,datatrove]"
@@ -36,3 +40,10 @@ if [ "${HF_BBPE_SKIP_TF457:-0}" != "1" ]; then
   .venv-tf457/bin/python -m pip install -q "transformers>=4.57,<4.58" "torch==2.13.0"
   .venv-tf457/bin/python -m pip install -q -e ".[test]"
 fi
+
+if ! wait "$LLAMA_CPP_BUILD"; then
+  cat .venv/build_llama_cpp.log >&2
+  echo "setup: building llama.cpp failed (scripts/build_llama_cpp.sh)" >&2
+  exit 1
+fi
+grep -h "llama.cpp built" .venv/build_llama_cpp.log >&2 || true

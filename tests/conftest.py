@@ -9,6 +9,7 @@ import pytest
 
 from tests.support.cli import train_cli
 from tests.support.cpu import is_cpu_feature_skip
+from tests.support.llama_cpp import LlamaCpp, build_llama_cpp
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +23,13 @@ def mix_tok_dir(tmp_path_factory) -> Path:
         out.parent.mkdir(exist_ok=True)
         train_cli(out)
     return out
+
+
+@pytest.fixture(scope="session")
+def llama_cpp() -> LlamaCpp:
+    """llama.cpp's source and tokenizer, built from source once per machine (scripts/setup.sh
+    starts the build; without it the first GGUF test waits for it)."""
+    return build_llama_cpp()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``hf-bbpe`` parser with every subcommand registered."""
     parser = _Parser(
         prog=PROG,
-        description="Byte-level BPE tokenizers: train, encode, convert, inspect, view, compare, audit, "
+        description="Byte-level BPE tokenizers: train, encode, convert, gguf, inspect, view, compare, audit, "
                     "extend and push. Run 'hf-bbpe COMMAND --help' for each command.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")

@@ -27,6 +27,7 @@ import conversion  # noqa: E402
 from conversion.presets import PRESETS  # noqa: E402
 from hf_bbpe import RegexTokenizer  # noqa: E402
 from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict  # noqa: E402
+from tests.support.families import tiktoken_pattern  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MIX_DOCS = (DATA / "text" / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n")
@@ -54,6 +55,8 @@ ADVERSARIAL = [
     "mixed\u0301combining a\u0308 e\u0300\u0301",
     "ＦＵＬＬＷＩＤＴＨ　ｔｅｘｔ１２３",
     "def f(x):\n    return x ** 2  # comment\n\n\nclass A:\n\tpass\n",
+    "def f(x):\n    ",  # white space after the last line break: cl100k's \s++$ takes it with the break
+    "x\n \n  \t",
 ]
 
 DOCS = MIX_DOCS + TAYLOR.split("\n") + [TAYLOR] + ADVERSARIAL
@@ -69,8 +72,9 @@ def _reference(name: str) -> tiktoken.Encoding:
         ranks = load_tiktoken_bpe(str(Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"))
     else:
         ranks = load_tiktoken_bpe(str(DATA / "tiktoken" / "o200k_base.tiktoken"))
-    return tiktoken.Encoding(name, pat_str=preset.pattern, mergeable_ranks=ranks,
-                             special_tokens=dict(preset.special_tokens))
+    # tiktoken's own pattern, not the registry's spelling of it (which has no possessive quantifiers)
+    pattern = tiktoken_pattern("r50k_base" if name == "gpt2" else name)
+    return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=dict(preset.special_tokens))
 
 
 def _ours(name: str):

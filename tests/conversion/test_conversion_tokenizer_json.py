@@ -33,7 +33,7 @@ from conversion import FormatError  # noqa: E402
 from conversion.presets import PRESETS  # noqa: E402
 from hf_bbpe import RegexTokenizer, Tokenizer  # noqa: E402
 from hf_bbpe.byte_unicode import token_to_unicode  # noqa: E402
-from hf_bbpe.patterns import SPLIT_PATTERNS  # noqa: E402
+from hf_bbpe.patterns import SPLIT_PATTERNS, TIKTOKEN_CL100K_SPLIT_PATTERN  # noqa: E402
 from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig  # noqa: E402
 from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict  # noqa: E402
 from tests.support.families import bpe_trainer_file  # noqa: E402
@@ -100,7 +100,7 @@ def test_translation_splits_like_python_on_hypothesis_text(pattern, text):
 
 def test_the_known_difference_is_real():
     """Untranslated, Oniguruma reads tiktoken's cl100k pattern differently (why we translate)."""
-    raw = SPLIT_PATTERNS["gpt4"]
+    raw = TIKTOKEN_CL100K_SPLIT_PATTERN
     assert onig_split(raw, "1234567") == ["1234567"]
     assert python_split(raw, "1234567") == ["123", "456", "7"]
     assert onig_split(translate_pattern_for_onig(raw), "1234567") == ["123", "456", "7"]
@@ -247,11 +247,12 @@ def test_raw_tiktoken_pattern_in_a_file_keeps_the_files_meaning(tmp_path, cl100k
     that differs from tiktoken on digit runs: the bug our export avoids."""
     import tiktoken
 
-    hf = _llama3_style(cl100k_ranks, cl100k_every_split, SPLIT_PATTERNS["gpt4"])
+    hf = _llama3_style(cl100k_ranks, cl100k_every_split, TIKTOKEN_CL100K_SPLIT_PATTERN)
     tok = conversion.from_tokenizer_json(_save(hf, tmp_path))
     assert "(?:\\p{N}{1,3})+" in tok.pattern
     _assert_same_ids(tok, hf, DOCS + ADVERSARIAL)
-    enc = tiktoken.Encoding("cl100k", pat_str=SPLIT_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks, special_tokens={})
+    enc = tiktoken.Encoding("cl100k", pat_str=TIKTOKEN_CL100K_SPLIT_PATTERN, mergeable_ranks=cl100k_ranks,
+                            special_tokens={})
     differ = sum(hf.encode(doc, add_special_tokens=False).ids != enc.encode_ordinary(doc) for doc in DOCS)
     assert differ > 0
     assert hf.encode("1234567", add_special_tokens=False).ids != enc.encode_ordinary("1234567")

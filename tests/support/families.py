@@ -49,3 +49,14 @@ def bpe_trainer_file(path: Path, alphabet: list[str], docs: list[str], vocab_siz
     tok.train_from_iterator(docs, trainer=trainer)
     tok.save(str(path))
     return Tokenizer.from_file(str(path))
+
+
+def tiktoken_pattern(encoding: str) -> str:
+    """tiktoken's own split pattern of an OpenAI encoding ("r50k_base", "cl100k_base", "o200k_base"),
+    read from tiktoken_ext.openai_public without its rank file (which it would download)."""
+    from unittest import mock
+
+    from tiktoken_ext import openai_public
+
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: {}):
+        return getattr(openai_public, encoding)()["pat_str"]

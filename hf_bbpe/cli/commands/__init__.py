@@ -11,6 +11,7 @@ COMMANDS = (
     "encode_corpus",
     "decode",
     "convert",
+    "gguf",
     "inspect_tokenizer",
     "view",
     "compare",

@@ -1,0 +1,238 @@
+"""GGUF (llama.cpp, Ollama): a saved folder's vocabulary as a GGUF file, and the name llama.cpp
+knows its pre-tokenizer by.
+
+llama.cpp stores no split regex in a GGUF: ``tokenizer.ggml.pre`` names one of the pre-tokenizers
+compiled into ``llama-vocab.cpp``, and that name also fixes the BPE mode (``ignore_merges``: a
+chunk that is a token is that token). Its converter, ``convert_hf_to_gguf.py``, finds the name by
+hashing the ids a tokenizer gives a test text (:data:`CHKTXT`), so a tokenizer we train, or one
+we extend, has a hash it does not know. Here the name comes from our pattern instead
+(:data:`LLAMA_CPP_PRE_TOKENIZERS`), after checking that the mode the name implies gives our ids;
+a pattern llama.cpp has no pre-tokenizer for is refused.
+
+:func:`write_gguf_vocab` writes the vocabulary GGUF with the ``gguf`` package (llama.cpp's own
+writer): tokens, token types, merges, bos/eos/pad ids, ``add_bos``/``add_eos``, chat template and
+the pre-tokenizer name, as the converter writes them. ``llama-tokenize -m FILE`` reads it;
+converting a model is the converter's job, run by :mod:`conversion.llama_cpp_convert` with this
+folder's hash added to its table (``hf-bbpe gguf --llama-cpp``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hf_bbpe.atomic_write import write_bytes_atomic
+from hf_bbpe.patterns import scanner_name
+from hf_bbpe.tokenizer import Tokenizer
+
+from .errors import FormatError
+from .llama_cpp_convert import CHKTXT, ids_hash
+from .reading import read_json_object
+
+__all__ = ["CHKTXT", "GGUFVocab", "LLAMA_CPP_PRE_TOKENIZERS", "gguf_vocab_of", "llama_cpp_pre_tokenizer",
+           "pre_tokenizer_hash", "write_gguf_vocab"]
+
+LLAMA_CPP_PRE_TOKENIZERS: dict[str, tuple[tuple[str, bool], ...]] = {
+    "gpt2": (("gpt-2", False),),
+    "gpt4": (("dbrx", False), ("llama-bpe", True)),
+    "llama3": (("llama-bpe", True), ("dbrx", False)),
+    "qwen2": (("qwen2", False),),
+    "o200k": (("gpt-4o", False),),
+    "tekken": (("tekken", True),),
+}
+"""Our built-in pattern -> llama.cpp's pre-tokenizers that split with it, each with the
+``ignore_merges`` its name sets in ``llama-vocab.cpp``, preferred first (the name llama.cpp's own
+hash table gives the family: ``dbrx`` for cl100k, ``llama-bpe`` for Llama 3). ``dbrx`` splits as
+``llama-bpe`` without the whole-piece rule. GPT-4's pattern has no pre-tokenizer of its own:
+llama.cpp splits cl100k tokenizers with Llama 3's regex, which differs only where a text ends in
+a line break followed by spaces (:data:`GPT4_NOTE`)."""
+
+GPT4_NOTE = ("llama.cpp splits GPT-4's pattern as Llama 3's: a text that ends in a line break followed by spaces "
+             "(e.g. a code prompt ending in an indent) gets the line break and the spaces as two chunks, where "
+             "GPT-4's pattern keeps them in one")
+
+NORMALIZER_NOTE = ("llama.cpp does not normalize text: this tokenizer's NFC normalizer is dropped, so text that is "
+                   "not in NFC tokenizes differently there")
+
+NO_EOS_NOTE = ("the tokenizer has no eos_token: llama.cpp then takes id 11 as BOS and EOS (its default for BPE "
+               "vocabularies), and generation stops at that token; save the folder with an eos_token")
+
+_TOKEN_NORMAL, _TOKEN_CONTROL, _TOKEN_USER_DEFINED, _TOKEN_UNUSED = 1, 3, 4, 5  # gguf.TokenType
+_SPECIAL_ROLES = ("bos", "eos", "unk", "sep", "pad", "mask")  # the ids gguf.SpecialVocab writes (cls: none)
+
+
+@dataclass
+class GGUFVocab:
+    """What a vocabulary GGUF holds, and how llama.cpp's converter sees the folder."""
+
+    pre: str
+    """``tokenizer.ggml.pre``: llama.cpp's name for the pre-tokenizer."""
+    chkhsh: str
+    """The hash ``convert_hf_to_gguf.py`` computes for the folder (:func:`pre_tokenizer_hash`)."""
+    tokens: list[str]
+    token_types: list[int]
+    merges: list[str]
+    special_ids: dict[str, int]
+    add_bos: bool
+    add_eos: bool
+    chat_template: str | None
+    notes: list[str] = field(default_factory=list)
+    """Where llama.cpp's ids can differ from ours, one sentence each (empty: nowhere known)."""
+
+
+def pre_tokenizer_hash(folder: str | os.PathLike) -> str:
+    """The hash llama.cpp's converter identifies the folder's tokenizer by, computed as it does:
+    ``AutoTokenizer.from_pretrained(folder)`` (the fast twin, no remote code) encodes
+    :data:`CHKTXT` with its special tokens (BOS/EOS as the folder says), and the sha256 of the
+    list's ``str`` is the hash."""
+    from transformers import AutoTokenizer
+
+    from .llama_cpp_convert import chkhsh
+
+    return chkhsh(AutoTokenizer.from_pretrained(str(folder)))
+
+
+def llama_cpp_pre_tokenizer(tok: Tokenizer, source: str = "tokenizer") -> tuple[str, list[str]]:
+    """llama.cpp's pre-tokenizer name for ``tok`` and the notes on where its ids could differ.
+
+    The name must split as ``tok``'s pattern does and imply a mode that gives ``tok``'s ids:
+    ``ignore_merges`` (the whole-piece rule) agrees with our ``"ignore_merges"``/``"ranks"``
+    modes, plain merges with ``"merges"``; either does where the rule changes no id (every
+    token's bytes merge back into it). Anything else raises :class:`FormatError` in one line.
+    """
+    pattern = tok.plain_pattern
+    if pattern is None:
+        raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for this pipeline "
+                          f"({tok.pre_tokenizer.to_json()['type']}); it knows only single split patterns "
+                          f"({', '.join(LLAMA_CPP_PRE_TOKENIZERS)})")
+    if not pattern:
+        raise FormatError(f"{source}: this tokenizer does not split text (no pattern, as minbpe's BasicTokenizer); "
+                          "every llama.cpp pre-tokenizer splits")
+    name = scanner_name(pattern)
+    if name is None:
+        shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+        raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for the split pattern {shown!r}; it knows "
+                          f"these patterns: {', '.join(LLAMA_CPP_PRE_TOKENIZERS)}")
+    notes = [GPT4_NOTE] if name == "gpt4" else []
+    normalizer = tok.normalizer
+    if normalizer is not None:
+        kind = normalizer.to_json().get("type")
+        if kind != "NFC":
+            raise FormatError(f"{source}: llama.cpp does not normalize text, and this tokenizer's {kind} normalizer "
+                              "changes common text; no GGUF pre-tokenizer gives its ids")
+        notes.append(NORMALIZER_NOTE)
+    ours = tok.mode != "merges"
+    candidates = LLAMA_CPP_PRE_TOKENIZERS[name]
+    miss = None
+    for pre, ignore_merges in candidates:
+        if ignore_merges == ours:
+            return pre, notes
+        if miss is None:
+            miss = tok.merges_miss_token() if tok.mode == "merges" else tok.merge_list_mismatch()
+            if miss is None:  # the whole-piece rule changes no id of this tokenizer
+                return pre, notes
+    rule = "encodes a chunk that is a token as that token" if not ours else "runs plain BPE over the merges"
+    raise FormatError(f"{source}: llama.cpp's {' or '.join(repr(pre) for pre, _ in candidates)} for the {name} "
+                      f"pattern {rule}, which encodes token {tok.vocab[miss]!r} (id {miss}) differently from this "
+                      f"{tok.mode!r}-mode tokenizer")
+
+
+def gguf_vocab_of(folder: str | os.PathLike, vocab_size: int | None = None) -> GGUFVocab:
+    """The vocabulary GGUF content for a saved folder (one ``BBPETokenizer.from_pretrained`` reads).
+
+    Tokens and types follow llama.cpp's converter (``get_vocab_base``): every id below
+    ``vocab_size`` (the folder's ``config.json`` ``vocab_size`` when it has one, else the largest
+    id + 1), a normal token spelled in GPT-2's byte-to-unicode alphabet (NORMAL), an added token as
+    its text (CONTROL if special, else USER_DEFINED), an id without a token ``[PAD{id}]`` (UNUSED).
+    Merges are the tokenizer.json's, which is what the converter copies.
+    """
+    from hf_bbpe.saved_folder import fast_twin_json
+    from hf_bbpe.tokenization_bbpe import BBPETokenizer
+
+    folder = Path(folder)
+    hf_tok = BBPETokenizer.from_pretrained(str(folder))
+    engine = hf_tok.engine
+    pre, notes = llama_cpp_pre_tokenizer(engine, str(folder))
+    data = fast_twin_json(hf_tok)
+    config = read_json_object(folder / "config.json") if (folder / "config.json").is_file() else {}
+    largest = max([*data["model"]["vocab"].values(), *(entry["id"] for entry in data["added_tokens"])])
+    size = vocab_size or config.get("vocab_size") or largest + 1
+    if size <= largest:
+        raise FormatError(f"{folder}: vocab_size {size} leaves out id {largest}; the model needs at least "
+                          f"{largest + 1} embedding rows")
+    added = {entry["id"]: entry for entry in data["added_tokens"]}
+    normal = {idx: text for text, idx in data["model"]["vocab"].items()}
+    tokens, types = [], []
+    for idx in range(size):
+        if idx in added:
+            tokens.append(added[idx]["content"])
+            types.append(_TOKEN_CONTROL if added[idx].get("special") else _TOKEN_USER_DEFINED)
+        elif idx in normal:
+            tokens.append(normal[idx])
+            types.append(_TOKEN_NORMAL)
+        else:
+            tokens.append(f"[PAD{idx}]")
+            types.append(_TOKEN_UNUSED)
+    merges = [pair if isinstance(pair, str) else " ".join(pair) for pair in data["model"]["merges"]]
+    special_ids = {}
+    for role in _SPECIAL_ROLES:
+        token = getattr(hf_tok, f"{role}_token", None)
+        idx = next((entry["id"] for entry in data["added_tokens"] if entry["content"] == token), None) if token else None
+        if idx is None and isinstance(config.get(f"{role}_token_id"), int):
+            idx = config[f"{role}_token_id"]
+        if idx is not None and idx < size:
+            special_ids[role] = idx
+    add_bos, add_eos = bool(hf_tok.add_bos_token), bool(hf_tok.add_eos_token)
+    if add_bos and "bos" not in special_ids:
+        raise FormatError(f"{folder}: add_bos_token is set but the tokenizer has no bos_token")
+    if "eos" not in special_ids:
+        notes.append(NO_EOS_NOTE)
+    template = hf_tok.chat_template
+    if isinstance(template, dict):  # several named templates: llama.cpp reads the default one
+        template = template.get("default")
+    chkhsh = pre_tokenizer_hash(folder)
+    ours = _engine_hash(engine, special_ids.get("bos") if add_bos else None, special_ids.get("eos") if add_eos else None)
+    if chkhsh != ours:
+        raise FormatError(f"{folder}: its tokenizer.json does not encode llama.cpp's test text as its tokenizer does "
+                          f"(hash {chkhsh[:12]}..., the tokenizer's {ours[:12]}...); save the folder again")
+    return GGUFVocab(pre=pre, chkhsh=chkhsh, tokens=tokens, token_types=types, merges=merges,
+                     special_ids=special_ids, add_bos=add_bos, add_eos=add_eos, chat_template=template, notes=notes)
+
+
+def write_gguf_vocab(folder: str | os.PathLike, path: str | os.PathLike, *, vocab_size: int | None = None,
+                     architecture: str = "llama") -> GGUFVocab:
+    """Write the folder's vocabulary GGUF (:func:`gguf_vocab_of`) to ``path`` atomically, with the
+    ``gguf`` package; ``architecture`` is ``general.architecture`` (llama.cpp loads a vocabulary
+    only for an architecture it knows; the tokenizer does not depend on it)."""
+    try:
+        import gguf
+    except ImportError:
+        raise FormatError("writing GGUF needs the gguf package: pip install 'hf_bbpe[gguf]'") from None
+    vocab = gguf_vocab_of(folder, vocab_size)
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp) / "vocab.gguf"
+        writer = gguf.GGUFWriter(scratch, architecture)
+        writer.add_tokenizer_model("gpt2")
+        writer.add_tokenizer_pre(vocab.pre)
+        writer.add_token_list(vocab.tokens)
+        writer.add_token_types(vocab.token_types)
+        writer.add_token_merges(vocab.merges)
+        for role, idx in vocab.special_ids.items():
+            getattr(writer, f"add_{role}_token_id")(idx)
+        writer.add_add_bos_token(vocab.add_bos)
+        writer.add_add_eos_token(vocab.add_eos)
+        if vocab.chat_template:
+            writer.add_chat_template(vocab.chat_template)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        write_bytes_atomic(path, scratch.read_bytes())
+    return vocab
+
+
+def _engine_hash(engine: Tokenizer, bos: int | None, eos: int | None) -> str:
+    ids = ([bos] if bos is not None else []) + engine.encode_ordinary(CHKTXT) + ([eos] if eos is not None else [])
+    return ids_hash(ids)
