@@ -415,6 +415,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip", nargs="*", default=[], help="systems not to run")
+    parser.add_argument("--cpu", type=int, default=None, help="the CPU the one-core columns run on (default: the first)")
     parser.add_argument("--sse2", action="store_true",
                         help="hf_bbpe's SSE2 window scanners, as on a CPU without AVX-512 (like HF_BBPE_NO_AVX512=1)")
     args = parser.parse_args()
@@ -427,9 +428,9 @@ def main() -> None:
     documents = [d for d in text.split("\n\n") if d]
     mb = len(text.encode("utf-8")) / 1e6
     all_cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else {0}
-    one_cpu = {min(all_cpus)}
+    one_cpu = {min(all_cpus) if args.cpu is None else args.cpu}
     print(f"corpus {args.corpus}: first {mb:.1f} MB, {len(documents)} documents; CPUs: {len(all_cpus)} "
-          f"(shared machine: compare figures within this run only); one-core columns pinned to CPU {min(all_cpus)}")
+          f"(shared machine: compare figures within this run only); one-core columns pinned to CPU {min(one_cpu)}")
     from hf_bbpe import patterns
 
     if args.sse2:
