@@ -2,7 +2,7 @@
 vocabulary): hf_bbpe against tiktoken and the fastest exact native peers.
 
     python scripts/bench_encode.py [CORPUS] [--encoding cl100k_base] [--mb 16] [--rounds 3] [--threads 2]
-                                   [--skip NAME ...]
+                                   [--skip NAME ...] [--sse2] [--cpu N]
 
 Loads the encoding (its rank file from the shared data; GPT-2's made from its encoder.json and
 vocab.bpe; Llama's from the llama-models package, with its pattern) in every system that installs
