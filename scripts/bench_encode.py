@@ -50,7 +50,7 @@ system loads the encoding (loaded one after the other, so an approximation), and
 Throughput is UTF-8 MB per second of wall time; the machine is shared, so the CPU seconds of this
 process are printed beside each figure, ratios are only meaningful within one run, and the one-core
 columns' ratios are printed again by CPU time (a pinned process's CPU seconds are its work, whatever
-else the CPU runs). The first line says which window scanners hf_bbpe runs: AVX-512 where the CPU
+else the CPU runs), and the batch's (the CPU seconds of all its threads: its work, not its wall time). The first line says which window scanners hf_bbpe runs: AVX-512 where the CPU
 has it, SSE2 otherwise, or with ``--sse2`` (``_pretokenize.wide_windows(False)``) or
 HF_BBPE_NO_AVX512=1, as on a CPU without AVX-512.
 """
