@@ -31,7 +31,10 @@ on one core like the others; the batch columns get every CPU (both pools are siz
    splintr's ``encode_flat``): no Python int per id, so these columns compare the encoders without
    the cost of building lists;
 3. a batch of all documents on ``--threads`` threads, each system's batch call (its fastest
-   exact form: lists of ids, or flat uint32 ids plus offsets); also hf_bbpe's long string cut
+   exact form), in two columns, like with like: lists of ids (tiktoken, riptoken, gigatoken's
+   tiktoken-compatible call, hf_bbpe's ``encode_batch``), and flat uint32 ids plus offsets
+   (quicktok-v1, toktok-rs, fastokens, snaptokens, splintr, hf_bbpe's ``encode_batch_to_numpy``),
+   which make no Python int per id; also hf_bbpe's long string cut
    over ``--threads`` threads (``encode_ordinary(num_threads=)``, not the default: one thread);
 4. hf_bbpe's batch on 1 thread, for the 1 -> N thread speedup;
 5. hf_bbpe through transformers: ``BBPETokenizer(docs)`` (the whole batch in one call) and
@@ -164,7 +167,8 @@ def flat_array(result) -> np.ndarray:
 
 def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str],
                  workdir: str) -> tuple[dict, dict, list[str]]:
-    """name -> {"doc", "long", "batch" (-> list of id lists), "version"}; load RSS; skipped notes."""
+    """name -> {"doc", "long", "batch" (-> list of id lists) or "batch_flat" (-> flat uint32 ids and
+    offsets), "version"}; load RSS; skipped notes."""
     from conversion.presets import PRESETS
 
     pattern, specials = PRESETS[encoding].pattern, PRESETS[encoding].special_tokens
@@ -202,7 +206,7 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str],
                   "doc_numpy": tok.encode_to_numpy, "numpy_ordinary": True, "long_numpy": to_numpy,
                   "long_threads": lambda text: tok.encode_ordinary(text, num_threads=threads),
                 "batch": lambda docs: tok.encode_batch(docs, num_threads=threads, disallowed_special=()),
-                "batch_numpy": lambda docs: tok.encode_batch_to_numpy(docs, num_threads=threads,
+                "batch_flat": lambda docs: tok.encode_batch_to_numpy(docs, num_threads=threads,
                                                                       disallowed_special=()),
                 "batch_1": lambda docs: tok.encode_batch(docs, num_threads=1, disallowed_special=())}
 
@@ -288,6 +292,8 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str],
         add(name, loader)
     for system in systems.values():
         system.pop("wrap", lambda: None)()
+        if system.get("flat"):  # a batch of flat ids is compared with flat ids (hf_bbpe's encode_batch_to_numpy)
+            system["batch_flat"] = system.pop("batch")
     return systems, memory, skipped
 
 
@@ -455,9 +461,10 @@ def main() -> None:
                "doc": ("one call per document, one core", doc_mb), "long": ("one long string, one core", mb),
                "doc_numpy": ("one call per document, to numpy, one core", doc_mb),
                "long_numpy": ("one long string, to numpy, one core", mb),
-               "batch": (f"batch, {args.threads} threads", doc_mb)}
+               "batch": (f"batch, {args.threads} threads, lists", doc_mb),
+               "batch_flat": (f"batch, {args.threads} threads, flat uint32 ids + offsets", doc_mb)}
     extra = {"long_threads": f"one long string, encode_ordinary(num_threads={args.threads})",
-             "batch_numpy": f"batch to numpy, {args.threads} threads", "batch_1": "batch, 1 thread",
+             "batch_1": "batch, 1 thread",
              "transformers_batch": "BBPETokenizer(docs), one call", "datasets_map": "datasets.map(batched=True)"}
     def per_document(system: dict, column: str):
         """The timed loop of a per-document column: each document through the system's call, as a
@@ -488,7 +495,7 @@ def main() -> None:
             if "doc_numpy" in systems[name]:  # its own call form (gigatoken's caches differ by call)
                 per_document(systems[name], "doc_numpy")()
             pin_process(all_cpus)
-            systems[name]["batch"](documents)
+            systems[name].get("batch", systems[name].get("batch_flat"))(documents)
         for column in [*columns, *extra]:
             for name in order:
                 fn = systems[name].get(column)
@@ -501,7 +508,7 @@ def main() -> None:
                     out, wall, cpu = timed(fn, text if column.startswith("long") else documents)
                 if round_ == 0:  # every document, every system, every call form
                     want = expected_long if column.startswith("long") else expected_docs
-                    if column == "batch_numpy" or (column == "batch" and systems[name].get("flat")):
+                    if column == "batch_flat":
                         out = split_flat(out)  # flat ids + offsets, timed as returned
                     got = list(out) if column.startswith("long") else [list(x) for x in out]
                     if column.startswith("long") and hasattr(out, "tolist"):
