@@ -87,7 +87,7 @@ DATA = "/work/shared/data"
 DEFAULT_CORPUS = f"{DATA}/bench/mix-49mb.txt.xz"
 ENCODINGS = ("cl100k_base", "o200k_base", "r50k_base", "llama3", "llama4")
 GIGATOKEN_SCHEMES = {"llama4": "o200k"}  # its split scheme that is the encoding's pattern (it has none for Llama 3's)
-FASTOKENS_ENCODINGS = ("cl100k_base", "o200k_base", "r50k_base")  # from_tiktoken(encoding=...) knows these
+FASTOKENS_ENCODINGS = ("cl100k_base", "o200k_base")  # from_tiktoken(encoding=...) knows these
 # each encoding's pattern as transformers spells it for tokenizers' Oniguruma (tiktoken's possessive
 # \p{N}{1,3}+ means something else there): TikTokenConverter's default is cl100k's (Llama 3's
 # pattern); o200k's has no possessive; GPT-2's is its original pattern, as GPT-2's tokenizer.json has it
@@ -259,7 +259,10 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str],
         import fastokens
 
         source = {"encoding": encoding} if encoding in FASTOKENS_ENCODINGS else {"pattern": pattern}
-        tok = fastokens.Tokenizer.from_tiktoken(ranks_file, **source)
+        try:
+            tok = fastokens.Tokenizer.from_tiktoken(ranks_file, **source)
+        except ValueError:  # a vocabulary with tokens that no two tokens make (Llama 3's): its tokenizer.json
+            tok = fastokens.Tokenizer.from_file(tokenizer_json(encoding, ranks_file, pattern, workdir))
         as_list = lambda text: tok.encode_ordinary(text).ids  # noqa: E731  (a real list, made on access)
         as_array = lambda text: flat_array(tok.encode_batch_flat([text], split_special_tokens=True))  # noqa: E731
         return {"version": _version("fastokens"), "doc": as_list, "long": as_list, "doc_numpy": as_array,
