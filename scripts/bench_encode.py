@@ -20,7 +20,9 @@ while they run, so a peer that splits one call over a pool of threads (fastokens
 FASTOKENS_BPE_THREADS, snaptokens' ``encode_batch_flat`` of one text over its Rayon pool) is measured
 on one core like the others; the batch columns get every CPU (both pools are sized ``--threads``).
 
-0. cold: the first pass of round 1, one call per document, before anything ran in the process;
+0. cold: one pass, one call per document, in a fresh process of its own for each system (loaded
+   there, nothing run before it: a pass in this process would follow the other systems' passes,
+   which leave its memory, caches and allocator in a state that depends on the order);
 1. one call per document (the corpus cut at blank lines), each system's exact single-text call
    that returns a list of ints (tiktoken's ``encode_ordinary``; gigatoken's list call on one core);
 2. the whole text as one string, the same call;
@@ -68,6 +70,7 @@ import lzma
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,6 +98,8 @@ HF_SPELLINGS = {"cl100k_base": None, "llama3": None,
                 "r50k_base": r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""}
 SPLINTR_PATTERNS = {"cl100k_base": "CL100K_BASE_PATTERN", "o200k_base": "O200K_BASE_PATTERN",
                     "r50k_base": "GPT2_PATTERN", "llama3": "LLAMA3_PATTERN", "llama4": "O200K_BASE_PATTERN"}
+SYSTEMS = ("tiktoken", "hf_bbpe", "riptoken", "gigatoken", "quicktok-v1", "toktok-rs", "fastokens", "snaptokens",
+           "splintr")  # in the order they load and run
 ONE_CORE = ("doc_cold", "doc", "long", "doc_numpy", "long_numpy", "batch_1")  # columns run pinned to one CPU
 
 
@@ -289,9 +294,11 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str],
     import datasets  # noqa: F401  (imported before any system loads: its RSS is no system's)
     import hf_bbpe.tokenization_bbpe  # noqa: F401  (transformers too)
 
-    for name, loader in [("tiktoken", load_tiktoken), ("hf_bbpe", load_hf_bbpe), ("riptoken", load_riptoken),
-                         ("gigatoken", load_gigatoken), ("quicktok-v1", load_quicktok), ("toktok-rs", load_toktok),
-                         ("fastokens", load_fastokens), ("snaptokens", load_snaptokens), ("splintr", load_splintr)]:
+    loaders = {"tiktoken": load_tiktoken, "hf_bbpe": load_hf_bbpe, "riptoken": load_riptoken,
+               "gigatoken": load_gigatoken, "quicktok-v1": load_quicktok, "toktok-rs": load_toktok,
+               "fastokens": load_fastokens, "snaptokens": load_snaptokens, "splintr": load_splintr}
+    assert tuple(loaders) == SYSTEMS
+    for name, loader in loaders.items():
         add(name, loader)
     for system in systems.values():
         system.pop("wrap", lambda: None)()
@@ -388,6 +395,41 @@ def custom_pattern(ranks_file: str, text: str, rounds: int) -> bool:
     return equal
 
 
+def cold_pass(name: str, args: argparse.Namespace) -> tuple[float, float]:
+    """(wall, CPU seconds) of one system's first pass over the documents, one call each, in a fresh
+    process that loads only that system (this script with --cold), pinned to the one-core CPU."""
+    command = [sys.executable, os.path.abspath(__file__), args.corpus, "--encoding", args.encoding,
+               "--mb", str(args.mb), "--threads", str(args.threads), "--cold", name]
+    command += ["--cpu", str(args.cpu)] if args.cpu is not None else []
+    command += ["--sse2"] if args.sse2 else []
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("COLD ")), None)
+    if line is None:
+        raise RuntimeError(f"the cold pass of {name} failed: {done.stderr.strip()[-500:]}")
+    wall, cpu = map(float, line.split()[1:])
+    return wall, cpu
+
+
+def cold_child(args: argparse.Namespace, documents: list[str], one_cpu: set[int]) -> None:
+    """--cold NAME: load that system alone, time its first pass over the documents pinned to one
+    CPU, print ``COLD wall cpu``."""
+    from hf_bbpe import patterns
+
+    if args.sse2:
+        patterns._native.wide_windows(False)
+    workdir = tempfile.mkdtemp(prefix="bench_encode_cold_")
+    atexit.register(shutil.rmtree, workdir, True)
+    ranks_file = rank_file(args.encoding, workdir)
+    others = {n for n in SYSTEMS if n != args.cold}
+    systems, _, _ = load_systems(args.encoding, ranks_file, args.threads, others, workdir)
+    doc = systems[args.cold]["doc"]
+    gc.collect()
+    gc.freeze()
+    pin_process(one_cpu)
+    _, wall, cpu = timed(lambda: [doc(d) for d in documents])
+    print(f"COLD {wall} {cpu}")
+
+
 def cpu_model() -> str:
     """The CPU's model name (Linux), for the record of which CPU a figure comes from."""
     try:
@@ -425,6 +467,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip", nargs="*", default=[], help="systems not to run")
     parser.add_argument("--cpu", type=int, default=None, help="the CPU the one-core columns run on (default: the first)")
+    parser.add_argument("--cold", default=None, help=argparse.SUPPRESS)  # (internal: one system's cold pass, see cold_pass)
     parser.add_argument("--sse2", action="store_true",
                         help="hf_bbpe's SSE2 window scanners, as on a CPU without AVX-512 (like HF_BBPE_NO_AVX512=1)")
     args = parser.parse_args()
@@ -438,6 +481,9 @@ def main() -> None:
     mb = len(text.encode("utf-8")) / 1e6
     all_cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else {0}
     one_cpu = {min(all_cpus) if args.cpu is None else args.cpu}
+    if args.cold:
+        cold_child(args, documents, one_cpu)
+        return
     print(f"corpus {args.corpus}: first {mb:.1f} MB, {len(documents)} documents; CPUs: {len(all_cpus)} "
           f"(shared machine: compare figures within this run only); one-core columns pinned to CPU {min(one_cpu)}")
     from hf_bbpe import patterns
@@ -494,12 +540,11 @@ def main() -> None:
         order = list(systems)[round_ % len(systems):] + list(systems)[: round_ % len(systems)]
         for name in order:  # the warm-up: once over every document, one by one and as a batch
             pin_process(one_cpu)
-            if round_ == 0:  # nothing has run in this process yet: the one cold measurement
-                _, wall, cpu = timed(lambda: [systems[name]["doc"](d) for d in documents])
+            if round_ == 0:  # the one cold measurement, in a fresh process
+                wall, cpu = cold_pass(name, args)
                 best[(name, "doc_cold")] = (wall, cpu)
                 least_cpu[(name, "doc_cold")] = cpu
-            else:
-                [systems[name]["doc"](d) for d in documents]
+            [systems[name]["doc"](d) for d in documents]
             if "doc_numpy" in systems[name]:  # its own call form (gigatoken's caches differ by call)
                 per_document(systems[name], "doc_numpy")()
             pin_process(all_cpus)
