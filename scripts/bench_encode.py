@@ -39,8 +39,10 @@ on one core like the others; the batch columns get every CPU (both pools are siz
    which make no Python int per id; also hf_bbpe's long string cut
    over ``--threads`` threads (``encode_ordinary(num_threads=)``, not the default: one thread);
 4. hf_bbpe's batch on 1 thread, for the 1 -> N thread speedup;
-5. hf_bbpe through transformers: ``BBPETokenizer(docs)`` (the whole batch in one call) and
-   ``datasets.Dataset.map(batched=True)`` calling it, both of which take the engine's batch path.
+5. hf_bbpe through transformers: ``BBPETokenizer(docs, add_special_tokens=False)`` (the whole batch
+   in one call; without the BOS that a Llama 3 tokenizer adds, so that its ids are compared with the
+   others') and ``datasets.Dataset.map(batched=True)`` calling it, both of which take the engine's
+   batch path.
 
 Then the pathological inputs, hf_bbpe against tiktoken: 1 MB and 2 MB of one letter, of spaces,
 of digits and of one CJK character (time must grow linearly: the 2 MB / 1 MB time ratio is
@@ -219,7 +221,7 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str],
             from hf_bbpe import BBPETokenizer
 
             wrapped = BBPETokenizer.from_engine(tok)
-            system["transformers_batch"] = lambda docs: wrapped(docs)["input_ids"]
+            system["transformers_batch"] = lambda docs: wrapped(docs, add_special_tokens=False)["input_ids"]
             system["datasets_map"] = lambda docs: datasets_map(wrapped, docs)
 
         system["wrap"] = wrap
@@ -313,7 +315,7 @@ def datasets_map(wrapped, docs: list[str]) -> list[list[int]]:
 
     datasets.disable_progress_bars()
     dataset = datasets.Dataset.from_dict({"text": docs})
-    mapped = dataset.map(lambda batch: wrapped(batch["text"]), batched=True, batch_size=1000,
+    mapped = dataset.map(lambda batch: wrapped(batch["text"], add_special_tokens=False), batched=True, batch_size=1000,
                          remove_columns=["text"], keep_in_memory=True)
     return mapped["input_ids"]
 
