@@ -2,31 +2,47 @@
 vocabulary): hf_bbpe against tiktoken and the fastest exact native peers.
 
     python scripts/bench_encode.py [CORPUS] [--encoding cl100k_base] [--mb 16] [--rounds 3] [--threads 2]
-                                   [--skip NAME ...]
+                                   [--skip NAME ...] [--sse2] [--cpu N]
 
 Loads the encoding (its rank file from the shared data; GPT-2's made from its encoder.json and
 vocab.bpe; Llama's from the llama-models package, with its pattern) in every system that installs
 here and can take that vocabulary with that exact pattern (the ``bench`` extra of pyproject.toml:
-riptoken, gigatoken, quicktok-v1, toktok-rs; a peer that does not import is skipped and said so)
+riptoken, gigatoken, quicktok-v1, toktok-rs, fastokens, snaptokens, splintr-rs; a peer that does
+not import is skipped and said so; snaptokens reads a tokenizer.json, which transformers'
+TikTokenConverter writes from the rank file with the pattern spelled as transformers spells it)
 and measures, in this one process, interleaved round by round (best round kept; every system is
 loaded afresh for each round and warmed up by one pass over every document, one by one (in each
 call form it is timed in) and as a batch, untimed: the steady state of a pipeline, and the same for every system even where a cache
 outlives the object, as gigatoken's does):
 
-0. cold: the first pass of round 1, one call per document, before anything ran in the process;
+Columns 0-2 and 4 are one-core figures: the whole process (every thread of it) is pinned to one CPU
+while they run, so a peer that splits one call over a pool of threads (fastokens' one long text over
+FASTOKENS_BPE_THREADS, snaptokens' ``encode_batch_flat`` of one text over its Rayon pool) is measured
+on one core like the others; the batch columns get every CPU (both pools are sized ``--threads``).
+
+0. cold: one pass, one call per document, in a fresh process of its own for each system (loaded
+   there, nothing run before it: a pass in this process would follow the other systems' passes,
+   which leave its memory, caches and allocator in a state that depends on the order);
 1. one call per document (the corpus cut at blank lines), each system's exact single-text call
    that returns a list of ints (tiktoken's ``encode_ordinary``; gigatoken's list call on one core);
 2. the whole text as one string, the same call;
    both again "to numpy", for the systems that return a uint32 array from one text (tiktoken's and
    hf_bbpe's ``encode_to_numpy`` with ``disallowed_special=()`` in the call, toktok-rs's, gigatoken's
-   own ``encode``; every call as a user's loop makes it, with no wrapper): no Python int per id,
-   so these columns compare the encoders without the cost of building lists;
+   own ``encode``; every call as a user's loop makes it, with no wrapper), or uint32 bytes that
+   ``numpy.frombuffer`` takes without a copy (fastokens' and snaptokens' ``encode_batch_flat([text])``,
+   splintr's ``encode_flat``): no Python int per id, so these columns compare the encoders without
+   the cost of building lists;
 3. a batch of all documents on ``--threads`` threads, each system's batch call (its fastest
-   exact form: lists of ids, or flat uint32 ids plus offsets); also hf_bbpe's long string cut
+   exact form), in two columns, like with like: lists of ids (tiktoken, riptoken, gigatoken's
+   tiktoken-compatible call, hf_bbpe's ``encode_batch``), and flat uint32 ids plus offsets
+   (quicktok-v1, toktok-rs, fastokens, snaptokens, splintr, hf_bbpe's ``encode_batch_to_numpy``),
+   which make no Python int per id; also hf_bbpe's long string cut
    over ``--threads`` threads (``encode_ordinary(num_threads=)``, not the default: one thread);
 4. hf_bbpe's batch on 1 thread, for the 1 -> N thread speedup;
-5. hf_bbpe through transformers: ``BBPETokenizer(docs)`` (the whole batch in one call) and
-   ``datasets.Dataset.map(batched=True)`` calling it, both of which take the engine's batch path.
+5. hf_bbpe through transformers: ``BBPETokenizer(docs, add_special_tokens=False)`` (the whole batch
+   in one call; without the BOS that a Llama 3 tokenizer adds, so that its ids are compared with the
+   others') and ``datasets.Dataset.map(batched=True)`` calling it, both of which take the engine's
+   batch path.
 
 Then the pathological inputs, hf_bbpe against tiktoken: 1 MB and 2 MB of one letter, of spaces,
 of digits and of one CJK character (time must grow linearly: the 2 MB / 1 MB time ratio is
@@ -39,7 +55,11 @@ every batch: a peer whose ids differ is reported and left out of the ratios, and
 with status 1 if hf_bbpe's differ. Memory: the RSS growth when each
 system loads the encoding (loaded one after the other, so an approximation), and the peak RSS of the run.
 Throughput is UTF-8 MB per second of wall time; the machine is shared, so the CPU seconds of this
-process are printed beside each figure and ratios are only meaningful within one run.
+process are printed beside each figure, ratios are only meaningful within one run, and the one-core
+columns' ratios are printed again by CPU time (a pinned process's CPU seconds are its work, whatever
+else the CPU runs), and the batch's (the CPU seconds of all its threads: its work, not its wall time). The first line says which window scanners hf_bbpe runs: AVX-512 where the CPU
+has it, SSE2 otherwise, or with ``--sse2`` (``_pretokenize.wide_windows(False)``) or
+HF_BBPE_NO_AVX512=1, as on a CPU without AVX-512.
 """
 
 from __future__ import annotations
@@ -52,11 +72,16 @@ import lzma
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 
-os.environ.setdefault("RAYON_NUM_THREADS", "2")  # the Rust peers' thread pools: as many as we use
+THREADS = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--threads=")), None) or (
+    sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv[:-1] else "2")
+# the Rust peers' thread pools, sized before they load (each reads its variable once): as many as we use
+os.environ.setdefault("RAYON_NUM_THREADS", THREADS)
+os.environ.setdefault("FASTOKENS_BPE_THREADS", THREADS)
 os.environ["RUST_BACKTRACE"] = "0"  # a peer's expected panic (tiktoken on 1 MB of spaces) in its one-line message
 
 import numpy as np  # noqa: E402
@@ -67,6 +92,17 @@ DATA = "/work/shared/data"
 DEFAULT_CORPUS = f"{DATA}/bench/mix-49mb.txt.xz"
 ENCODINGS = ("cl100k_base", "o200k_base", "r50k_base", "llama3", "llama4")
 GIGATOKEN_SCHEMES = {"llama4": "o200k"}  # its split scheme that is the encoding's pattern (it has none for Llama 3's)
+FASTOKENS_ENCODINGS = ("cl100k_base", "o200k_base")  # from_tiktoken(encoding=...) knows these
+# each encoding's pattern as transformers spells it for tokenizers' Oniguruma (tiktoken's possessive
+# \p{N}{1,3}+ means something else there): TikTokenConverter's default is cl100k's (Llama 3's
+# pattern); o200k's has no possessive; GPT-2's is its original pattern, as GPT-2's tokenizer.json has it
+HF_SPELLINGS = {"cl100k_base": None, "llama3": None,
+                "r50k_base": r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""}
+SPLINTR_PATTERNS = {"cl100k_base": "CL100K_BASE_PATTERN", "o200k_base": "O200K_BASE_PATTERN",
+                    "r50k_base": "GPT2_PATTERN", "llama3": "LLAMA3_PATTERN", "llama4": "O200K_BASE_PATTERN"}
+SYSTEMS = ("tiktoken", "hf_bbpe", "riptoken", "gigatoken", "quicktok-v1", "toktok-rs", "fastokens", "snaptokens",
+           "splintr")  # in the order they load and run
+ONE_CORE = ("doc_cold", "doc", "long", "doc_numpy", "long_numpy", "batch_1")  # columns run pinned to one CPU
 
 
 def rank_file(encoding: str, workdir: str) -> str:
@@ -106,8 +142,40 @@ def split_flat(result) -> list[list[int]]:
     return [flat[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
 
 
-def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str]) -> tuple[dict, dict, list[str]]:
-    """name -> {"doc", "long", "batch" (-> list of id lists), "version"}; load RSS; skipped notes."""
+def pin_process(cpus: set[int]) -> None:
+    """Every thread of this process (the peers' pools too) on cpus: one CPU for the one-core
+    columns, all of them for the batch columns. Threads made later inherit their maker's set."""
+    if not hasattr(os, "sched_setaffinity"):
+        return
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:  # a thread that has just ended
+            pass
+
+
+def tokenizer_json(encoding: str, ranks_file: str, pattern: str, workdir: str) -> str:
+    """A tokenizer.json of the encoding for the peers that read one (snaptokens), written once per
+    run by transformers' TikTokenConverter with the pattern as transformers spells it."""
+    path = os.path.join(workdir, f"{encoding}.tokenizer.json")
+    if not os.path.exists(path):
+        from transformers.convert_slow_tokenizer import TikTokenConverter
+
+        spelling = HF_SPELLINGS.get(encoding, pattern)
+        converter = TikTokenConverter(vocab_file=ranks_file, **({"pattern": spelling} if spelling else {}))
+        converter.converted().save(path)
+    return path
+
+
+def flat_array(result) -> np.ndarray:
+    """The uint32 ids of a one-text flat call ((ids bytes, offsets bytes), or ids bytes) as numpy takes them."""
+    return np.frombuffer(result[0] if isinstance(result, tuple) else result, dtype=np.uint32)
+
+
+def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str],
+                 workdir: str) -> tuple[dict, dict, list[str]]:
+    """name -> {"doc", "long", "batch" (-> list of id lists) or "batch_flat" (-> flat uint32 ids and
+    offsets), "version"}; load RSS; skipped notes."""
     from conversion.presets import PRESETS
 
     pattern, specials = PRESETS[encoding].pattern, PRESETS[encoding].special_tokens
@@ -145,7 +213,7 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str]) -
                   "doc_numpy": tok.encode_to_numpy, "numpy_ordinary": True, "long_numpy": to_numpy,
                   "long_threads": lambda text: tok.encode_ordinary(text, num_threads=threads),
                 "batch": lambda docs: tok.encode_batch(docs, num_threads=threads, disallowed_special=()),
-                "batch_numpy": lambda docs: tok.encode_batch_to_numpy(docs, num_threads=threads,
+                "batch_flat": lambda docs: tok.encode_batch_to_numpy(docs, num_threads=threads,
                                                                       disallowed_special=()),
                 "batch_1": lambda docs: tok.encode_batch(docs, num_threads=1, disallowed_special=())}
 
@@ -153,7 +221,7 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str]) -
             from hf_bbpe import BBPETokenizer
 
             wrapped = BBPETokenizer.from_engine(tok)
-            system["transformers_batch"] = lambda docs: wrapped(docs)["input_ids"]
+            system["transformers_batch"] = lambda docs: wrapped(docs, add_special_tokens=False)["input_ids"]
             system["datasets_map"] = lambda docs: datasets_map(wrapped, docs)
 
         system["wrap"] = wrap
@@ -194,14 +262,50 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str]) -
                 "doc_numpy": tok.encode_to_numpy, "long_numpy": tok.encode_to_numpy,
                 "batch": lambda docs: tok.encode_batch(docs, threads=threads), "flat": True}
 
+    def load_fastokens():
+        import fastokens
+
+        source = {"encoding": encoding} if encoding in FASTOKENS_ENCODINGS else {"pattern": pattern}
+        try:
+            tok = fastokens.Tokenizer.from_tiktoken(ranks_file, **source)
+        except ValueError:  # a vocabulary with tokens that no two tokens make (Llama 3's): its tokenizer.json
+            tok = fastokens.Tokenizer.from_file(tokenizer_json(encoding, ranks_file, pattern, workdir))
+        as_list = lambda text: tok.encode_ordinary(text).ids  # noqa: E731  (a real list, made on access)
+        as_array = lambda text: flat_array(tok.encode_batch_flat([text], split_special_tokens=True))  # noqa: E731
+        return {"version": _version("fastokens"), "doc": as_list, "long": as_list, "doc_numpy": as_array,
+                "long_numpy": as_array, "flat": True,
+                "batch": lambda docs: tok.encode_batch_flat(docs, split_special_tokens=True)}
+
+    def load_snaptokens():
+        import snaptokens
+
+        tok = snaptokens.Tokenizer.from_file(tokenizer_json(encoding, ranks_file, pattern, workdir))
+        as_list = lambda text: tok.encode(text).ids  # noqa: E731
+        as_array = lambda text: flat_array(tok.encode_batch_flat([text]))  # noqa: E731
+        return {"version": _version("snaptokens"), "doc": as_list, "long": as_list, "doc_numpy": as_array,
+                "long_numpy": as_array, "batch": tok.encode_batch_flat, "flat": True}
+
+    def load_splintr():
+        import splintr
+
+        tok = splintr.Tokenizer(ranks_file, getattr(splintr, SPLINTR_PATTERNS[encoding]))
+        as_array = lambda text: flat_array(tok.encode_flat(text))  # noqa: E731
+        return {"version": _version("splintr-rs"), "doc": tok.encode_ordinary, "long": tok.encode_ordinary,
+                "doc_numpy": as_array, "long_numpy": as_array, "batch": tok.encode_batch_flat, "flat": True}
+
     import datasets  # noqa: F401  (imported before any system loads: its RSS is no system's)
     import hf_bbpe.tokenization_bbpe  # noqa: F401  (transformers too)
 
-    for name, loader in [("tiktoken", load_tiktoken), ("hf_bbpe", load_hf_bbpe), ("riptoken", load_riptoken),
-                         ("gigatoken", load_gigatoken), ("quicktok-v1", load_quicktok), ("toktok-rs", load_toktok)]:
+    loaders = {"tiktoken": load_tiktoken, "hf_bbpe": load_hf_bbpe, "riptoken": load_riptoken,
+               "gigatoken": load_gigatoken, "quicktok-v1": load_quicktok, "toktok-rs": load_toktok,
+               "fastokens": load_fastokens, "snaptokens": load_snaptokens, "splintr": load_splintr}
+    assert tuple(loaders) == SYSTEMS
+    for name, loader in loaders.items():
         add(name, loader)
     for system in systems.values():
         system.pop("wrap", lambda: None)()
+        if system.get("flat"):  # a batch of flat ids is compared with flat ids (hf_bbpe's encode_batch_to_numpy)
+            system["batch_flat"] = system.pop("batch")
     return systems, memory, skipped
 
 
@@ -211,7 +315,7 @@ def datasets_map(wrapped, docs: list[str]) -> list[list[int]]:
 
     datasets.disable_progress_bars()
     dataset = datasets.Dataset.from_dict({"text": docs})
-    mapped = dataset.map(lambda batch: wrapped(batch["text"]), batched=True, batch_size=1000,
+    mapped = dataset.map(lambda batch: wrapped(batch["text"], add_special_tokens=False), batched=True, batch_size=1000,
                          remove_columns=["text"], keep_in_memory=True)
     return mapped["input_ids"]
 
@@ -293,6 +397,57 @@ def custom_pattern(ranks_file: str, text: str, rounds: int) -> bool:
     return equal
 
 
+def cold_pass(name: str, args: argparse.Namespace) -> tuple[float, float]:
+    """(wall, CPU seconds) of one system's first pass over the documents, one call each, in a fresh
+    process that loads only that system (this script with --cold), pinned to the one-core CPU."""
+    command = [sys.executable, os.path.abspath(__file__), args.corpus, "--encoding", args.encoding,
+               "--mb", str(args.mb), "--threads", str(args.threads), "--cold", name]
+    command += ["--cpu", str(args.cpu)] if args.cpu is not None else []
+    command += ["--sse2"] if args.sse2 else []
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("COLD ")), None)
+    if line is None:
+        raise RuntimeError(f"the cold pass of {name} failed: {done.stderr.strip()[-500:]}")
+    wall, cpu = map(float, line.split()[1:])
+    return wall, cpu
+
+
+def cold_child(args: argparse.Namespace, documents: list[str], one_cpu: set[int]) -> None:
+    """--cold NAME: load that system alone, time its first pass over the documents pinned to one
+    CPU, print ``COLD wall cpu``."""
+    from hf_bbpe import patterns
+
+    if args.sse2:
+        patterns._native.wide_windows(False)
+    workdir = tempfile.mkdtemp(prefix="bench_encode_cold_")
+    atexit.register(shutil.rmtree, workdir, True)
+    ranks_file = rank_file(args.encoding, workdir)
+    others = {n for n in SYSTEMS if n != args.cold}
+    systems, _, _ = load_systems(args.encoding, ranks_file, args.threads, others, workdir)
+    doc = systems[args.cold]["doc"]
+    gc.collect()
+    gc.freeze()
+    pin_process(one_cpu)
+    _, wall, cpu = timed(lambda: [doc(d) for d in documents])
+    print(f"COLD {wall} {cpu}")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux), for the record of which CPU a figure comes from."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = ""
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                if line.startswith("flags"):
+                    flags = line
+                    break
+        return f"{name}, {'with' if ' avx512bw ' in flags else 'without'} AVX-512 BW"
+    except (OSError, UnboundLocalError):
+        return "unknown"
+
+
 def _version(dist: str) -> str:
     from importlib.metadata import version
 
@@ -313,34 +468,59 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip", nargs="*", default=[], help="systems not to run")
+    parser.add_argument("--cpu", type=int, default=None, help="the CPU the one-core columns run on (default: the first)")
+    parser.add_argument("--cold", default=None, help=argparse.SUPPRESS)  # (internal: one system's cold pass, see cold_pass)
+    parser.add_argument("--sse2", action="store_true",
+                        help="hf_bbpe's SSE2 window scanners, as on a CPU without AVX-512 (like HF_BBPE_NO_AVX512=1)")
     args = parser.parse_args()
+    if str(args.threads) != THREADS:  # (read from argv before the peers load, so that their pools get it)
+        parser.error("--threads must be given as --threads N or --threads=N")
 
     opener = lzma.open if args.corpus.endswith(".xz") else open
     with opener(args.corpus, "rb") as f:
         text = f.read(int(args.mb * 1e6)).decode("utf-8", "ignore")
     documents = [d for d in text.split("\n\n") if d]
     mb = len(text.encode("utf-8")) / 1e6
-    print(f"corpus {args.corpus}: first {mb:.1f} MB, {len(documents)} documents; CPUs: {len(os.sched_getaffinity(0))} "
-          f"(shared machine: compare figures within this run only)")
+    all_cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else {0}
+    one_cpu = {min(all_cpus) if args.cpu is None else args.cpu}
+    if args.cold:
+        cold_child(args, documents, one_cpu)
+        return
+    print(f"corpus {args.corpus}: first {mb:.1f} MB, {len(documents)} documents; CPUs: {len(all_cpus)} "
+          f"(shared machine: compare figures within this run only); one-core columns pinned to CPU {min(one_cpu)}")
+    from hf_bbpe import patterns
+
+    if args.sse2:
+        patterns._native.wide_windows(False)
+    print(f"hf_bbpe's window scanners: {'AVX-512' if patterns._native.wide_windows() else 'SSE2'} "
+          f"(HF_BBPE_NO_AVX512={os.environ.get('HF_BBPE_NO_AVX512', '')!r}, --sse2={args.sse2}); "
+          f"CPU: {cpu_model()}")
     workdir = tempfile.mkdtemp(prefix="bench_encode_")
     atexit.register(shutil.rmtree, workdir, True)
     ranks_file = rank_file(args.encoding, workdir)
     print(f"encoding {args.encoding}: {ranks_file}")
-    systems, memory, skipped = load_systems(args.encoding, ranks_file, args.threads, set(args.skip))
+    systems, memory, skipped = load_systems(args.encoding, ranks_file, args.threads, set(args.skip), workdir)
     for note in skipped:
         print("skipped", note)
 
     reference_docs = systems["tiktoken"]["doc"]
     expected_docs = [reference_docs(d) for d in documents]
     expected_long = systems["tiktoken"]["long"](text)
+    # the reference ids (millions of ints in thousands of lists) and the modules loaded so far are no
+    # system's: out of the garbage collector's sight, so that its collections, which the systems that
+    # return lists set off, do not traverse them (a cost per collection that shrank every ratio of the
+    # list columns towards 1)
+    gc.freeze()
     doc_mb = sum(len(d.encode("utf-8")) for d in documents) / 1e6
 
-    columns = {"doc_cold": ("one call per document, cold", doc_mb), "doc": ("one call per document", doc_mb),
-               "long": ("one long string", mb), "doc_numpy": ("one call per document, to numpy", doc_mb),
-               "long_numpy": ("one long string, to numpy", mb),
-               "batch": (f"batch, {args.threads} threads", doc_mb)}
+    columns = {"doc_cold": ("one call per document, cold, one core", doc_mb),
+               "doc": ("one call per document, one core", doc_mb), "long": ("one long string, one core", mb),
+               "doc_numpy": ("one call per document, to numpy, one core", doc_mb),
+               "long_numpy": ("one long string, to numpy, one core", mb),
+               "batch": (f"batch, {args.threads} threads, lists", doc_mb),
+               "batch_flat": (f"batch, {args.threads} threads, flat uint32 ids + offsets", doc_mb)}
     extra = {"long_threads": f"one long string, encode_ordinary(num_threads={args.threads})",
-             "batch_numpy": f"batch to numpy, {args.threads} threads", "batch_1": "batch, 1 thread",
+             "batch_1": "batch, 1 thread",
              "transformers_batch": "BBPETokenizer(docs), one call", "datasets_map": "datasets.map(batched=True)"}
     def per_document(system: dict, column: str):
         """The timed loop of a per-document column: each document through the system's call, as a
@@ -352,34 +532,38 @@ def main() -> None:
         return lambda: [fn(d) for d in documents]
 
     best: dict[tuple[str, str], tuple[float, float]] = {}
+    least_cpu: dict[tuple[str, str], float] = {}  # the least CPU seconds of each (one-core columns: their work)
     equal = {name: True for name in systems}
     for round_ in range(args.rounds):
         if round_:  # fresh objects: no system keeps a cache warmed by the round before
             systems = {name: fresh for name, fresh in load_systems(args.encoding, ranks_file, args.threads,
-                                                                   set(args.skip))[0].items()
+                                                                   set(args.skip), workdir)[0].items()
                        if name in systems}
         order = list(systems)[round_ % len(systems):] + list(systems)[: round_ % len(systems)]
         for name in order:  # the warm-up: once over every document, one by one and as a batch
-            if round_ == 0:  # nothing has run in this process yet: the one cold measurement
-                _, wall, cpu = timed(lambda: [systems[name]["doc"](d) for d in documents])
+            pin_process(one_cpu)
+            if round_ == 0:  # the one cold measurement, in a fresh process
+                wall, cpu = cold_pass(name, args)
                 best[(name, "doc_cold")] = (wall, cpu)
-            else:
-                [systems[name]["doc"](d) for d in documents]
+                least_cpu[(name, "doc_cold")] = cpu
+            [systems[name]["doc"](d) for d in documents]
             if "doc_numpy" in systems[name]:  # its own call form (gigatoken's caches differ by call)
                 per_document(systems[name], "doc_numpy")()
-            systems[name]["batch"](documents)
+            pin_process(all_cpus)
+            systems[name].get("batch", systems[name].get("batch_flat"))(documents)
         for column in [*columns, *extra]:
             for name in order:
                 fn = systems[name].get(column)
                 if fn is None or column == "doc_cold":
                     continue
+                pin_process(one_cpu if column in ONE_CORE else all_cpus)
                 if column in ("doc", "doc_numpy"):
                     out, wall, cpu = timed(per_document(systems[name], column))
                 else:
                     out, wall, cpu = timed(fn, text if column.startswith("long") else documents)
                 if round_ == 0:  # every document, every system, every call form
                     want = expected_long if column.startswith("long") else expected_docs
-                    if column == "batch_numpy" or (column == "batch" and systems[name].get("flat")):
+                    if column == "batch_flat":
                         out = split_flat(out)  # flat ids + offsets, timed as returned
                     got = list(out) if column.startswith("long") else [list(x) for x in out]
                     if column.startswith("long") and hasattr(out, "tolist"):
@@ -392,6 +576,8 @@ def main() -> None:
                 del out
                 if (name, column) not in best or wall < best[(name, column)][0]:
                     best[(name, column)] = (wall, cpu)
+                least_cpu[(name, column)] = min(cpu, least_cpu.get((name, column), cpu))
+        pin_process(all_cpus)
         print(f"round {round_ + 1}/{args.rounds} done", flush=True)
 
     def cell(name: str, column: str, size: float) -> str:
@@ -417,6 +603,14 @@ def main() -> None:
                 top = max(rates, key=rates.get)
                 ours = size / best[("hf_bbpe", column)][0]
                 print(f"  {label}: {ours:.1f} vs {top} {rates[top]:.1f} MB/s -> {ours / rates[top]:.2f}x")
+        print("\nthe same by CPU time (one-core columns: the pinned process's CPU seconds, its work whatever else "
+              "the machine runs; the batch: the CPU seconds of all its threads, its work but not its wall time):")
+        for column, (label, size) in columns.items():
+            rates = {n: size / least_cpu[(n, column)] for n in peers if (n, column) in least_cpu}
+            if rates and least_cpu.get(("hf_bbpe", column)):
+                top = max(rates, key=rates.get)
+                ours = size / least_cpu[("hf_bbpe", column)]
+                print(f"  {label}: {ours:.1f} vs {top} {rates[top]:.1f} MB per CPU second -> {ours / rates[top]:.2f}x")
         for column, label in extra.items():
             if ("hf_bbpe", column) in best:
                 print(f"  hf_bbpe {label}: {cell('hf_bbpe', column, mb if column.startswith('long') else doc_mb)} MB/s")

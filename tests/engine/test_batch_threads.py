@@ -9,7 +9,8 @@ text without the GIL (``_chunk_bpe.encode_text``/``encode_texts`` over ``_pretok
 * Without the C modules (remote code), ``encode_batch(num_threads=2)`` still gives ``encode``'s ids.
 * A long text cut into parts on threads (``encode_ordinary(num_threads=N)``) gives the ids of one
   thread, and tiktoken's, wherever the cuts fall (inside whitespace runs, words, chunks longer
-  than a part); a big batch's lists, filled without the GIL, hold correct reference counts.
+  than a part); a big batch's lists, filled without the GIL, and a long text's list, its
+  references counted per id, hold correct reference counts.
 """
 
 from __future__ import annotations
@@ -172,6 +173,24 @@ def test_big_batch_lists_filled_without_the_gil_hold_their_references(cl100k):
     del lists
     assert sys.getrefcount(first) == before
     assert cl100k.encode_batch(docs[:2] * 40_000, num_threads=2) == [cl100k.encode_ordinary(d) for d in docs[:2]] * 40_000
+
+
+def test_long_text_list_holds_its_references(cl100k, cl100k_ranks):
+    """A list of 65536 ids or more is filled with its references counted per id and added to the
+    int objects at the end (ids_to_list): tiktoken's ids, and each int object's count goes up by
+    the id's occurrences in a new list and back down when the list goes."""
+    reference = tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks,
+                                  special_tokens={})
+    body = "\n\n".join(mix_documents())
+    text = body * (400_000 // len(body) + 1)
+    ids = cl100k.encode_ordinary(text)
+    assert len(ids) > 1 << 16 and ids == reference.encode_ordinary(text)
+    word = next(i for i in ids if i > 1000)  # not one of CPython's small ints (immortal on 3.12+)
+    before = sys.getrefcount(word)
+    again = cl100k.encode_ordinary(text)
+    assert sys.getrefcount(word) == before + ids.count(word)
+    del again
+    assert sys.getrefcount(word) == before
 
 
 def test_encode_to_numpy_equals_tiktoken(cl100k, cl100k_ranks):
