@@ -352,6 +352,11 @@ typedef struct {
     PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
     int pcache_busy[PCACHE_POOL];
     Py_ssize_t ids_per_kb; /* ids per 1024 bytes of UTF-8 in the last large text (see ids_estimate) */
+    /* "merges" mode, when every token is a byte or made by a merge (see build_tok_len), by id: */
+    int32_t *tok_len;              /* its length in bytes */
+    int32_t *tok_left, *tok_right; /* the two parts of the merge that makes it (-1: a byte) */
+    int64_t tok_len_max;           /* the largest id */
+    const PretokScanner *part_scanner; /* cuts long pieces into parts (see encode_by_parts), or NULL */
 } ChunkBPE;
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -896,6 +901,13 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
     else for (Py_ssize_t k = 0; k < m; k++) front->ids[k] = ids[k];
 }
 
+static int encode_by_parts(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache);
+
+/* Whether a piece of n bytes is encoded by parts (see encode_by_parts) when cache is held. */
+static inline int by_parts(const ChunkBPE *self, Py_ssize_t n, const PieceCache *cache) {
+    return cache && self->part_scanner && n > FRONT_MAX_PIECE;
+}
+
 /* Append the ids of the piece data[0:n] (n >= 2) that the front cache does not hold: the
  * vocabulary, then the piece cache, then BPE; out has room for n + 1 more ids. seeded: the piece
  * is short and the kernel has a seed table (whose slot seed_slot is the piece's first), which
@@ -904,10 +916,11 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
  * piece's front-cache set (keys w0, w1) to fill, or NULL; h and mixed: the piece's hash and mix64
  * of it (bytes_hash, which the vocabulary needs; a seeded piece's front_hash, since only the piece
  * cache reads it then; 0 when neither the vocabulary table nor cache exists). cache (may be NULL) is a
- * piece cache this call holds. 0, or -1 when out of memory. Needs no GIL. */
+ * piece cache this call holds. parts: a long piece may be encoded by parts (see encode_by_parts),
+ * and is then not looked up or kept whole. 0, or -1 when out of memory. Needs no GIL. */
 static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache,
                            FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed, int seeded,
-                           uint64_t seed_slot) {
+                           uint64_t seed_slot, int parts) {
     int32_t *ids = out->ids + out->len;
     if (self->slots && !seeded) {
         int64_t t = token_lookup_mixed(self, mixed, data, n);
@@ -918,6 +931,7 @@ static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t
             return 0;
         }
     }
+    if (parts && by_parts(self, n, cache)) return encode_by_parts(self, data, n, out, cache); /* (mostly new pieces) */
     PieceSlot *entry = NULL;
     if (cache && n <= PCACHE_MAX_PIECE) {
         entry = pcache_find(cache, h, mixed >> 20, data, n);
@@ -946,6 +960,157 @@ static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t
     return 0;
 }
 
+/* The ends of up to max chunks from i < t->n on (see PretokScanner.chunks): the scanner's batch
+ * function when it has one. */
+static inline Py_ssize_t chunk_ends(const PretokScanner *scanner, const PretokText *t, Py_ssize_t i, Py_ssize_t *ends,
+                                    Py_ssize_t max) {
+    if (scanner->chunks) return scanner->chunks(t, i, ends, max);
+    Py_ssize_t k = 0;
+    while (k < max && i < t->n) ends[k++] = i += scanner->chunk(t, i);
+    return k;
+}
+
+/* Long pieces by parts ("merges" mode). BPE gives the one split of a text into tokens whose
+ * neighbours are compatible two by two: BPE on the bytes of two neighbours gives those two back.
+ * (BPE takes merges in the order of the ids they make. Up to the first merge across the boundary
+ * of two of its final tokens, it takes on their bytes the merges it takes on the two alone, so on
+ * the two alone it would take that one too: the final tokens are compatible. Conversely, given a
+ * split into compatible tokens, BPE on the text takes, within each token, the merges it takes on
+ * the token alone until a first merge across two of them, which BPE on those two alone would
+ * take as well, against their compatibility: so it takes none and ends on the split.) A long
+ * piece (SuperBPE's chunks are sentences) is therefore encoded from its parts, as part_scanner
+ * cuts it (words), each through the caches; where a part meets the tokens before it, the two
+ * tokens at the seam are checked (compatible(), from the merges alone), and where they are not
+ * (" of" " the": a superword) the bytes of a window of tokens around the seam are encoded again as
+ * one piece, through the caches too, the window widened on each side until its first and last
+ * tokens are compatible with their neighbours outside. Parts and windows repeat (words, "of the"),
+ * so a long piece costs a cache hit per word and a few lookups per seam instead of a merge per
+ * byte. A window wider than PARTS_WINDOW_MAX bytes gives up: the piece goes to BPE whole. Tests
+ * hold this to BPE (the Python ChunkEncoder) and to the tokenizers library. */
+#define PARTS_WINDOW_MAX 256
+#define PARTS_BATCH 32 /* parts cut at a time */
+
+/* Append the ids of the piece data[0:n] (n >= 1) to out, through the caches as encode_range takes
+ * a chunk, but one at a time and not by parts: BPE's ids ("merges" mode). end: how far bytes may
+ * be read (for the front cache's key). 0, or -1 when out of memory. */
+static int encode_cached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, const uint8_t *end, IdBuf *out,
+                         PieceCache *cache) {
+    if (idbuf_reserve(out, n + 1 + FRONT_IDS) < 0) return -1;
+    if (n == 1) {
+        out->ids[out->len++] = self->byte_ids[data[0]];
+        return 0;
+    }
+    FrontSlot *front = NULL;
+    uint64_t w0 = 0, w1 = 0;
+    if (n <= FRONT_MAX_PIECE) {
+        front_words(data, n, data + 16 <= end, &w0, &w1);
+        front = front_at(cache, front_hash(w0, w1, n));
+        for (int k = 0; k < 2; k++) {
+            const FrontSlot *f = &front[k];
+            if (f->w0 == w0 && f->w1 == w1 && f->len == (uint16_t)n) {
+                const int32_t *ids = f->nids > FRONT_IDS ? (const int32_t *)(cache->arena + f->ids[0]) : f->ids;
+                memcpy(out->ids + out->len, ids, (size_t)f->nids * sizeof(int32_t));
+                out->len += f->nids;
+                return 0;
+            }
+        }
+    }
+    uint64_t h = bytes_hash(data, n);
+    return encode_uncached(self, data, n, out, cache, front, w0, w1, h, mix64(h), 0, 0, 0);
+}
+
+/* Whether the tokens a, then b, are compatible, from the merges alone. BPE on their bytes takes
+ * merges in the order of the ids they make (a merge's parts are made before it): it builds a and
+ * b as alone until a merge across them. The last token on a's side is, in turn, a byte, ..., a's
+ * right part, a (a's right spine), each there from when it is made (at its id; a byte from the
+ * start) until the one above it is made; the first on b's side likewise runs up b's left spine.
+ * A merge of such an x and y is taken if it comes while both are there (its id, which is above
+ * theirs, below the ids of the two above them): then a and b are not compatible. The same merge
+ * at two places is taken leftmost first: if it is the one that makes the token above y (x, y and
+ * y's neighbour are one token, "0" "00"), it is taken across first; if the one that makes the
+ * token above x, within a first. Only an x and y there at the same time are looked up (ids fall
+ * down a spine: the inner loop stops once the y above is made before x). */
+static inline int compatible(const ChunkBPE *self, int32_t a, int32_t b) {
+    const int32_t *left = self->tok_left, *right = self->tok_right;
+    int64_t x_until = NO_MERGE;
+    for (int32_t x = a, x_down; x >= 0; x_until = x, x = x_down) {
+        x_down = right[x];
+        int64_t x_made = x_down < 0 ? -1 : x, y_until = NO_MERGE;
+        for (int32_t y = b, y_down; y >= 0 && x_made < y_until; y_until = y, y = y_down) {
+            y_down = left[y];
+            if ((y_down < 0 ? -1 : y) >= x_until) continue;
+            int64_t r = rank_of(self, x, y);
+            if (r != NO_MERGE && r < x_until && r <= y_until) return 0;
+        }
+    }
+    return 1;
+}
+
+/* Append BPE's ids of the piece data[0:n] to out by parts (see above). 0, or -1 when out of memory. */
+static int encode_by_parts(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache) {
+    const PretokText t = {PRETOK_UTF8_KIND, data, n};
+    const uint8_t *end = data + n;
+    const int32_t *len = self->tok_len;
+    Py_ssize_t base = out->len; /* out->ids[base:] are the tokens of data[:pos], neighbours compatible */
+    int32_t window[PARTS_WINDOW_MAX];
+    Py_ssize_t ends[PARTS_BATCH];
+    int count_parts = 0, next_part = 0;
+    for (Py_ssize_t pos = 0; pos < n;) {
+        if (next_part == count_parts) { /* the next parts, their front-cache sets loaded meanwhile */
+            count_parts = (int)chunk_ends(self->part_scanner, &t, pos, ends, PARTS_BATCH);
+            next_part = 0;
+            for (int k = 0, from = 0; k < count_parts; from = (int)(ends[k++] - pos)) {
+                Py_ssize_t size = ends[k] - pos - from;
+                if (size < 2 || size > FRONT_MAX_PIECE) continue;
+                uint64_t w0, w1;
+                front_words(data + pos + from, size, data + pos + from + 16 <= end, &w0, &w1);
+                PREFETCH(front_at(cache, front_hash(w0, w1, size)));
+            }
+        }
+        Py_ssize_t part = ends[next_part++] - pos, e = out->len;
+        if (encode_cached(self, data + pos, part, end, out, cache) < 0) return -1;
+        /* the window: the tokens lo .. e - 1 before the seam and the first k of the part */
+        Py_ssize_t lo = e - 1, k = 1, count = out->len - e, from = 0, to = 0;
+        int ok = e == base || compatible(self, out->ids[lo], out->ids[e]);
+        if (!ok) {
+            from = pos - len[out->ids[lo]];
+            to = pos + len[out->ids[e]];
+        }
+        while (!ok) {
+            if (to - from > PARTS_WINDOW_MAX) { /* give up: BPE on the whole piece */
+                out->len = base;
+                if (idbuf_reserve(out, n + 1) < 0) return -1;
+                int32_t *ids = out->ids + base;
+                for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
+                Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE, data) : merge_long(self, ids, n, NO_MERGE);
+                if (m < 0) return -1;
+                out->len = base + m;
+                return 0;
+            }
+            Py_ssize_t r = out->len;
+            if (encode_cached(self, data + from, to - from, end, out, cache) < 0) return -1;
+            Py_ssize_t rn = out->len - r;
+            int left = lo == base || compatible(self, out->ids[lo - 1], out->ids[r]);
+            int right = k == count || compatible(self, out->ids[r + rn - 1], out->ids[e + k]);
+            if (left && right) { /* the window's tokens for tokens lo .. e + k - 1, then the rest of the part */
+                int32_t *ids = out->ids;
+                Py_ssize_t rest = r - (e + k);
+                memcpy(window, ids + r, (size_t)rn * sizeof(int32_t));
+                memmove(ids + lo + rn, ids + e + k, (size_t)rest * sizeof(int32_t));
+                memcpy(ids + lo, window, (size_t)rn * sizeof(int32_t));
+                out->len = lo + rn + rest;
+                ok = 1;
+            } else {
+                out->len = r;
+                if (!left) from -= len[out->ids[--lo]];
+                if (!right) to += len[out->ids[e + k++]];
+            }
+        }
+        pos += part;
+    }
+    return 0;
+}
+
 /* Append the ids of one chunk of n bytes to out, with no cache; 0, or -1 when out of memory. */
 static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out) {
     if (idbuf_reserve(out, n + 1) < 0) return -1;
@@ -954,7 +1119,7 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
         return 0;
     }
     uint64_t h = self->slots ? bytes_hash(data, n) : 0;
-    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0, 0, 0);
+    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0, 0, 0, 0);
 }
 
 /* A list of LIST_COUNTED_MIN_IDS ids or more takes its references counted: each id adds one to
@@ -1052,16 +1217,6 @@ typedef struct {
     int nids; /* > 0: the chunk's ids, found before the last pass */
     int seeded; /* a front miss the seed table answers for the vocabulary (see encode_uncached) */
 } BlockChunk;
-
-/* The ends of up to max chunks from i < t->n on (see PretokScanner.chunks): the scanner's batch
- * function when it has one. */
-static inline Py_ssize_t chunk_ends(const PretokScanner *scanner, const PretokText *t, Py_ssize_t i, Py_ssize_t *ends,
-                                    Py_ssize_t max) {
-    if (scanner->chunks) return scanner->chunks(t, i, ends, max);
-    Py_ssize_t k = 0;
-    while (k < max && i < t->n) ends[k++] = i += scanner->chunk(t, i);
-    return k;
-}
 
 /* Where a part of a long text split for threads (see encode_text_parallel) meets the next one:
  * marks are the first boundaries of the part's own chunking (its start included) and the length
@@ -1172,7 +1327,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
             } else {
                 out->len = len;
                 if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed,
-                                    c->seeded, c->seed_slot) < 0)
+                                    c->seeded, c->seed_slot, 1) < 0)
                     return DOC_NO_MEMORY;
                 ids = out->ids;
                 len = out->len;
@@ -1678,7 +1833,9 @@ static void free_tables(ChunkBPE *self) {
     free(self->pairs); free(self->pair_filter); free(self->byte_pairs);
     free(self->tok_buf); free(self->toks); free(self->tok_hash);
     if (self->slots) table_free(self->slots, (self->tok_mask + 1) * sizeof(Slot));
-    free(self->powers); free(self->index_of);
+    free(self->powers); free(self->index_of); free(self->tok_len); free(self->tok_left); free(self->tok_right);
+    self->tok_len = self->tok_left = self->tok_right = NULL;
+    self->part_scanner = NULL;
     if (self->seed) table_free(self->seed, (self->seed_mask + 1) * sizeof(FrontSlot));
     self->seed = NULL;
     for (int k = 0; k < PCACHE_POOL; k++) { pcache_free(self->pcache[k]); self->pcache[k] = NULL; }
@@ -1830,6 +1987,55 @@ static int64_t merges_max_id(PyObject *merges) {
     return top;
 }
 
+/* "merges" mode: tok_len, tok_left and tok_right of every byte and every token a merge makes
+ * (merges taken in the order of the ids they make, so that their parts come first); left NULL
+ * when a merge names a token that is neither (a token no merge builds) or ids are too large for
+ * dense tables. 0, or -1 when out of memory. */
+#define TOK_LEN_MAX_ID ((int64_t)1 << 24)
+typedef struct { int32_t a, b, made; } MergeTriple;
+static int triple_cmp(const void *x, const void *y) {
+    int32_t p = ((const MergeTriple *)x)->made, q = ((const MergeTriple *)y)->made;
+    return (p > q) - (p < q);
+}
+
+static int build_tok_len(ChunkBPE *self, PyObject *merges, int64_t max_id) {
+    for (int b = 0; b < 256; b++)
+        if (self->byte_ids[b] > max_id) max_id = self->byte_ids[b];
+    if (max_id < 0 || max_id >= TOK_LEN_MAX_ID) return 0;
+    Py_ssize_t count = PyDict_Size(merges), k = 0;
+    MergeTriple *triples = malloc(((size_t)count + 1) * sizeof(MergeTriple));
+    int32_t *len = calloc((size_t)max_id + 1, sizeof(int32_t));
+    int32_t *left = malloc(((size_t)max_id + 1) * sizeof(int32_t)), *right = malloc(((size_t)max_id + 1) * sizeof(int32_t));
+    if (!triples || !len || !left || !right) { free(triples); free(len); free(left); free(right); return -1; }
+    memset(left, 0xff, ((size_t)max_id + 1) * sizeof(int32_t));
+    memset(right, 0xff, ((size_t)max_id + 1) * sizeof(int32_t));
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(merges, &pos, &key, &value) && k < count) {
+        triples[k].a = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(key, 0));
+        triples[k].b = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
+        triples[k++].made = (int32_t)PyLong_AsLong(value);
+    }
+    qsort(triples, (size_t)k, sizeof(MergeTriple), triple_cmp);
+    for (int b = 0; b < 256; b++)
+        if (self->byte_ids[b] >= 0) len[self->byte_ids[b]] = 1;
+    int known = 1;
+    for (Py_ssize_t i = 0; i < k && known; i++) {
+        const MergeTriple *m = &triples[i];
+        known = len[m->a] > 0 && len[m->b] > 0 && len[m->a] < INT32_MAX - len[m->b];
+        if (known) len[m->made] = len[m->a] + len[m->b];
+        left[m->made] = m->a;
+        right[m->made] = m->b;
+    }
+    free(triples);
+    if (!known) { free(len); free(left); free(right); return 0; }
+    self->tok_left = left;
+    self->tok_right = right;
+    self->tok_len = len;
+    self->tok_len_max = max_id;
+    return 0;
+}
+
 static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"merges", "byte_ids", "cache_max", "tokens", "rank_mode", "unmergeable", NULL};
     PyObject *merges, *byte_ids, *tokens = Py_None;
@@ -1889,6 +2095,11 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         }
         pairs_put(self, (uint32_t)a, (uint32_t)b, (int32_t)r);
         if (r >= self->id_objects_len) self->id_objects_len = r + 1;
+    }
+    if (!rank_mode && tokens == Py_None && build_tok_len(self, merges, merges_max_id(merges)) < 0) {
+        free_tables(self);
+        PyErr_NoMemory();
+        return -1;
     }
     if (self->max_id >= self->id_objects_len) self->id_objects_len = (Py_ssize_t)self->max_id + 1;
     for (int b = 0; b < 256; b++)
@@ -2092,6 +2303,16 @@ done:
     return result;
 }
 
+/* split_long_pieces(scanner): cut long pieces into parts with this _pretokenize scanner (None: no
+ * more) and encode them by parts (see encode_by_parts); whether they are (only in "merges" mode,
+ * with every token's length known). Not while another thread encodes. */
+static PyObject *ChunkBPE_split_long_pieces(ChunkBPE *self, PyObject *capsule) {
+    const PretokScanner *scanner = NULL;
+    if (capsule != Py_None && !(scanner = get_scanner(capsule))) return NULL;
+    self->part_scanner = self->tok_len && !self->slots && !self->rank_mode ? scanner : NULL;
+    return PyBool_FromLong(self->part_scanner != NULL);
+}
+
 static PyObject *ChunkBPE_first_duplicate(ChunkBPE *self, PyObject *Py_UNUSED(ignored)) {
     if (self->dup_first < 0) Py_RETURN_NONE;
     return Py_BuildValue("(LL)", (long long)self->dup_first, (long long)self->dup_second);
@@ -2117,6 +2338,9 @@ static PyMethodDef ChunkBPE_methods[] = {
      "Empty the caches (pieces, the front cache, the spare ids buffer) and give their memory back."},
     {"cache_sizes", (PyCFunction)ChunkBPE_cache_sizes, METH_NOARGS,
      "[(front-cache slots, piece-cache slots, pieces kept) or None] of each cache of the pool."},
+    {"split_long_pieces", (PyCFunction)ChunkBPE_split_long_pieces, METH_O,
+     "split_long_pieces(scanner): encode pieces longer than 16 bytes by the parts this _pretokenize scanner cuts them "
+     "into, with BPE's ids (None: whole); whether it does (\"merges\" mode only)."},
     {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,
      "(id, id) of the first two vocabulary tokens found with the same bytes, or None."},
     {"recover_merges", (PyCFunction)ChunkBPE_recover_merges, METH_NOARGS,

@@ -4,7 +4,10 @@ The result is minbpe's ``_encode_chunk`` and tiktoken's ``byte_pair_merge``: rep
 the adjacent pair with the lowest merged id, the leftmost one on ties. Short chunks (nearly all
 of them) use that loop directly, keeping each pair's lookup until a merge next to it changes it;
 long chunks use a heap over a linked list, so 1 MB without a split point costs O(n log n), not
-O(n^2). A bounded cache maps frequent chunks to their ids.
+O(n^2). A bounded cache maps frequent chunks to their ids. The C kernel encodes a long chunk in
+``"merges"`` mode from its words, each through its caches, and re-encodes only where two words'
+tokens merge (see ``encode_by_parts`` in ``_chunk_bpe.c``): the same ids, and SuperBPE's
+sentence-long chunks at the speed of their words.
 
 Three modes say which pairs merge (see ``Tokenizer.mode``):
 
@@ -37,6 +40,8 @@ import operator
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
+
+from .patterns import SUPERBPE_STAGE1_SPLIT_PATTERN, native_scanner
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
     _native = importlib.import_module("._chunk_bpe", __package__)
@@ -177,6 +182,8 @@ class ChunkEncoder:
                 unmergeable = numbering.get(UNMERGEABLE_ID, -1) if mode == "ranks" else -1
             kernel = _native.ChunkBPE(kernel_merges, kernel_byte_ids, _KERNEL_CACHE_MAX_ENTRIES, tokens, mode == "ranks",
                                       unmergeable)
+            if mode == "merges":  # long pieces (SuperBPE's sentences) by parts: words, each through the caches
+                kernel.split_long_pieces(native_scanner(SUPERBPE_STAGE1_SPLIT_PATTERN))
             self._kernel = kernel
             self.encode_chunks = kernel.encode_chunks
             self.encode_bytes = kernel.encode_bytes

@@ -35,7 +35,7 @@ from .model_file import (
     write_vocab_file,
 )
 from .normalizers import Normalizer, original_span, resolve_normalizer
-from .patterns import native_scanner, resolve_pattern
+from .patterns import resolve_pattern
 from .pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
 from .special_tokens import (
     AllowedSpecial,
@@ -143,7 +143,7 @@ class Tokenizer:
         self._split = self._chunker.fast_split if self._chunker.normalizer is None else self._chunker
         self._bytes_chunks = self._chunker.emits_bytes
         # a C scanner when the whole of chunking is one known pattern: split and encode in one C call
-        self._scanner = native_scanner(self._chunker.plain_pattern) if self.is_plain else None
+        self._scanner = self._chunker.scanner
 
     def __getstate__(self) -> dict:
         """A compact state: what is rebuilt on unpickling (the C scanner, which is per process;
