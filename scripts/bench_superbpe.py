@@ -14,17 +14,20 @@ plain-BPE 200K baseline (the stage-1 pattern), both from the shared data folder,
 builds them. On the corpus (default: the shared 49 MB mix of fortunes in nine languages, CPython's
 sources and a Wikipedia article; ``--mb N`` takes every k-th document for about N MB), cut into
 documents at blank lines, every system in this one process, for ``--rounds`` interleaved rounds
-(the order rotates; every tokenizer is loaded afresh before each round, so every round is a first
-pass over text its caches have not seen, as in a pretraining run; loading is not timed):
+(the order rotates; every tokenizer is loaded afresh before each round and its caches are emptied
+before each call form, hf_bbpe's with ``clear_cache()``, ``tokenizers``' with its BPE model's
+``_clear_cache()``: every measurement is a first pass over text the caches have not seen, as in
+a pretraining run; loading is not timed):
 
 1. one call per document: hf_bbpe's ``encode_ordinary`` (one thread), ``tokenizers``' ``encode``;
 2. the batch of all documents: hf_bbpe's ``encode_batch(num_threads=T)``, ``tokenizers``'
    ``encode_batch`` (its Rayon pool of ``RAYON_NUM_THREADS`` = T threads).
 
 Every system's ids are checked against ``tokenizers``' on every document in the first round (exit
-status 1 if hf_bbpe's differ). Throughput is MB of UTF-8 per second of wall time, best round;
-the CPU seconds of the process are printed beside each figure. The machine may be shared: the
-ratios (hf_bbpe's SuperBPE over its plain BPE, hf_bbpe over ``tokenizers``) are what to compare.
+status 1 if hf_bbpe's differ). Throughput is MB of UTF-8 per second of wall time, best round,
+and MB per CPU second of the process in that round (all its threads: on a shared machine, where
+wall time includes waiting for a core, the better measure of the work a call does). The ratios
+(hf_bbpe's SuperBPE over its plain BPE, hf_bbpe over ``tokenizers``) are what to compare.
 """
 
 from __future__ import annotations
@@ -109,10 +112,12 @@ def encode(args: argparse.Namespace) -> int:
             theirs = paper_tokenizer(folder, pattern)
             systems[f"hf_bbpe {vocab}"] = {
                 "per doc": lambda tok=ours: [tok.encode_ordinary(doc) for doc in docs],
-                "batch": lambda tok=ours: tok.encode_batch(docs, num_threads=args.threads)}
+                "batch": lambda tok=ours: tok.encode_batch(docs, num_threads=args.threads),
+                "clear": ours.clear_cache}
             systems[f"tokenizers {vocab}"] = {
                 "per doc": lambda tok=theirs: [tok.encode(doc, add_special_tokens=False).ids for doc in docs],
-                "batch": lambda tok=theirs: [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)]}
+                "batch": lambda tok=theirs: [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)],
+                "clear": theirs.model._clear_cache}
         return systems
 
     best: dict[tuple[str, str], tuple[float, float]] = {}  # (system, form) -> (seconds, cpu seconds)
@@ -124,7 +129,9 @@ def encode(args: argparse.Namespace) -> int:
         order = names[round_ % len(names):] + names[: round_ % len(names)]
         reference: dict[str, list[list[int]]] = {}
         for name in order:
-            for form, call in systems[name].items():
+            for form in ("per doc", "batch"):
+                call = systems[name][form]
+                systems[name]["clear"]()  # every call form starts from empty caches
                 cpu, start = cpu_seconds(), time.perf_counter()
                 ids = call()
                 seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
@@ -151,20 +158,27 @@ def encode(args: argparse.Namespace) -> int:
     def mbps(name: str, form: str) -> float:
         return size / best[name, form][0]
 
-    print(f"\nencode, MB/s (best of {args.rounds} rounds; CPU seconds of the process in brackets)")
-    print(f"{'':22}{'per doc':>22}{'batch, ' + str(args.threads) + ' threads':>24}")
+    def per_cpu(name: str, form: str) -> float:
+        return size / max(best[name, form][1], 1e-9)
+
+    print(f"\nencode: MB/s of wall time (best of {args.rounds} rounds), and MB per CPU second of the process in "
+          "that round (all threads)")
+    print(f"{'':22}{'per doc':>24}{'batch, ' + str(args.threads) + ' threads':>26}")
     for name in dict.fromkeys(name for name, _ in best):
-        cells = [f"{mbps(name, form):9.2f} ({best[name, form][1]:6.1f} s)" for form in ("per doc", "batch")]
-        print(f"{name:22}{cells[0]:>22}{cells[1]:>24}")
-    print("\nratios")
+        cells = [f"{mbps(name, form):8.2f} ({per_cpu(name, form):6.2f}/cpu-s)" for form in ("per doc", "batch")]
+        print(f"{name:22}{cells[0]:>24}{cells[1]:>26}")
+    print("\nratios (wall; per CPU second in brackets)")
+
+    def ratio(a: tuple[str, str], b: tuple[str, str]) -> str:
+        return f"{mbps(*a) / mbps(*b):.2f} ({per_cpu(*a) / per_cpu(*b):.2f})"
+
     for form in ("per doc", "batch"):
-        print(f"  hf_bbpe superbpe / hf_bbpe bpe ({form}): {mbps('hf_bbpe superbpe', form) / mbps('hf_bbpe bpe', form):.2f}"
-              " (target >= 0.5)")
+        print(f"  hf_bbpe superbpe / hf_bbpe bpe, {form}: "
+              f"{ratio(('hf_bbpe superbpe', form), ('hf_bbpe bpe', form))}  (target >= 0.5)")
     for form in ("per doc", "batch"):
-        print(f"  hf_bbpe superbpe ({form}) / tokenizers superbpe (batch): "
-              f"{mbps('hf_bbpe superbpe', form) / mbps('tokenizers superbpe', 'batch'):.2f} (target >= 3)")
-    print(f"  hf_bbpe bpe (batch) / tokenizers bpe (batch): "
-          f"{mbps('hf_bbpe bpe', 'batch') / mbps('tokenizers bpe', 'batch'):.2f}")
+        print(f"  hf_bbpe superbpe {form} / tokenizers superbpe batch: "
+              f"{ratio(('hf_bbpe superbpe', form), ('tokenizers superbpe', 'batch'))}  (target >= 3)")
+    print(f"  hf_bbpe bpe batch / tokenizers bpe batch: {ratio(('hf_bbpe bpe', 'batch'), ('tokenizers bpe', 'batch'))}")
     return status
 
 
