@@ -761,14 +761,13 @@ INLINE uint64_t gpt2_starts(const uint8_t *s, const WindowClasses *w, int *cut_o
  *   space before it; the \r\n right after the run are its own, and a chunk starts after them;
  * - ' +(?!\S)': at a run of spaces (' ' only) of two or more, or of one before other whitespace;
  *   before other whitespace the whole run, else all but its last space, where a chunk starts.
- * Whether a position starts a match depends on the two characters after it at most, but for a
- * run of spaces, on the character after the run: the window's last two bytes, and a run of
- * spaces that reaches its end, decide nothing here. So does a slash after the line breaks of a
- * punctuation run ([\r\n/]* takes it, and more). */
+ * What the window cannot tell (what follows its end) only hides chunk starts after every start it
+ * finds, which is safe; but a slash after the line breaks of a punctuation run is the run's
+ * ([\r\n/]* takes it, and more), not the start of another: the window stops before such a run. */
 INLINE uint64_t superbpe_stage2_starts(const WindowClasses *w, int *cut_out) {
     const uint64_t valid = below_bit(w->lim), N = w->N, SP = w->SP, S = w->S, NL = w->NL;
     const uint64_t O = valid & ~(w->L | N | S);
-    int cut = w->lim - 2;
+    int cut = w->lim;
     uint64_t starts = 1;
     /* digits */
     uint64_t n_start = N & ~(N << 1);
@@ -784,20 +783,13 @@ INLINE uint64_t superbpe_stage2_starts(const WindowClasses *w, int *cut_out) {
     uint64_t absorbed = NL & ~(NL + (NL & (runs2 << 1))), taken = runs2 | absorbed;
     starts |= m_start | (~taken & (taken << 1) & valid);
     uint64_t slashed = (absorbed << 1) & w->slash;
-    if (slashed) {
-        int a = LAST_SET_BIT(m_start & below_bit(FIRST_SET_BIT(slashed)));
-        if (a < cut) cut = a;
-    }
+    if (slashed) cut = LAST_SET_BIT(m_start & below_bit(FIRST_SET_BIT(slashed)));
     /* runs of spaces */
     uint64_t sp_start = SP & ~(SP << 1), after = ~SP & (SP << 1) & valid;
     starts |= sp_start & (SP >> 1);                  /* two or more */
     starts |= sp_start & ~(SP >> 1) & (S >> 1);      /* one, before other whitespace */
     starts |= after & S;                             /* after a whole run */
     starts |= ((after & ~S) >> 1) & SP & (SP << 1);  /* at the last space a run of two or more gives back */
-    if ((SP >> (w->lim - 1)) & 1) {
-        int a = LAST_SET_BIT(sp_start & valid);
-        if (a < cut) cut = a;
-    }
     *cut_out = cut;
     return starts;
 }
