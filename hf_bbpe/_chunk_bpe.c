@@ -161,6 +161,12 @@ typedef struct {
 static size_t front_size(int bits) { return ((size_t)1 << bits) * sizeof(FrontSlot); }
 
 typedef struct {
+    uint64_t key; /* 1 << 63 | left id << 32 | right id; 0: an empty slot */
+    int32_t merged, ok;
+} SeamSlot; /* an answer of compatible_or_merged() (see seam_of) */
+#define SEAM_BITS 12
+
+typedef struct {
     FrontSlot *front; /* a set of two slots per cache line */
     PieceSlot *slots;
     uint64_t slot_mask; /* slots - 1 */
@@ -170,6 +176,7 @@ typedef struct {
     int reset_due; /* full and refused max_entries pieces: emptied before the next block of chunks */
     int front_bits; /* the front cache's slots: 1 << front_bits */
     uint64_t front_probes, front_misses; /* since its last review (see front_review) */
+    SeamSlot seams[1 << SEAM_BITS]; /* answers of compatible_or_merged() (see seam_of) */
 } PieceCache;
 
 /* A piece cache whose table has slots slots (a power of two, at least PCACHE_MIN_SLOTS). */
@@ -983,9 +990,9 @@ static inline Py_ssize_t chunk_ends(const PretokScanner *scanner, const PretokTe
  * tokens at the seam are checked (compatible(), from the merges alone), and where they are not
  * (" of" " the": a superword) the bytes of a window of tokens around the seam are encoded again as
  * one piece, through the caches too, the window widened on each side until its first and last
- * tokens are compatible with their neighbours outside. Parts and windows repeat (words, "of the"),
- * so a long piece costs a cache hit per word and a few lookups per seam instead of a merge per
- * byte. A window wider than PARTS_WINDOW_MAX bytes gives up: the piece goes to BPE whole. Tests
+ * tokens are compatible with their neighbours outside (the first window is the two tokens' own
+ * merge when that is what stops them). Parts, seams and windows repeat (words, "of the"), so a long
+ * piece costs a cache hit per word and a few lookups per seam instead of a merge per byte. A window wider than PARTS_WINDOW_MAX bytes gives up: the piece goes to BPE whole. Tests
  * hold this to BPE (the Python ChunkEncoder) and to the tokenizers library. */
 #define PARTS_WINDOW_MAX 256
 #define PARTS_BATCH 32 /* parts cut at a time */
@@ -1019,9 +1026,10 @@ static int encode_cached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n
     return encode_uncached(self, data, n, out, cache, front, w0, w1, h, mix64(h), 0, 0, 0);
 }
 
-/* Whether the tokens a, then b, are compatible, from the merges alone. BPE on their bytes takes
- * merges in the order of the ids they make (a merge's parts are made before it): it builds a and
- * b as alone until a merge across them. The last token on a's side is, in turn, a byte, ..., a's
+/* Whether the tokens a, then b, are compatible, from the merges alone; when not because their own
+ * merge is the first taken across them, *merged is the token BPE makes of them (else -1). BPE on
+ * their bytes takes merges in the order of the ids they make (a merge's parts are made before
+ * it): it builds a and b as alone until a merge across them. The last token on a's side is, in turn, a byte, ..., a's
  * right part, a (a's right spine), each there from when it is made (at its id; a byte from the
  * start) until the one above it is made; the first on b's side likewise runs up b's left spine.
  * A merge of such an x and y is taken if it comes while both are there (its id, which is above
@@ -1030,9 +1038,10 @@ static int encode_cached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n
  * y's neighbour are one token, "0" "00"), it is taken across first; if the one that makes the
  * token above x, within a first. Only an x and y there at the same time are looked up (ids fall
  * down a spine: the inner loop stops once the y above is made before x). */
-static inline int compatible(const ChunkBPE *self, int32_t a, int32_t b) {
+static inline int compatible_or_merged(const ChunkBPE *self, int32_t a, int32_t b, int32_t *merged) {
     const int32_t *left = self->tok_left, *right = self->tok_right;
-    int64_t x_until = NO_MERGE;
+    int64_t x_until = NO_MERGE, whole = NO_MERGE; /* whole: the merge of a and b, when taken */
+    *merged = -1;
     for (int32_t x = a, x_down; x >= 0; x_until = x, x = x_down) {
         x_down = right[x];
         int64_t x_made = x_down < 0 ? -1 : x, y_until = NO_MERGE;
@@ -1040,74 +1049,128 @@ static inline int compatible(const ChunkBPE *self, int32_t a, int32_t b) {
             y_down = left[y];
             if ((y_down < 0 ? -1 : y) >= x_until) continue;
             int64_t r = rank_of(self, x, y);
-            if (r != NO_MERGE && r < x_until && r <= y_until) return 0;
+            if (r == NO_MERGE || r >= x_until || r > y_until) continue;
+            if (x == a && y == b) whole = r; /* (looked up first) */
+            else if (r < whole) return 0;
         }
     }
-    return 1;
+    if (whole == NO_MERGE) return 1;
+    *merged = (int32_t)whole;
+    return 0;
 }
 
-/* Append BPE's ids of the piece data[0:n] to out by parts (see above). 0, or -1 when out of memory. */
+/* compatible_or_merged() through a small direct-mapped table of the cache's (64 KB, which stays in
+ * the core's own caches): the seams between frequent words repeat (half of them hit it on mixed
+ * text). */
+static inline int seam_of(const ChunkBPE *self, int32_t a, int32_t b, int32_t *merged, PieceCache *cache) {
+    uint64_t key = ((uint64_t)1 << 63) | ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    SeamSlot *slot = &cache->seams[(key * 0x9E3779B97F4A7C15ULL) >> (64 - SEAM_BITS)];
+    if (slot->key == key) {
+        *merged = slot->merged;
+        return slot->ok;
+    }
+    int ok = compatible_or_merged(self, a, b, merged);
+    *slot = (SeamSlot){key, *merged, ok};
+    return ok;
+}
+
+static inline int compatible(const ChunkBPE *self, int32_t a, int32_t b) {
+    int32_t merged;
+    return compatible_or_merged(self, a, b, &merged);
+}
+
+/* BPE on the whole piece data[0:n], its ids in place of out->ids[base:]; 0, or -1 when out of memory. */
+static int encode_whole(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, Py_ssize_t base) {
+    out->len = base;
+    if (idbuf_reserve(out, n + 1) < 0) return -1;
+    int32_t *ids = out->ids + base;
+    for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
+    Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE, data) : merge_long(self, ids, n, NO_MERGE);
+    if (m < 0) return -1;
+    out->len = base + m;
+    return 0;
+}
+
+/* Append BPE's ids of the piece data[0:n] to out by parts (see above), PARTS_BATCH parts at a time:
+ * first every part's tokens, one after another (their cache lookups started together), then part
+ * by part each seam is checked and the part's tokens moved down after the tokens kept so far, the
+ * loads of the next seam's check started meanwhile. 0, or -1 when out of memory. */
 static int encode_by_parts(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache) {
     const PretokText t = {PRETOK_UTF8_KIND, data, n};
     const uint8_t *end = data + n;
     const int32_t *len = self->tok_len;
-    Py_ssize_t base = out->len; /* out->ids[base:] are the tokens of data[:pos], neighbours compatible */
+    Py_ssize_t base = out->len, kept = base; /* out->ids[base:kept]: the tokens of data[:pos], neighbours compatible */
     int32_t window[PARTS_WINDOW_MAX];
-    Py_ssize_t ends[PARTS_BATCH];
-    int count_parts = 0, next_part = 0;
+    Py_ssize_t ends[PARTS_BATCH], group[PARTS_BATCH + 1]; /* part k: bytes up to ends[k], tokens from group[k] */
     for (Py_ssize_t pos = 0; pos < n;) {
-        if (next_part == count_parts) { /* the next parts, their front-cache sets loaded meanwhile */
-            count_parts = (int)chunk_ends(self->part_scanner, &t, pos, ends, PARTS_BATCH);
-            next_part = 0;
-            for (int k = 0, from = 0; k < count_parts; from = (int)(ends[k++] - pos)) {
-                Py_ssize_t size = ends[k] - pos - from;
-                if (size < 2 || size > FRONT_MAX_PIECE) continue;
-                uint64_t w0, w1;
-                front_words(data + pos + from, size, data + pos + from + 16 <= end, &w0, &w1);
-                PREFETCH(front_at(cache, front_hash(w0, w1, size)));
-            }
+        int count = (int)chunk_ends(self->part_scanner, &t, pos, ends, PARTS_BATCH);
+        for (int k = 0; k < count; k++) {
+            Py_ssize_t at = k ? ends[k - 1] : pos, size = ends[k] - at;
+            if (size < 2 || size > FRONT_MAX_PIECE) continue;
+            uint64_t w0, w1;
+            front_words(data + at, size, data + at + 16 <= end, &w0, &w1);
+            PREFETCH(front_at(cache, front_hash(w0, w1, size)));
         }
-        Py_ssize_t part = ends[next_part++] - pos, e = out->len;
-        if (encode_cached(self, data + pos, part, end, out, cache) < 0) return -1;
-        /* the window: the tokens lo .. e - 1 before the seam and the first k of the part */
-        Py_ssize_t lo = e - 1, k = 1, count = out->len - e, from = 0, to = 0;
-        int ok = e == base || compatible(self, out->ids[lo], out->ids[e]);
-        if (!ok) {
-            from = pos - len[out->ids[lo]];
-            to = pos + len[out->ids[e]];
+        out->len = kept;
+        for (int k = 0; k < count; k++) {
+            Py_ssize_t at = k ? ends[k - 1] : pos;
+            group[k] = out->len;
+            if (encode_cached(self, data + at, ends[k] - at, end, out, cache) < 0) return -1;
         }
-        while (!ok) {
-            if (to - from > PARTS_WINDOW_MAX) { /* give up: BPE on the whole piece */
-                out->len = base;
-                if (idbuf_reserve(out, n + 1) < 0) return -1;
-                int32_t *ids = out->ids + base;
-                for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
-                Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE, data) : merge_long(self, ids, n, NO_MERGE);
-                if (m < 0) return -1;
-                out->len = base + m;
-                return 0;
+        group[count] = out->len;
+        for (int k = 0; k < count; k++) {
+            int32_t *ids = out->ids;
+            Py_ssize_t g = group[k], size = group[k + 1] - g, at = k ? ends[k - 1] : pos;
+            if (k + 1 < count) { /* the next seam's first loads: its tokens' parts, and the pair of the two */
+                uint32_t a = (uint32_t)ids[group[k + 1] - 1], b = (uint32_t)ids[group[k + 1]];
+                PREFETCH(&self->tok_right[a]);
+                PREFETCH(&self->tok_left[b]);
+                PREFETCH(&self->pair_filter[filter_hash(a, b) >> self->pair_filter_shift]);
+                PREFETCH(pair_slot(self, a, b));
             }
-            Py_ssize_t r = out->len;
-            if (encode_cached(self, data + from, to - from, end, out, cache) < 0) return -1;
-            Py_ssize_t rn = out->len - r;
-            int left = lo == base || compatible(self, out->ids[lo - 1], out->ids[r]);
-            int right = k == count || compatible(self, out->ids[r + rn - 1], out->ids[e + k]);
-            if (left && right) { /* the window's tokens for tokens lo .. e + k - 1, then the rest of the part */
-                int32_t *ids = out->ids;
-                Py_ssize_t rest = r - (e + k);
-                memcpy(window, ids + r, (size_t)rn * sizeof(int32_t));
-                memmove(ids + lo + rn, ids + e + k, (size_t)rest * sizeof(int32_t));
-                memcpy(ids + lo, window, (size_t)rn * sizeof(int32_t));
-                out->len = lo + rn + rest;
-                ok = 1;
-            } else {
+            int32_t merged = -1; /* what the first window is, when one token */
+            if (kept == base || seam_of(self, ids[kept - 1], ids[g], &merged, cache)) {
+                memmove(ids + kept, ids + g, (size_t)size * sizeof(int32_t));
+                kept += size;
+                continue;
+            }
+            /* the window: the kept tokens lo .. kept - 1 and the part's first kk, bytes from .. to */
+            Py_ssize_t lo = kept - 1, kk = 1, from = at - len[ids[lo]], to = at + len[ids[g]];
+            for (;;) {
+                if (to - from > PARTS_WINDOW_MAX) return encode_whole(self, data, n, out, base); /* give up */
+                Py_ssize_t r = out->len;
+                if (merged >= 0 && idbuf_reserve(out, 1) == 0) out->ids[out->len++] = merged;
+                else if (encode_cached(self, data + from, to - from, end, out, cache) < 0) return -1;
+                merged = -1;
+                ids = out->ids;
+                Py_ssize_t rn = out->len - r;
+                int left = lo == base || compatible(self, ids[lo - 1], ids[r]);
+                int right = kk == size || compatible(self, ids[r + rn - 1], ids[g + kk]);
                 out->len = r;
-                if (!left) from -= len[out->ids[--lo]];
-                if (!right) to += len[out->ids[e + k++]];
+                if (!left || !right) {
+                    if (!left) from -= len[ids[--lo]];
+                    if (!right) to += len[ids[g + kk++]];
+                    continue;
+                }
+                /* the window's tokens for tokens lo .. kept - 1 and g .. g + kk - 1, then the rest of the part */
+                memcpy(window, ids + r, (size_t)rn * sizeof(int32_t));
+                Py_ssize_t rest = size - kk, shift = lo + rn + rest - group[k + 1];
+                if (shift > 0) { /* more tokens than they replace: the next parts move up */
+                    if (idbuf_reserve(out, shift) < 0) return -1;
+                    ids = out->ids;
+                    memmove(ids + group[k + 1] + shift, ids + group[k + 1], (size_t)(r - group[k + 1]) * sizeof(int32_t));
+                    for (int j = k + 1; j <= count; j++) group[j] += shift;
+                    out->len = group[count];
+                }
+                memmove(ids + lo + rn, ids + g + kk, (size_t)rest * sizeof(int32_t));
+                memcpy(ids + lo, window, (size_t)rn * sizeof(int32_t));
+                kept = lo + rn + rest;
+                break;
             }
         }
-        pos += part;
+        pos = ends[count - 1];
     }
+    out->len = kept;
     return 0;
 }
 

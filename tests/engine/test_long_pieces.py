@@ -128,3 +128,16 @@ def test_windows_too_wide_fall_back_to_bpe(count):
     expected = python.encode_bytes(text.encode("utf-8"))
     assert max(expected) == 256 + min(9, (2 * count).bit_length() - 2)  # (long tokens made)
     assert by_parts.encode_chunks([text]) == expected == whole.encode_chunks([text])
+
+
+def test_windows_of_more_tokens_than_they_replace():
+    """BPE may make more tokens of two neighbours' bytes than the two: "xa" and " by" are one token
+    each, but on "xa by" the merge across them comes first and leaves four; the tokens of the parts
+    after them move up to make room."""
+    merges = {(ord("a"), ord(" ")): 256, (ord("x"), ord("a")): 257, (ord(" "), ord("b")): 258, (258, ord("y")): 259}
+    by_parts, whole, python = encoders(merges, list(range(256)))
+    assert python.encode_bytes(b"xa") == [257] and python.encode_bytes(b" by") == [259]
+    assert python.encode_bytes(b"xa by") == [ord("x"), 256, ord("b"), ord("y")]
+    for text in ["xa by", "xa by xa by xa by xa by", "xa by, xa by. " * 5, "ab xa by xy"]:
+        expected = python.encode_bytes(text.encode("utf-8"))
+        assert by_parts.encode_chunks([text]) == expected == whole.encode_chunks([text]), text
