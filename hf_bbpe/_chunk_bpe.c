@@ -992,8 +992,9 @@ static inline Py_ssize_t chunk_ends(const PretokScanner *scanner, const PretokTe
  * one piece, through the caches too, the window widened on each side until its first and last
  * tokens are compatible with their neighbours outside (the first window is the two tokens' own
  * merge when that is what stops them). Parts, seams and windows repeat (words, "of the"), so a long
- * piece costs a cache hit per word and a few lookups per seam instead of a merge per byte. A window wider than PARTS_WINDOW_MAX bytes gives up: the piece goes to BPE whole. Tests
- * hold this to BPE (the Python ChunkEncoder) and to the tokenizers library. */
+ * piece costs a cache hit per word and a few lookups per seam instead of a merge per byte. A
+ * window wider than PARTS_WINDOW_MAX bytes gives up: the piece goes to BPE whole. Tests hold this
+ * to BPE (the Python ChunkEncoder) and to the tokenizers library. */
 #define PARTS_WINDOW_MAX 256
 #define PARTS_BATCH 32 /* parts cut at a time */
 
@@ -1158,7 +1159,8 @@ static int encode_by_parts(const ChunkBPE *self, const uint8_t *data, Py_ssize_t
                 if (shift > 0) { /* more tokens than they replace: the next parts move up */
                     if (idbuf_reserve(out, shift) < 0) return -1;
                     ids = out->ids;
-                    memmove(ids + group[k + 1] + shift, ids + group[k + 1], (size_t)(r - group[k + 1]) * sizeof(int32_t));
+                    Py_ssize_t next = group[k + 1];
+                    memmove(ids + next + shift, ids + next, (size_t)(r - next) * sizeof(int32_t));
                     for (int j = k + 1; j <= count; j++) group[j] += shift;
                     out->len = group[count];
                 }

@@ -42,6 +42,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tests.support.superbpe import paper_tokenizer  # noqa: E402  (the tests' reference: the paper's construction)
+
 DATA = Path("/work/shared/data")
 DEFAULT_CORPUS = DATA / "bench" / "mix-49mb.txt.xz"
 SUPERBPE = DATA / "superbpe" / "olmo2_p99_truncate_10G_180K_extend_200K_mw4_colon"
@@ -73,18 +77,6 @@ def read_documents(path: Path, mb: float | None) -> list[str]:
         total = sum(len(doc.encode("utf-8")) for doc in docs) / 1e6
         docs = docs[:: max(1, round(total / mb))]
     return docs
-
-
-def paper_tokenizer(folder: Path, pattern: str):
-    """The paper's tokenizer as ``tokenizers`` runs it (the shared README's construction)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-
-    tok = Tokenizer(models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt")))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
-    tok.decoder = decoders.ByteLevel()
-    return tok
 
 
 # ------------------------------------------------------------------------------------ encode
