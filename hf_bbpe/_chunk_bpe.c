@@ -910,9 +910,10 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
 
 static int encode_by_parts(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache);
 
-/* Whether a piece of n bytes is encoded by parts (see encode_by_parts) when cache is held. */
+/* Whether a piece of n bytes is encoded by parts (see encode_by_parts) when cache is held (once the
+ * scanners' class table is there). */
 static inline int by_parts(const ChunkBPE *self, Py_ssize_t n, const PieceCache *cache) {
-    return cache && self->part_scanner && n > FRONT_MAX_PIECE;
+    return cache && self->part_scanner && n > FRONT_MAX_PIECE && *self->part_scanner->classes;
 }
 
 /* Append the ids of the piece data[0:n] (n >= 2) that the front cache does not hold: the
@@ -2369,11 +2370,11 @@ done:
 }
 
 /* split_long_pieces(scanner): cut long pieces into parts with this _pretokenize scanner (None: no
- * more) and encode them by parts (see encode_by_parts); whether they are (only in "merges" mode,
- * with every token's length known). Not while another thread encodes. */
+ * more) and encode them by parts (see encode_by_parts), once its class table is set; whether they
+ * are (only in "merges" mode, with every token's length known). Not while another thread encodes. */
 static PyObject *ChunkBPE_split_long_pieces(ChunkBPE *self, PyObject *capsule) {
     const PretokScanner *scanner = NULL;
-    if (capsule != Py_None && !(scanner = get_scanner(capsule))) return NULL;
+    if (capsule != Py_None && !(scanner = PyCapsule_GetPointer(capsule, PRETOK_CAPSULE_NAME))) return NULL;
     self->part_scanner = self->tok_len && !self->slots && !self->rank_mode ? scanner : NULL;
     return PyBool_FromLong(self->part_scanner != NULL);
 }

@@ -41,7 +41,7 @@ from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 
-from .patterns import SUPERBPE_STAGE1_SPLIT_PATTERN, native_scanner
+from .patterns import part_scanner
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
     _native = importlib.import_module("._chunk_bpe", __package__)
@@ -182,8 +182,8 @@ class ChunkEncoder:
                 unmergeable = numbering.get(UNMERGEABLE_ID, -1) if mode == "ranks" else -1
             kernel = _native.ChunkBPE(kernel_merges, kernel_byte_ids, _KERNEL_CACHE_MAX_ENTRIES, tokens, mode == "ranks",
                                       unmergeable)
-            if mode == "merges":  # long pieces (SuperBPE's sentences) by parts: words, each through the caches
-                kernel.split_long_pieces(native_scanner(SUPERBPE_STAGE1_SPLIT_PATTERN))
+            if mode == "merges" and part_scanner() is not None:  # long pieces (SuperBPE's sentences) by parts
+                kernel.split_long_pieces(part_scanner())
             self._kernel = kernel
             self.encode_chunks = kernel.encode_chunks
             self.encode_bytes = kernel.encode_bytes

@@ -264,6 +264,13 @@ def native_scanner(pattern: str | None, *, isolated: bool = False) -> object | N
     return getattr(_native, f"scanner_{name}")
 
 
+def part_scanner() -> object | None:
+    """The C scanner that the chunk encoder cuts long pieces into words with (SuperBPE's stage-1
+    pattern; see ``encode_by_parts`` in ``_chunk_bpe.c``), or None without the C module. Getting it
+    does not build the class table (a third of a second): the encoder uses it once a scanner has."""
+    return None if _native is None else getattr(_native, "scanner_superbpe_stage1", None)
+
+
 def native_isolated_splitter(pattern: str | None) -> Callable[[str], list[str]] | None:
     """``text -> chunks`` in C for ``Split(pattern, "isolated")`` (see :func:`isolated_scanner_name`),
     or None for other patterns or without the C module."""
