@@ -2276,6 +2276,76 @@ done:
     return result;
 }
 
+/* A scanner that gives the rest of a text as one chunk: encode_pieces encodes each piece whole. */
+static Py_ssize_t whole_chunk(const PretokText *t, Py_ssize_t i) { return t->n - i; }
+
+static Py_ssize_t whole_chunks(const PretokText *t, Py_ssize_t i, Py_ssize_t *ends, Py_ssize_t max) {
+    (void)i;
+    (void)max;
+    ends[0] = t->n;
+    return 1;
+}
+
+static const PretokScanner WHOLE_SCANNER = {whole_chunk, &NO_CLASSES, whole_chunks};
+
+#define PIECES_PAD 64 /* readable bytes after the last piece (the parts' scanner reads ahead) */
+
+/* encode_pieces(pieces, lengths, num_threads=1): each piece whole, as encode_chunks encodes a
+ * chunk (through the caches; a long one by parts), without the GIL and without a Python object
+ * per piece: pieces is their UTF-8 end to end (uint8), lengths their sizes (int32), as chunk
+ * counting's buffers hold them. (ids as a writable uint32 buffer, int32 bytes: the number of ids
+ * of each piece). Extension and SuperBPE's stage 2 segment every distinct chunk of a corpus so. */
+static PyObject *ChunkBPE_encode_pieces(ChunkBPE *self, PyObject *args) {
+    Py_buffer data, lens;
+    int num_threads = 1;
+    if (!PyArg_ParseTuple(args, "y*y*|i", &data, &lens, &num_threads)) return NULL;
+    PyObject *result = NULL;
+    uint8_t *copy = NULL;
+    PretokText *docs = NULL;
+    int64_t *ends = NULL;
+    signed char *status = NULL;
+    int32_t *counts = NULL;
+    IdBuf out = {NULL, 0, 0};
+    Py_ssize_t count = lens.len / (Py_ssize_t)sizeof(int32_t), total = 0;
+    const int32_t *sizes = lens.buf;
+    for (Py_ssize_t j = 0; j < count && total <= data.len; j++) total += sizes[j] >= 0 ? sizes[j] : data.len + 1;
+    if (lens.len % (Py_ssize_t)sizeof(int32_t) || total != data.len) {
+        PyErr_SetString(PyExc_ValueError, "encode_pieces: the lengths (int32) must add up to the bytes of the pieces");
+        goto done;
+    }
+    copy = malloc((size_t)data.len + PIECES_PAD);
+    docs = malloc(((size_t)count + 1) * sizeof(PretokText));
+    ends = malloc(((size_t)count + 1) * sizeof(int64_t));
+    status = malloc((size_t)count + 1);
+    counts = malloc(((size_t)count + 1) * sizeof(int32_t));
+    if (!copy || !docs || !ends || !status || !counts || seed_build(self) < 0 ||
+        idbuf_reserve_for_call(&out, ids_estimate(self, data.len) + 1) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(copy, data.buf, (size_t)data.len);
+    memset(copy + data.len, 0, PIECES_PAD);
+    for (Py_ssize_t j = 0, at = 0; j < count; at += sizes[j++]) docs[j] = (PretokText){PRETOK_UTF8_KIND, copy + at, sizes[j]};
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = encode_docs(self, &WHOLE_SCANNER, docs, count, num_threads, &out, ends, status) < 0;
+    Py_END_ALLOW_THREADS
+    if (failed) { PyErr_NoMemory(); goto done; }
+    ids_learn(self, data.len, out.len);
+    for (Py_ssize_t j = 0; j < count; j++) counts[j] = (int32_t)(ends[j] - (j ? ends[j - 1] : 0));
+    PyObject *ids = id_array_take(&out);
+    PyObject *per_piece = PyBytes_FromStringAndSize((const char *)counts, count * (Py_ssize_t)sizeof(int32_t));
+    if (ids && per_piece) result = PyTuple_Pack(2, ids, per_piece);
+    Py_XDECREF(ids);
+    Py_XDECREF(per_piece);
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&lens);
+    ids_release(out.ids, out.cap);
+    free(copy); free(docs); free(ends); free(status); free(counts);
+    return result;
+}
+
 /* clear_cache(): empty the caches and give their memory back: every piece cache (with its front
  * cache) no call holds at the moment, and the spare ids buffer. */
 static PyObject *ChunkBPE_clear_cache(ChunkBPE *self, PyObject *Py_UNUSED(ignored)) {
@@ -2400,6 +2470,9 @@ static PyMethodDef ChunkBPE_methods[] = {
      "encode_texts(texts, scanner, as_lists, num_threads=1): encode_text of each str of a list in one call without "
      "the GIL, on up to num_threads threads; "
      "a list of lists (None: lone surrogate), or (uint32 ids buffer, int64 end offsets bytes, [surrogate texts])."},
+    {"encode_pieces", (PyCFunction)ChunkBPE_encode_pieces, METH_VARARGS,
+     "encode_pieces(pieces, lengths, num_threads=1): each piece of a flat UTF-8 buffer (int32 lengths) encoded whole, "
+     "without the GIL: (uint32 ids buffer, int32 bytes: the number of ids of each piece)."},
     {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS,
      "Empty the caches (pieces, the front cache, the spare ids buffer) and give their memory back."},
     {"cache_sizes", (PyCFunction)ChunkBPE_cache_sizes, METH_NOARGS,

@@ -366,6 +366,27 @@ class ChunkEncoder:
             extend(ids)
         return out
 
+    def encode_pieces(self, pieces: bytes | memoryview, lengths: bytes | memoryview | array,
+                      num_threads: int = 1) -> tuple[memoryview | array, memoryview | array]:
+        """Each piece of ``pieces`` (UTF-8 end to end; ``lengths``: int32 each, as chunk counting's
+        buffers hold them) encoded whole, as :meth:`encode_bytes` encodes it: ``(ids, counts)``,
+        every piece's ids end to end and the number of ids of each, as int32 buffers (``ids``
+        writable, for a merge loop that works in it). ``extend`` and SuperBPE's stage 2 segment
+        a corpus's distinct chunks so; the C kernel encodes them without a Python object per
+        piece, on up to ``num_threads`` threads."""
+        if self.native and self.__dict__.get("_wide") is None and not self._stand_ins:
+            ids, counts = self._kernel.encode_pieces(pieces, lengths, num_threads)
+            return memoryview(ids).cast("B").cast("i"), memoryview(counts).cast("i")
+        data = memoryview(pieces).cast("B")
+        ids, counts = array("i"), array("i")
+        at = 0
+        for n in memoryview(lengths).cast("B").cast("i"):
+            piece = self.encode_bytes(data[at : at + n].tobytes())
+            ids.extend(piece)
+            counts.append(len(piece))
+            at += n
+        return ids, counts
+
     def encode_bytes(self, data: bytes) -> list[int]:
         """Encode one chunk given as bytes (no cache)."""
         if self._whole is not None and len(data) > 1:
