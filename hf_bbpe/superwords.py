@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import regex
+
 from .patterns import SUPERBPE_STAGE2_SPLIT_PATTERN, isolated_pattern_name, pattern_name, resolve_pattern
 from .pre_tokenizers import Split
 
@@ -98,6 +100,21 @@ class SuperwordConfig:
             tok._set_chunking(self.pattern, None, tok.normalizer)
         else:
             tok._set_chunking(None, Split(self.pattern, "isolated"), tok.normalizer)
+
+
+_SPAN = regex.compile(rb"[^\s] [^\s]")
+
+
+def spans_words(token: bytes) -> bool:
+    """Whether a token spans words: a non-space byte, a space, a non-space byte (no pattern that
+    cuts text at spaces makes such a token)."""
+    return b" " in token and _SPAN.search(token) is not None
+
+
+def count_superwords(tok: Tokenizer) -> int:
+    """How many of ``tok``'s normal tokens span words (:func:`spans_words`)."""
+    specials = set(tok.special_tokens.values())
+    return sum(1 for idx, token in tok.vocab.items() if idx not in specials and spans_words(token))
 
 
 def superword_config(superwords: SuperwordConfig | bool | None) -> SuperwordConfig | None:

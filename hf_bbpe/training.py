@@ -150,7 +150,6 @@ def extend_tokenizer(
         if config.transition is not None:
             raise ValueError("extend keeps every merge of the tokenizer as stage 1: a transition is for train "
                              f"(got transition={config.transition!r})")
-        check_superword_corpus(tok, text)
         config.set_chunking(extended)
     counts = chunk_counts(extended, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
                           max_memory=max_memory)
