@@ -234,14 +234,11 @@ def _superwords_take_their_pattern(tok: Tokenizer, merges_file: Path) -> None:
     GPT-2's pattern would never let them be used."""
     import warnings
 
-    import regex
-
     from hf_bbpe.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN
+    from hf_bbpe.superwords import spans_words
 
-    span = regex.compile(r"\S \S")
     vocab = tok.vocab
-    superwords = [data for data in (vocab[new] for new in tok.merges.values())
-                  if b" " in data and span.search(data.decode("utf-8", "ignore"))]
+    superwords = [data for data in (vocab[new] for new in tok.merges.values()) if spans_words(data)]
     if not superwords:
         return
     tok.pattern = SUPERBPE_STAGE2_SPLIT_PATTERN

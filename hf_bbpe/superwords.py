@@ -102,13 +102,15 @@ class SuperwordConfig:
             tok._set_chunking(None, Split(self.pattern, "isolated"), tok.normalizer)
 
 
-_SPAN = regex.compile(rb"[^\s] [^\s]")
+_SPAN = regex.compile(r"\S \S")
 
 
 def spans_words(token: bytes) -> bool:
-    """Whether a token spans words: a non-space byte, a space, a non-space byte (no pattern that
-    cuts text at spaces makes such a token)."""
-    return b" " in token and _SPAN.search(token) is not None
+    """Whether a token spans words: a non-space character, a space, a non-space character in the
+    characters its bytes decode to (no pattern that cuts text at spaces makes such a token; read
+    as text, so that a run of spaces such as ``"\u3000 \u3000"``, which GPT-2's pattern makes,
+    is not one)."""
+    return b" " in token and _SPAN.search(token.decode("utf-8", "ignore")) is not None
 
 
 def count_superwords(tok: Tokenizer) -> int:

@@ -116,6 +116,22 @@ def test_plain_bpe_files_keep_gpt2s_pattern(folders):
     assert tok.pattern == GPT2_SPLIT_PATTERN
 
 
+def test_runs_of_wide_spaces_are_no_superwords(tmp_path):
+    """A plain BPE tokenizer whose tokens hold runs of spaces of several kinds (GPT-2's pattern
+    makes ``"\u3000 \u3000"`` one chunk) keeps GPT-2's pattern: a token spans words only when its
+    characters, not its bytes, put a space between two non-spaces."""
+    from hf_bbpe import RegexTokenizer
+
+    tok = RegexTokenizer("gpt2")
+    tok.train("word\u3000 \u3000 other\n" * 50, 256 + 12, num_workers=1)
+    assert "\u3000 \u3000".encode() in tok.vocab.values()
+    conversion.to_gpt2_files(tok, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = conversion.load(tmp_path)
+    assert loaded.pattern == GPT2_SPLIT_PATTERN and loaded.merges == tok.merges
+
+
 @pytest.mark.transformers_compat
 def test_every_path_gives_tokenizers_ids(folders, tmp_path):
     """A cut SuperBPE tokenizer through the engine's .model file, its tokenizer.json export run by
