@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from tests.support.families import LLAMA3_MODEL, mix_documents
 from tests.support.hf import load_elsewhere
-from tokenizers import Regex, decoders, models, pre_tokenizers
+from tests.support.superbpe import paper_tokenizer
 from tokenizers import Tokenizer as HFTokenizer
 from transformers import AutoTokenizer
 
@@ -79,11 +79,7 @@ def test_tokenizer_json_runs_in_tokenizers_with_the_engines_ids(tok):
 
 def test_the_papers_pipeline_on_the_saved_files_gives_the_engines_ids(trained, tmp_path):
     BBPETokenizer.from_engine(trained).save_pretrained(tmp_path)
-    hf = HFTokenizer(models.BPE.from_file(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt")))
-    hf.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(SUPERBPE_STAGE2_SPLIT_PATTERN), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
-    hf.decoder = decoders.ByteLevel()
+    hf = paper_tokenizer(tmp_path)
     assert [hf.encode(text).ids for text in TEXTS] == ids(trained)
 
 
