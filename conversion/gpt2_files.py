@@ -27,6 +27,7 @@ from pathlib import Path
 
 from hf_bbpe.atomic_write import write_bytes_atomic
 from hf_bbpe.byte_unicode import bytes_to_unicode, spell_vocab
+from hf_bbpe.pre_tokenizers import PreTokenizer, resolve_pre_tokenizer
 from hf_bbpe.tokenizer import Tokenizer
 from hf_bbpe.vocab_merges_files import MERGES_HEADER, VERSION_PREFIX, read_vocab_merges, split_extra_tokens
 
@@ -60,6 +61,7 @@ def _tokenizer_from_files(
     pattern: str | None,
     special_tokens: Mapping[str, int] | None,
     added: Mapping[str, int] | None = None,
+    pre_tokenizer: PreTokenizer | Mapping | str | None = None,
 ) -> Tokenizer:
     """Check both files, read them with hf_bbpe's reader, and build the tokenizer.
 
@@ -86,8 +88,13 @@ def _tokenizer_from_files(
         if extra.get(token, idx) != idx:
             raise FormatError(f"{vocab_file}: special token {token!r} has id {extra[token]} here but {idx} was given")
         specials[token] = idx
-    return assemble_tokenizer(parsed.merges, parsed.byte_ids, pattern=pattern, special_tokens=specials,
-                              source=vocab_file, unmerged_tokens=unmerged)
+    try:
+        pipeline = resolve_pre_tokenizer(pre_tokenizer)
+    except (TypeError, ValueError) as exc:
+        raise FormatError(f"{vocab_file}: pre_tokenizer: {exc}") from None
+    return assemble_tokenizer(parsed.merges, parsed.byte_ids, pattern=None if pipeline else pattern,
+                              special_tokens=specials, source=vocab_file, unmerged_tokens=unmerged,
+                              pre_tokenizer=pipeline)
 
 
 def from_gpt2_files(
@@ -96,10 +103,13 @@ def from_gpt2_files(
     *,
     pattern: str | None = "gpt2",
     special_tokens: Mapping[str, int] | None = None,
+    pre_tokenizer: PreTokenizer | Mapping | str | None = None,
 ) -> Tokenizer:
-    """A tokenizer from OpenAI's ``encoder.json`` + ``vocab.bpe`` (GPT-2's split pattern)."""
+    """A tokenizer from OpenAI's ``encoder.json`` + ``vocab.bpe`` (GPT-2's split pattern), or from
+    a ``vocab.json`` + ``merges.txt`` pair; ``pre_tokenizer`` (a pipeline, its JSON form or a
+    pattern, as the engine takes it) instead of ``pattern``."""
     return _tokenizer_from_files(Path(encoder_json), Path(vocab_bpe), require_version=True,
-                                 pattern=pattern, special_tokens=special_tokens)
+                                 pattern=pattern, special_tokens=special_tokens, pre_tokenizer=pre_tokenizer)
 
 
 def from_transformers_gpt2(folder: str | os.PathLike, *, pattern: str | None = "gpt2") -> Tokenizer:

@@ -39,7 +39,7 @@ from .file_kinds import MERGES, MINBPE, TEKKEN, TIKTOKEN, TOKEN_ID_MAP, TOKENIZE
 from .reading import read_bytes, read_json_object
 
 FORMATS = ("minbpe", "tekken", "tokenizer_json", "gpt2", "tiktoken")
-_OPTIONS = {"tokenizer_json": {"strict"}, "tekken": {"vocab_size"}}
+_OPTIONS = {"tokenizer_json": {"strict"}, "tekken": {"vocab_size"}, "gpt2": {"pre_tokenizer"}}
 
 
 def detect_format(path: str | os.PathLike | tuple[str | os.PathLike, str | os.PathLike]) -> str:
@@ -91,7 +91,14 @@ def load(
     ``pattern`` is the split pattern for formats that do not record one (tiktoken ranks, GPT-2
     files); giving one that differs from what a file records raises FormatError. ``special_tokens``
     are added to the file's. ``options`` go to the format's reader: ``strict=False``
-    (tokenizer.json: drop what the engine cannot do, with a warning), ``vocab_size`` (Tekken).
+    (tokenizer.json: drop what the engine cannot do, with a warning), ``vocab_size`` (Tekken),
+    ``pre_tokenizer`` (GPT-2 files: a pipeline instead of ``pattern``, as the engine takes it).
+
+    GPT-2 files (``vocab.json`` + ``merges.txt``) of a preset (by sha256: OpenAI's GPT-2, the
+    SuperBPE paper's two) load as that preset. Others without ``pattern`` or ``pre_tokenizer`` get
+    GPT-2's pattern, unless merges make tokens that span words (``"of the"``, which a pattern
+    that cuts at spaces never makes): then SuperBPE's stage-2 pattern, as the paper runs its
+    tokenizers, with a warning saying so.
     An option the format does not take raises TypeError. (``load_preset`` takes
     ``check_hash=False`` for a preset's file edited on purpose.)
     """
@@ -198,10 +205,19 @@ def _read(kind: str, files: tuple, pattern: str | None, special_tokens: Mapping[
         return tokenizer_from_json_data(files[1], files[0], **options)
     if kind == "gpt2":
         from .gpt2_files import from_gpt2_files
-        from .presets import PRESETS, file_sha256
+        from .presets import PRESETS, file_sha256, load_preset, preset_of_files
 
+        pre_tokenizer = options.get("pre_tokenizer")
+        if pattern is not None and pre_tokenizer is not None:
+            raise TypeError(f"{files[0]}: give pattern= or pre_tokenizer=, not both")
+        told = pattern is not None or pre_tokenizer is not None
+        preset = None if told or special_tokens is not None else preset_of_files(files)
+        if preset is not None and preset != "gpt2":
+            return load_preset(preset, files, check_hash=False)  # recognised by its hashes already
         tok = from_gpt2_files(files[0], files[1], pattern="gpt2" if pattern is None else pattern,
-                              special_tokens=special_tokens)
+                              special_tokens=special_tokens, pre_tokenizer=pre_tokenizer)
+        if not told and preset is None:
+            _superwords_take_their_pattern(tok, files[1])
         gpt2 = PRESETS["gpt2"]
         if special_tokens is None and [file_sha256(f) for f in files] == [gpt2.sha256[n] for n in gpt2.files]:
             tok.roles = gpt2.roles.kept(tok.special_tokens)  # OpenAI's own files
@@ -209,3 +225,24 @@ def _read(kind: str, files: tuple, pattern: str | None, special_tokens: Mapping[
     from .tiktoken_ranks import rank_file_tokenizer
 
     return rank_file_tokenizer(files[0], pattern, special_tokens, unknown="raise")
+
+
+def _superwords_take_their_pattern(tok: Tokenizer, merges_file: Path) -> None:
+    """Give ``tok`` SuperBPE's stage-2 pattern, with a warning, when its merges make tokens that
+    span words (a non-space character, a space, a non-space character): a tokenizer trained with a
+    pattern that cuts text at spaces (GPT-2's, and every other built-in one) never makes one, and
+    GPT-2's pattern would never let them be used."""
+    import warnings
+
+    from hf_bbpe.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN
+    from hf_bbpe.superwords import spans_words
+
+    vocab = tok.vocab
+    superwords = [data for data in (vocab[new] for new in tok.merges.values()) if spans_words(data)]
+    if not superwords:
+        return
+    tok.pattern = SUPERBPE_STAGE2_SPLIT_PATTERN
+    warnings.warn(f"{merges_file}: the file records no split pattern, and {len(superwords)} of its merges make tokens "
+                  f"that span words (superwords, e.g. {superwords[0].decode('utf-8', 'replace')!r}): SuperBPE's "
+                  "stage-2 pattern is assumed, as the paper runs its tokenizers (pattern='superbpe_stage2'); pass "
+                  "pattern= or pre_tokenizer= to choose", stacklevel=4)

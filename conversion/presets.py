@@ -7,7 +7,12 @@ and large-v3-turbo; ``whisper_en``: ``gpt2.tiktoken``, the English-only ``.en`` 
 tokens as ``whisper.tokenizer.get_encoding`` numbers them), Meta's ``llama3`` and ``llama4`` (the
 rank file shipped as ``tokenizer.model``, with the special tokens llama_models' ``Tokenizer``
 defines: 256 from id 128000 for Llama 3, 2048 from id 200000 for Llama 4) and Mistral's
-``tekken`` (a Tekken JSON file, which names its own pattern and special tokens).
+``tekken`` (a Tekken JSON file, which names its own pattern and special tokens), and the two
+tokenizers the SuperBPE paper released (Liu et al., COLM 2025; ``vocab.json`` + ``merges.txt``,
+no special tokens): ``superbpe_t180k`` (200K tokens, superwords from the transition point t =
+180K on, run with the paper's stage-2 pattern as an isolated Split) and ``superbpe_baseline``
+(its plain-BPE 200K baseline, stage-1 pattern), as the paper's code runs them (``tokenizers``
+with ``Split(pattern, "isolated")`` and ``ByteLevel(use_regex=False)``).
 
 Each preset also carries its owner's token roles as the owner's Hugging Face tokenizer has them
 (``Tokenizer.roles``: ``bos_token``, ``eos_token``, ``pad_token`` and whether BOS is added):
@@ -34,7 +39,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, O200K_SPLIT_PATTERN
+from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, O200K_SPLIT_PATTERN, \
+    SUPERBPE_STAGE1_SPLIT_PATTERN, SUPERBPE_STAGE2_SPLIT_PATTERN
 from hf_bbpe.special_tokens import TokenRoles
 from hf_bbpe.tokenizer import Tokenizer
 
@@ -161,6 +167,18 @@ PRESETS: dict[str, Preset] = {
         "llama4", O200K_SPLIT_PATTERN, llama4_special_tokens(), ("tokenizer.model",),
         {"tokenizer.model": "d0bdbaf59b0762c8c807617e2d8ea51420eb1b1de266df2495be755c8e0ed6ed"}, roles=LLAMA4_ROLES,
     ),
+    "superbpe_t180k": Preset(
+        "superbpe_t180k", SUPERBPE_STAGE2_SPLIT_PATTERN, {}, ("vocab.json", "merges.txt"),
+        {"vocab.json": "865e3969581012582f4a50a26cf1eee7c435e1da88bce135f3b5a31eb543540b",
+         "merges.txt": "cede7a33d67ce8320f0a34badf05fac8ce4378b8e0a28ff85ce07d6f0cd02e1a"},
+        reader="gpt2",
+    ),
+    "superbpe_baseline": Preset(
+        "superbpe_baseline", SUPERBPE_STAGE1_SPLIT_PATTERN, {}, ("vocab.json", "merges.txt"),
+        {"vocab.json": "9e1453bb94b2176bf19096858b531b7080c8b6ca7cfb4c5c95419de77ae73461",
+         "merges.txt": "21eac1bdee8270f9f86baeba38afddc2b15d936ad51fc57d616e317702e3513e"},
+        reader="gpt2",
+    ),
     "tekken": Preset(
         "tekken", "", {}, ("tekken.json",),
         {"tekken.json": ("eccd1665d2e477697c33cb7f0daa6f6dfefc57a0a6bceb66d4be52952f827516",  # tekken_240718
@@ -213,22 +231,30 @@ def check_sha256(path: Path, expected: str | tuple[str, ...], *, preset: str | N
 
 def preset_of_file(path: Path) -> str | None:
     """The name of the single-file preset whose known file ``path`` is (by sha256), else None."""
-    actual = file_sha256(path)
+    return preset_of_files([path])
+
+
+def preset_of_files(paths: list[Path] | tuple[Path, ...]) -> str | None:
+    """The name of the preset whose known files ``paths`` are, in the order of its ``files`` (by
+    sha256), else None."""
+    actual = [file_sha256(path) for path in paths]
     for preset in PRESETS.values():
-        if len(preset.files) == 1 and actual in _known(preset.sha256.get(preset.files[0], ())):
+        if len(preset.files) == len(actual) and \
+                all(digest in _known(preset.sha256.get(name, ())) for digest, name in zip(actual, preset.files)):
             return preset.name
     return None
 
 
 def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool = True) -> Tokenizer:
     """The named tokenizer ("gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base",
-    "whisper", "whisper_v3", "whisper_en", "llama3", "llama4", "tekken") from local files, with its
-    owner's pattern, special tokens and ids.
+    "whisper", "whisper_v3", "whisper_en", "llama3", "llama4", "tekken", "superbpe_t180k",
+    "superbpe_baseline") from local files, with its owner's pattern, special tokens and ids.
 
     ``path`` is the rank file (``.tiktoken``, e.g. ``whisper/assets/multilingual.tiktoken``;
     Meta's ``tokenizer.model``), the Tekken JSON file,
-    or for "gpt2" the directory holding ``encoder.json`` and ``vocab.bpe`` (or a tuple of the two
-    paths); a directory holding the preset's file name works for every preset.
+    or for "gpt2" the directory holding ``encoder.json`` and ``vocab.bpe`` (for the SuperBPE ones,
+    ``vocab.json`` and ``merges.txt``; or a tuple of the two paths); a directory holding the
+    preset's file name works for every preset.
     """
     from .gpt2_files import from_gpt2_files
     from .tekken import from_tekken

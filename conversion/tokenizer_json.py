@@ -61,7 +61,7 @@ from hf_bbpe.byte_unicode import unicode_to_token
 from hf_bbpe.chunk_encoder import UNMERGEABLE_ID
 from hf_bbpe.normalizers import Normalizer, normalizer_from_json
 from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig
-from hf_bbpe.patterns import EQUIVALENT_PATTERNS, NATIVE_PATTERNS, canonical_pattern
+from hf_bbpe.patterns import EQUIVALENT_PATTERNS, ISOLATED_PATTERNS, NATIVE_PATTERNS, canonical_pattern
 from hf_bbpe.pre_tokenizers import ByteLevel, PreTokenizer, pre_tokenizer_from_json
 from hf_bbpe.tokenizer import Tokenizer
 from hf_bbpe.tokenizer_json_writer import template_bos_eos, token_splits, tokenizer_json_dict
@@ -91,7 +91,7 @@ def python_pattern(onig_pattern: str) -> str:
     """The ``regex`` pattern for a tokenizer.json split pattern; a registered pattern when the
     file holds exactly the translation of one of its spellings (so our own exports round-trip to
     the same string, and files written with tiktoken's spellings read as the registry's)."""
-    for pattern in (*NATIVE_PATTERNS.values(), *EQUIVALENT_PATTERNS):
+    for pattern in (*NATIVE_PATTERNS.values(), *EQUIVALENT_PATTERNS, *ISOLATED_PATTERNS.values()):
         if translate_pattern_for_onig(pattern) == onig_pattern:
             return canonical_pattern(pattern)
     return translate_pattern_from_onig(onig_pattern)

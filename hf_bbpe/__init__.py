@@ -30,6 +30,7 @@ from .chunk_counting import paragraphs
 from .chunk_encoder import MissingByteError
 from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, SPLIT_PATTERNS, resolve_pattern
 from .special_tokens import DisallowedSpecialToken, TokenRoles
+from .superwords import SuperwordConfig
 from .tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ __all__ = [
     "RegexTokenizer",
     "Tokenizer",
     "paragraphs",
+    "SuperwordConfig",
     "DisallowedSpecialToken",
     "MissingByteError",
     "TokenRoles",

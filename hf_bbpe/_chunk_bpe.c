@@ -161,6 +161,12 @@ typedef struct {
 static size_t front_size(int bits) { return ((size_t)1 << bits) * sizeof(FrontSlot); }
 
 typedef struct {
+    uint64_t key; /* 1 << 63 | left id << 32 | right id; 0: an empty slot */
+    int32_t merged, ok;
+} SeamSlot; /* an answer of compatible_or_merged() (see seam_of) */
+#define SEAM_BITS 12
+
+typedef struct {
     FrontSlot *front; /* a set of two slots per cache line */
     PieceSlot *slots;
     uint64_t slot_mask; /* slots - 1 */
@@ -170,6 +176,7 @@ typedef struct {
     int reset_due; /* full and refused max_entries pieces: emptied before the next block of chunks */
     int front_bits; /* the front cache's slots: 1 << front_bits */
     uint64_t front_probes, front_misses; /* since its last review (see front_review) */
+    SeamSlot seams[1 << SEAM_BITS]; /* answers of compatible_or_merged() (see seam_of) */
 } PieceCache;
 
 /* A piece cache whose table has slots slots (a power of two, at least PCACHE_MIN_SLOTS). */
@@ -352,6 +359,11 @@ typedef struct {
     PieceCache *pcache[PCACHE_POOL]; /* allocated by the first call that takes the slot */
     int pcache_busy[PCACHE_POOL];
     Py_ssize_t ids_per_kb; /* ids per 1024 bytes of UTF-8 in the last large text (see ids_estimate) */
+    /* "merges" mode, when every token is a byte or made by a merge (see build_tok_len), by id: */
+    int32_t *tok_len;              /* its length in bytes */
+    int32_t *tok_left, *tok_right; /* the two parts of the merge that makes it (-1: a byte) */
+    int64_t tok_len_max;           /* the largest id */
+    const PretokScanner *part_scanner; /* cuts long pieces into parts (see encode_by_parts), or NULL */
 } ChunkBPE;
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -896,6 +908,14 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
     else for (Py_ssize_t k = 0; k < m; k++) front->ids[k] = ids[k];
 }
 
+static int encode_by_parts(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache);
+
+/* Whether a piece of n bytes is encoded by parts (see encode_by_parts) when cache is held (once the
+ * scanners' class table is there). */
+static inline int by_parts(const ChunkBPE *self, Py_ssize_t n, const PieceCache *cache) {
+    return cache && self->part_scanner && n > FRONT_MAX_PIECE && *self->part_scanner->classes;
+}
+
 /* Append the ids of the piece data[0:n] (n >= 2) that the front cache does not hold: the
  * vocabulary, then the piece cache, then BPE; out has room for n + 1 more ids. seeded: the piece
  * is short and the kernel has a seed table (whose slot seed_slot is the piece's first), which
@@ -904,10 +924,11 @@ static inline void front_put(FrontSlot *front, uint64_t w0, uint64_t w1, Py_ssiz
  * piece's front-cache set (keys w0, w1) to fill, or NULL; h and mixed: the piece's hash and mix64
  * of it (bytes_hash, which the vocabulary needs; a seeded piece's front_hash, since only the piece
  * cache reads it then; 0 when neither the vocabulary table nor cache exists). cache (may be NULL) is a
- * piece cache this call holds. 0, or -1 when out of memory. Needs no GIL. */
+ * piece cache this call holds. parts: a long piece may be encoded by parts (see encode_by_parts),
+ * and is then not looked up or kept whole. 0, or -1 when out of memory. Needs no GIL. */
 static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache,
                            FrontSlot *front, uint64_t w0, uint64_t w1, uint64_t h, uint64_t mixed, int seeded,
-                           uint64_t seed_slot) {
+                           uint64_t seed_slot, int parts) {
     int32_t *ids = out->ids + out->len;
     if (self->slots && !seeded) {
         int64_t t = token_lookup_mixed(self, mixed, data, n);
@@ -918,6 +939,7 @@ static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t
             return 0;
         }
     }
+    if (parts && by_parts(self, n, cache)) return encode_by_parts(self, data, n, out, cache); /* (mostly new pieces) */
     PieceSlot *entry = NULL;
     if (cache && n <= PCACHE_MAX_PIECE) {
         entry = pcache_find(cache, h, mixed >> 20, data, n);
@@ -946,6 +968,215 @@ static int encode_uncached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t
     return 0;
 }
 
+/* The ends of up to max chunks from i < t->n on (see PretokScanner.chunks): the scanner's batch
+ * function when it has one. */
+static inline Py_ssize_t chunk_ends(const PretokScanner *scanner, const PretokText *t, Py_ssize_t i, Py_ssize_t *ends,
+                                    Py_ssize_t max) {
+    if (scanner->chunks) return scanner->chunks(t, i, ends, max);
+    Py_ssize_t k = 0;
+    while (k < max && i < t->n) ends[k++] = i += scanner->chunk(t, i);
+    return k;
+}
+
+/* Long pieces by parts ("merges" mode). BPE gives the one split of a text into tokens whose
+ * neighbours are compatible two by two: BPE on the bytes of two neighbours gives those two back.
+ * (BPE takes merges in the order of the ids they make. Up to the first merge across the boundary
+ * of two of its final tokens, it takes on their bytes the merges it takes on the two alone, so on
+ * the two alone it would take that one too: the final tokens are compatible. Conversely, given a
+ * split into compatible tokens, BPE on the text takes, within each token, the merges it takes on
+ * the token alone until a first merge across two of them, which BPE on those two alone would
+ * take as well, against their compatibility: so it takes none and ends on the split.) A long
+ * piece (SuperBPE's chunks are sentences) is therefore encoded from its parts, as part_scanner
+ * cuts it (words), each through the caches; where a part meets the tokens before it, the two
+ * tokens at the seam are checked (compatible(), from the merges alone), and where they are not
+ * (" of" " the": a superword) the bytes of a window of tokens around the seam are encoded again as
+ * one piece, through the caches too, the window widened on each side until its first and last
+ * tokens are compatible with their neighbours outside (the first window is the two tokens' own
+ * merge when that is what stops them). Parts, seams and windows repeat (words, "of the"), so a long
+ * piece costs a cache hit per word and a few lookups per seam instead of a merge per byte. A
+ * window wider than PARTS_WINDOW_MAX bytes gives up: the piece goes to BPE whole. Tests hold this
+ * to BPE (the Python ChunkEncoder) and to the tokenizers library. */
+#define PARTS_WINDOW_MAX 256
+#define PARTS_BATCH 32 /* parts cut at a time */
+
+/* Append the ids of the piece data[0:n] (n >= 1) to out, through the caches as encode_range takes
+ * a chunk, but one at a time and not by parts: BPE's ids ("merges" mode). end: how far bytes may
+ * be read (for the front cache's key). 0, or -1 when out of memory. */
+static int encode_cached(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, const uint8_t *end, IdBuf *out,
+                         PieceCache *cache) {
+    if (idbuf_reserve(out, n + 1 + FRONT_IDS) < 0) return -1;
+    if (n == 1) {
+        out->ids[out->len++] = self->byte_ids[data[0]];
+        return 0;
+    }
+    FrontSlot *front = NULL;
+    uint64_t w0 = 0, w1 = 0;
+    if (n <= FRONT_MAX_PIECE) {
+        front_words(data, n, data + 16 <= end, &w0, &w1);
+        front = front_at(cache, front_hash(w0, w1, n));
+        for (int k = 0; k < 2; k++) {
+            const FrontSlot *f = &front[k];
+            if (f->w0 == w0 && f->w1 == w1 && f->len == (uint16_t)n) {
+                const int32_t *ids = f->nids > FRONT_IDS ? (const int32_t *)(cache->arena + f->ids[0]) : f->ids;
+                memcpy(out->ids + out->len, ids, (size_t)f->nids * sizeof(int32_t));
+                out->len += f->nids;
+                return 0;
+            }
+        }
+    }
+    uint64_t h = bytes_hash(data, n);
+    return encode_uncached(self, data, n, out, cache, front, w0, w1, h, mix64(h), 0, 0, 0);
+}
+
+/* Whether the tokens a, then b, are compatible, from the merges alone; when not because their own
+ * merge is the first taken across them, *merged is the token BPE makes of them (else -1). BPE on
+ * their bytes takes merges in the order of the ids they make (a merge's parts are made before
+ * it): it builds a and b as alone until a merge across them. The last token on a's side is, in turn, a byte, ..., a's
+ * right part, a (a's right spine), each there from when it is made (at its id; a byte from the
+ * start) until the one above it is made; the first on b's side likewise runs up b's left spine.
+ * A merge of such an x and y is taken if it comes while both are there (its id, which is above
+ * theirs, below the ids of the two above them): then a and b are not compatible. The same merge
+ * at two places is taken leftmost first: if it is the one that makes the token above y (x, y and
+ * y's neighbour are one token, "0" "00"), it is taken across first; if the one that makes the
+ * token above x, within a first. Only an x and y there at the same time are looked up (ids fall
+ * down a spine: the inner loop stops once the y above is made before x). */
+static inline int compatible_or_merged(const ChunkBPE *self, int32_t a, int32_t b, int32_t *merged) {
+    const int32_t *left = self->tok_left, *right = self->tok_right;
+    int64_t x_until = NO_MERGE, whole = NO_MERGE; /* whole: the merge of a and b, when taken */
+    *merged = -1;
+    for (int32_t x = a, x_down; x >= 0; x_until = x, x = x_down) {
+        x_down = right[x];
+        int64_t x_made = x_down < 0 ? -1 : x, y_until = NO_MERGE;
+        for (int32_t y = b, y_down; y >= 0 && x_made < y_until; y_until = y, y = y_down) {
+            y_down = left[y];
+            if ((y_down < 0 ? -1 : y) >= x_until) continue;
+            int64_t r = rank_of(self, x, y);
+            if (r == NO_MERGE || r >= x_until || r > y_until) continue;
+            if (x == a && y == b) whole = r; /* (looked up first) */
+            else if (r < whole) return 0;
+        }
+    }
+    if (whole == NO_MERGE) return 1;
+    *merged = (int32_t)whole;
+    return 0;
+}
+
+/* compatible_or_merged() through a small direct-mapped table of the cache's (64 KB, which stays in
+ * the core's own caches): the seams between frequent words repeat (half of them hit it on mixed
+ * text). */
+static inline int seam_of(const ChunkBPE *self, int32_t a, int32_t b, int32_t *merged, PieceCache *cache) {
+    uint64_t key = ((uint64_t)1 << 63) | ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    SeamSlot *slot = &cache->seams[(key * 0x9E3779B97F4A7C15ULL) >> (64 - SEAM_BITS)];
+    if (slot->key == key) {
+        *merged = slot->merged;
+        return slot->ok;
+    }
+    int ok = compatible_or_merged(self, a, b, merged);
+    *slot = (SeamSlot){key, *merged, ok};
+    return ok;
+}
+
+static inline int compatible(const ChunkBPE *self, int32_t a, int32_t b) {
+    int32_t merged;
+    return compatible_or_merged(self, a, b, &merged);
+}
+
+/* BPE on the whole piece data[0:n], its ids in place of out->ids[base:]; 0, or -1 when out of memory. */
+static int encode_whole(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, Py_ssize_t base) {
+    out->len = base;
+    if (idbuf_reserve(out, n + 1) < 0) return -1;
+    int32_t *ids = out->ids + base;
+    for (Py_ssize_t i = 0; i < n; i++) ids[i] = self->byte_ids[data[i]];
+    Py_ssize_t m = n <= SHORT_CHUNK ? merge_short(self, ids, n, NO_MERGE, data) : merge_long(self, ids, n, NO_MERGE);
+    if (m < 0) return -1;
+    out->len = base + m;
+    return 0;
+}
+
+/* Append BPE's ids of the piece data[0:n] to out by parts (see above), PARTS_BATCH parts at a time:
+ * first every part's tokens, one after another (their cache lookups started together), then part
+ * by part each seam is checked and the part's tokens moved down after the tokens kept so far, the
+ * loads of the next seam's check started meanwhile. 0, or -1 when out of memory. */
+static int encode_by_parts(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out, PieceCache *cache) {
+    const PretokText t = {PRETOK_UTF8_KIND, data, n};
+    const uint8_t *end = data + n;
+    const int32_t *len = self->tok_len;
+    Py_ssize_t base = out->len, kept = base; /* out->ids[base:kept]: the tokens of data[:pos], neighbours compatible */
+    int32_t window[PARTS_WINDOW_MAX];
+    Py_ssize_t ends[PARTS_BATCH], group[PARTS_BATCH + 1]; /* part k: bytes up to ends[k], tokens from group[k] */
+    for (Py_ssize_t pos = 0; pos < n;) {
+        int count = (int)chunk_ends(self->part_scanner, &t, pos, ends, PARTS_BATCH);
+        for (int k = 0; k < count; k++) {
+            Py_ssize_t at = k ? ends[k - 1] : pos, size = ends[k] - at;
+            if (size < 2 || size > FRONT_MAX_PIECE) continue;
+            uint64_t w0, w1;
+            front_words(data + at, size, data + at + 16 <= end, &w0, &w1);
+            PREFETCH(front_at(cache, front_hash(w0, w1, size)));
+        }
+        out->len = kept;
+        for (int k = 0; k < count; k++) {
+            Py_ssize_t at = k ? ends[k - 1] : pos;
+            group[k] = out->len;
+            if (encode_cached(self, data + at, ends[k] - at, end, out, cache) < 0) return -1;
+        }
+        group[count] = out->len;
+        for (int k = 0; k < count; k++) {
+            int32_t *ids = out->ids;
+            Py_ssize_t g = group[k], size = group[k + 1] - g, at = k ? ends[k - 1] : pos;
+            if (k + 1 < count) { /* the next seam's first loads: its tokens' parts, and the pair of the two */
+                uint32_t a = (uint32_t)ids[group[k + 1] - 1], b = (uint32_t)ids[group[k + 1]];
+                PREFETCH(&self->tok_right[a]);
+                PREFETCH(&self->tok_left[b]);
+                PREFETCH(&self->pair_filter[filter_hash(a, b) >> self->pair_filter_shift]);
+                PREFETCH(pair_slot(self, a, b));
+            }
+            int32_t merged = -1; /* what the first window is, when one token */
+            if (kept == base || seam_of(self, ids[kept - 1], ids[g], &merged, cache)) {
+                memmove(ids + kept, ids + g, (size_t)size * sizeof(int32_t));
+                kept += size;
+                continue;
+            }
+            /* the window: the kept tokens lo .. kept - 1 and the part's first kk, bytes from .. to */
+            Py_ssize_t lo = kept - 1, kk = 1, from = at - len[ids[lo]], to = at + len[ids[g]];
+            for (;;) {
+                if (to - from > PARTS_WINDOW_MAX) return encode_whole(self, data, n, out, base); /* give up */
+                Py_ssize_t r = out->len;
+                if (merged >= 0 && idbuf_reserve(out, 1) == 0) out->ids[out->len++] = merged;
+                else if (encode_cached(self, data + from, to - from, end, out, cache) < 0) return -1;
+                merged = -1;
+                ids = out->ids;
+                Py_ssize_t rn = out->len - r;
+                int left = lo == base || compatible(self, ids[lo - 1], ids[r]);
+                int right = kk == size || compatible(self, ids[r + rn - 1], ids[g + kk]);
+                out->len = r;
+                if (!left || !right) {
+                    if (!left) from -= len[ids[--lo]];
+                    if (!right) to += len[ids[g + kk++]];
+                    continue;
+                }
+                /* the window's tokens for tokens lo .. kept - 1 and g .. g + kk - 1, then the rest of the part */
+                memcpy(window, ids + r, (size_t)rn * sizeof(int32_t));
+                Py_ssize_t rest = size - kk, shift = lo + rn + rest - group[k + 1];
+                if (shift > 0) { /* more tokens than they replace: the next parts move up */
+                    if (idbuf_reserve(out, shift) < 0) return -1;
+                    ids = out->ids;
+                    Py_ssize_t next = group[k + 1];
+                    memmove(ids + next + shift, ids + next, (size_t)(r - next) * sizeof(int32_t));
+                    for (int j = k + 1; j <= count; j++) group[j] += shift;
+                    out->len = group[count];
+                }
+                memmove(ids + lo + rn, ids + g + kk, (size_t)rest * sizeof(int32_t));
+                memcpy(ids + lo, window, (size_t)rn * sizeof(int32_t));
+                kept = lo + rn + rest;
+                break;
+            }
+        }
+        pos = ends[count - 1];
+    }
+    out->len = kept;
+    return 0;
+}
+
 /* Append the ids of one chunk of n bytes to out, with no cache; 0, or -1 when out of memory. */
 static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n, IdBuf *out) {
     if (idbuf_reserve(out, n + 1) < 0) return -1;
@@ -954,7 +1185,7 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
         return 0;
     }
     uint64_t h = self->slots ? bytes_hash(data, n) : 0;
-    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0, 0, 0);
+    return encode_uncached(self, data, n, out, NULL, NULL, 0, 0, h, self->slots ? mix64(h) : 0, 0, 0, 0);
 }
 
 /* A list of LIST_COUNTED_MIN_IDS ids or more takes its references counted: each id adds one to
@@ -1052,16 +1283,6 @@ typedef struct {
     int nids; /* > 0: the chunk's ids, found before the last pass */
     int seeded; /* a front miss the seed table answers for the vocabulary (see encode_uncached) */
 } BlockChunk;
-
-/* The ends of up to max chunks from i < t->n on (see PretokScanner.chunks): the scanner's batch
- * function when it has one. */
-static inline Py_ssize_t chunk_ends(const PretokScanner *scanner, const PretokText *t, Py_ssize_t i, Py_ssize_t *ends,
-                                    Py_ssize_t max) {
-    if (scanner->chunks) return scanner->chunks(t, i, ends, max);
-    Py_ssize_t k = 0;
-    while (k < max && i < t->n) ends[k++] = i += scanner->chunk(t, i);
-    return k;
-}
 
 /* Where a part of a long text split for threads (see encode_text_parallel) meets the next one:
  * marks are the first boundaries of the part's own chunking (its start included) and the length
@@ -1172,7 +1393,7 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
             } else {
                 out->len = len;
                 if (encode_uncached(self, c->p, c->n, out, cache, c->front, c->w0, c->w1, c->h, c->mixed,
-                                    c->seeded, c->seed_slot) < 0)
+                                    c->seeded, c->seed_slot, 1) < 0)
                     return DOC_NO_MEMORY;
                 ids = out->ids;
                 len = out->len;
@@ -1678,7 +1899,9 @@ static void free_tables(ChunkBPE *self) {
     free(self->pairs); free(self->pair_filter); free(self->byte_pairs);
     free(self->tok_buf); free(self->toks); free(self->tok_hash);
     if (self->slots) table_free(self->slots, (self->tok_mask + 1) * sizeof(Slot));
-    free(self->powers); free(self->index_of);
+    free(self->powers); free(self->index_of); free(self->tok_len); free(self->tok_left); free(self->tok_right);
+    self->tok_len = self->tok_left = self->tok_right = NULL;
+    self->part_scanner = NULL;
     if (self->seed) table_free(self->seed, (self->seed_mask + 1) * sizeof(FrontSlot));
     self->seed = NULL;
     for (int k = 0; k < PCACHE_POOL; k++) { pcache_free(self->pcache[k]); self->pcache[k] = NULL; }
@@ -1830,6 +2053,55 @@ static int64_t merges_max_id(PyObject *merges) {
     return top;
 }
 
+/* "merges" mode: tok_len, tok_left and tok_right of every byte and every token a merge makes
+ * (merges taken in the order of the ids they make, so that their parts come first); left NULL
+ * when a merge names a token that is neither (a token no merge builds) or ids are too large for
+ * dense tables. 0, or -1 when out of memory. */
+#define TOK_LEN_MAX_ID ((int64_t)1 << 24)
+typedef struct { int32_t a, b, made; } MergeTriple;
+static int triple_cmp(const void *x, const void *y) {
+    int32_t p = ((const MergeTriple *)x)->made, q = ((const MergeTriple *)y)->made;
+    return (p > q) - (p < q);
+}
+
+static int build_tok_len(ChunkBPE *self, PyObject *merges, int64_t max_id) {
+    for (int b = 0; b < 256; b++)
+        if (self->byte_ids[b] > max_id) max_id = self->byte_ids[b];
+    if (max_id < 0 || max_id >= TOK_LEN_MAX_ID) return 0;
+    Py_ssize_t count = PyDict_Size(merges), k = 0;
+    MergeTriple *triples = malloc(((size_t)count + 1) * sizeof(MergeTriple));
+    int32_t *len = calloc((size_t)max_id + 1, sizeof(int32_t));
+    int32_t *left = malloc(((size_t)max_id + 1) * sizeof(int32_t)), *right = malloc(((size_t)max_id + 1) * sizeof(int32_t));
+    if (!triples || !len || !left || !right) { free(triples); free(len); free(left); free(right); return -1; }
+    memset(left, 0xff, ((size_t)max_id + 1) * sizeof(int32_t));
+    memset(right, 0xff, ((size_t)max_id + 1) * sizeof(int32_t));
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(merges, &pos, &key, &value) && k < count) {
+        triples[k].a = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(key, 0));
+        triples[k].b = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
+        triples[k++].made = (int32_t)PyLong_AsLong(value);
+    }
+    qsort(triples, (size_t)k, sizeof(MergeTriple), triple_cmp);
+    for (int b = 0; b < 256; b++)
+        if (self->byte_ids[b] >= 0) len[self->byte_ids[b]] = 1;
+    int known = 1;
+    for (Py_ssize_t i = 0; i < k && known; i++) {
+        const MergeTriple *m = &triples[i];
+        known = len[m->a] > 0 && len[m->b] > 0 && len[m->a] < INT32_MAX - len[m->b];
+        if (known) len[m->made] = len[m->a] + len[m->b];
+        left[m->made] = m->a;
+        right[m->made] = m->b;
+    }
+    free(triples);
+    if (!known) { free(len); free(left); free(right); return 0; }
+    self->tok_left = left;
+    self->tok_right = right;
+    self->tok_len = len;
+    self->tok_len_max = max_id;
+    return 0;
+}
+
 static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"merges", "byte_ids", "cache_max", "tokens", "rank_mode", "unmergeable", NULL};
     PyObject *merges, *byte_ids, *tokens = Py_None;
@@ -1889,6 +2161,11 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         }
         pairs_put(self, (uint32_t)a, (uint32_t)b, (int32_t)r);
         if (r >= self->id_objects_len) self->id_objects_len = r + 1;
+    }
+    if (!rank_mode && tokens == Py_None && build_tok_len(self, merges, merges_max_id(merges)) < 0) {
+        free_tables(self);
+        PyErr_NoMemory();
+        return -1;
     }
     if (self->max_id >= self->id_objects_len) self->id_objects_len = (Py_ssize_t)self->max_id + 1;
     for (int b = 0; b < 256; b++)
@@ -1999,6 +2276,76 @@ done:
     return result;
 }
 
+/* A scanner that gives the rest of a text as one chunk: encode_pieces encodes each piece whole. */
+static Py_ssize_t whole_chunk(const PretokText *t, Py_ssize_t i) { return t->n - i; }
+
+static Py_ssize_t whole_chunks(const PretokText *t, Py_ssize_t i, Py_ssize_t *ends, Py_ssize_t max) {
+    (void)i;
+    (void)max;
+    ends[0] = t->n;
+    return 1;
+}
+
+static const PretokScanner WHOLE_SCANNER = {whole_chunk, &NO_CLASSES, whole_chunks};
+
+#define PIECES_PAD 64 /* readable bytes after the last piece (the parts' scanner reads ahead) */
+
+/* encode_pieces(pieces, lengths, num_threads=1): each piece whole, as encode_chunks encodes a
+ * chunk (through the caches; a long one by parts), without the GIL and without a Python object
+ * per piece: pieces is their UTF-8 end to end (uint8), lengths their sizes (int32), as chunk
+ * counting's buffers hold them. (ids as a writable uint32 buffer, int32 bytes: the number of ids
+ * of each piece). Extension and SuperBPE's stage 2 segment every distinct chunk of a corpus so. */
+static PyObject *ChunkBPE_encode_pieces(ChunkBPE *self, PyObject *args) {
+    Py_buffer data, lens;
+    int num_threads = 1;
+    if (!PyArg_ParseTuple(args, "y*y*|i", &data, &lens, &num_threads)) return NULL;
+    PyObject *result = NULL;
+    uint8_t *copy = NULL;
+    PretokText *docs = NULL;
+    int64_t *ends = NULL;
+    signed char *status = NULL;
+    int32_t *counts = NULL;
+    IdBuf out = {NULL, 0, 0};
+    Py_ssize_t count = lens.len / (Py_ssize_t)sizeof(int32_t), total = 0;
+    const int32_t *sizes = lens.buf;
+    for (Py_ssize_t j = 0; j < count && total <= data.len; j++) total += sizes[j] >= 0 ? sizes[j] : data.len + 1;
+    if (lens.len % (Py_ssize_t)sizeof(int32_t) || total != data.len) {
+        PyErr_SetString(PyExc_ValueError, "encode_pieces: the lengths (int32) must add up to the bytes of the pieces");
+        goto done;
+    }
+    copy = malloc((size_t)data.len + PIECES_PAD);
+    docs = malloc(((size_t)count + 1) * sizeof(PretokText));
+    ends = malloc(((size_t)count + 1) * sizeof(int64_t));
+    status = malloc((size_t)count + 1);
+    counts = malloc(((size_t)count + 1) * sizeof(int32_t));
+    if (!copy || !docs || !ends || !status || !counts || seed_build(self) < 0 ||
+        idbuf_reserve_for_call(&out, ids_estimate(self, data.len) + 1) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(copy, data.buf, (size_t)data.len);
+    memset(copy + data.len, 0, PIECES_PAD);
+    for (Py_ssize_t j = 0, at = 0; j < count; at += sizes[j++]) docs[j] = (PretokText){PRETOK_UTF8_KIND, copy + at, sizes[j]};
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = encode_docs(self, &WHOLE_SCANNER, docs, count, num_threads, &out, ends, status) < 0;
+    Py_END_ALLOW_THREADS
+    if (failed) { PyErr_NoMemory(); goto done; }
+    ids_learn(self, data.len, out.len);
+    for (Py_ssize_t j = 0; j < count; j++) counts[j] = (int32_t)(ends[j] - (j ? ends[j - 1] : 0));
+    PyObject *ids = id_array_take(&out);
+    PyObject *per_piece = PyBytes_FromStringAndSize((const char *)counts, count * (Py_ssize_t)sizeof(int32_t));
+    if (ids && per_piece) result = PyTuple_Pack(2, ids, per_piece);
+    Py_XDECREF(ids);
+    Py_XDECREF(per_piece);
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&lens);
+    ids_release(out.ids, out.cap);
+    free(copy); free(docs); free(ends); free(status); free(counts);
+    return result;
+}
+
 /* clear_cache(): empty the caches and give their memory back: every piece cache (with its front
  * cache) no call holds at the moment, and the spare ids buffer. */
 static PyObject *ChunkBPE_clear_cache(ChunkBPE *self, PyObject *Py_UNUSED(ignored)) {
@@ -2092,6 +2439,16 @@ done:
     return result;
 }
 
+/* split_long_pieces(scanner): cut long pieces into parts with this _pretokenize scanner (None: no
+ * more) and encode them by parts (see encode_by_parts), once its class table is set; whether they
+ * are (only in "merges" mode, with every token's length known). Not while another thread encodes. */
+static PyObject *ChunkBPE_split_long_pieces(ChunkBPE *self, PyObject *capsule) {
+    const PretokScanner *scanner = NULL;
+    if (capsule != Py_None && !(scanner = PyCapsule_GetPointer(capsule, PRETOK_CAPSULE_NAME))) return NULL;
+    self->part_scanner = self->tok_len && !self->slots && !self->rank_mode ? scanner : NULL;
+    return PyBool_FromLong(self->part_scanner != NULL);
+}
+
 static PyObject *ChunkBPE_first_duplicate(ChunkBPE *self, PyObject *Py_UNUSED(ignored)) {
     if (self->dup_first < 0) Py_RETURN_NONE;
     return Py_BuildValue("(LL)", (long long)self->dup_first, (long long)self->dup_second);
@@ -2113,10 +2470,16 @@ static PyMethodDef ChunkBPE_methods[] = {
      "encode_texts(texts, scanner, as_lists, num_threads=1): encode_text of each str of a list in one call without "
      "the GIL, on up to num_threads threads; "
      "a list of lists (None: lone surrogate), or (uint32 ids buffer, int64 end offsets bytes, [surrogate texts])."},
+    {"encode_pieces", (PyCFunction)ChunkBPE_encode_pieces, METH_VARARGS,
+     "encode_pieces(pieces, lengths, num_threads=1): each piece of a flat UTF-8 buffer (int32 lengths) encoded whole, "
+     "without the GIL: (uint32 ids buffer, int32 bytes: the number of ids of each piece)."},
     {"clear_cache", (PyCFunction)ChunkBPE_clear_cache, METH_NOARGS,
      "Empty the caches (pieces, the front cache, the spare ids buffer) and give their memory back."},
     {"cache_sizes", (PyCFunction)ChunkBPE_cache_sizes, METH_NOARGS,
      "[(front-cache slots, piece-cache slots, pieces kept) or None] of each cache of the pool."},
+    {"split_long_pieces", (PyCFunction)ChunkBPE_split_long_pieces, METH_O,
+     "split_long_pieces(scanner): encode pieces longer than 16 bytes by the parts this _pretokenize scanner cuts them "
+     "into, with BPE's ids (None: whole); whether it does (\"merges\" mode only)."},
     {"first_duplicate", (PyCFunction)ChunkBPE_first_duplicate, METH_NOARGS,
      "(id, id) of the first two vocabulary tokens found with the same bytes, or None."},
     {"recover_merges", (PyCFunction)ChunkBPE_recover_merges, METH_NOARGS,

@@ -256,6 +256,7 @@ typedef struct {
     const int32_t *ranks;  /* BpeTrainer's rules when not NULL */
     int64_t nranks;
     int64_t threshold, floor;
+    int token_pairs;      /* the input symbols are token ids (int32), whose distinct pairs may be millions */
     CandidateTable made;  /* a merge's scratch: the pairs it creates */
     CandidateTable lost;  /* and what the pairs around its occurrences lose (counts only) */
     uint64_t *log;        /* and where each created pair gained, in order: made's index << 32 | position */
@@ -630,11 +631,38 @@ static int candidates_keep_part(CandidateTable *t, uint64_t part, uint64_t parts
     return candidates_rehash(t, t->cap);
 }
 
+/* A sketch of the pair counts, for scans that would find more candidates than their budget
+   (SuperBPE's stage 2: millions of distinct pairs of tokens, most of them rare): every pair's
+   count is added to a saturating 8-bit counter chosen by its hash (a count-min sketch of one row,
+   up to half a counter per arena byte), so a pair whose counter is below the threshold is below
+   it too and need not be counted. Without it such a scan is repeated for every part of the split.
+   *passing: the counters at the threshold or above (a bound on the candidates, give or take
+   collisions). NULL when out of memory (the scans then go without it). */
+static uint8_t *count_sketch(State *s, uint64_t *mask, uint8_t least, uint64_t *passing) {
+    uint64_t size = 1 << 16;
+    while (size * 2 <= s->ar.n / 2) size *= 2;
+    uint8_t *sketch = calloc(size, 1);
+    if (!sketch) return NULL;
+    *mask = size - 1;
+    FOR_EACH_ADJACENT(s, {
+        if (c > 0) {
+            uint8_t *v = &sketch[mix64(pair_key(x, y)) & (size - 1)];
+            *v = (uint64_t)*v + (uint64_t)c >= 255 ? 255 : (uint8_t)(*v + c);
+        }
+        (void)p;
+    });
+    uint64_t above = 0;
+    for (uint64_t i = 0; i < size; i++) above += sketch[i] >= least;
+    *passing = above;
+    return sketch;
+}
+
 /* Track every untracked pair whose count is at least s->threshold: count them in a scan of the
    arena, give them records, then write their positions in one more scan and queue them. Where
-   more than a budget of candidates turn up at once, the pairs are split by hash into parts,
-   counted one part per scan (the split grows as the scan goes: candidates of the other half are
-   dropped and counted in a later scan). */
+   more than a budget of candidates turn up at once, a count sketch leaves out the pairs that
+   cannot reach the threshold (count_sketch), and if there are still too many, the pairs are
+   split by hash into parts, counted one part per scan (the split grows as the scan goes:
+   candidates of the other half are dropped and counted in a later scan). */
 static int track_byte_pairs(State *s);
 
 static int track(State *s) {
@@ -644,16 +672,35 @@ static int track(State *s) {
     uint64_t budget = s->npairs > min_budget ? s->npairs : min_budget;
     uint64_t first_new = s->npairs;
     uint32_t *last = NULL;  /* per new record: the last position written */
+    uint8_t *sketch = NULL;
+    uint64_t sketch_mask = 0;
+    int sketched = s->threshold <= 1;  /* (a sketch leaves out nothing at 1) */
+    uint8_t least = s->threshold < 255 ? (uint8_t)s->threshold : 255;
     int failed = -1;
+    /* token ids far more than the budget: the sketch first (their pairs are expected not to fit) */
+    int sketch_first = !sketched && s->token_pairs && s->ar.n / 4 > 16 * budget;
+restart:
     for (uint64_t part = 0, parts = 1; part < parts; part++) {
         candidates_clear(&t);
         FOR_EACH_ADJACENT(s, {
             uint64_t key = pair_key(x, y);
-            if (((mix64(key) >> 40) & (parts - 1)) == part && find_pair(s, x, y) == NONE) {
+            uint64_t h = mix64(key);
+            if (((h >> 40) & (parts - 1)) == part && (!sketch || sketch[h & sketch_mask] >= least) &&
+                find_pair(s, x, y) == NONE) {
                 uint32_t ci = candidate(&t, key);
                 if (ci == NONE) goto done;
                 t.items[ci].count += c;
                 candidate_position(&t.items[ci], (uint32_t)p);
+                if ((t.size > budget || sketch_first) && !sketched) {
+                    uint64_t passing = 0;
+                    sketched = 1;
+                    sketch = count_sketch(s, &sketch_mask, least, &passing);
+                    if (sketch) {  /* room for what it lets through (a counter may stand for several pairs) */
+                        uint64_t room = passing * 2 < (sketch_mask + 1) / 16 ? passing * 2 : (sketch_mask + 1) / 16;
+                        budget = room > budget ? room : budget;
+                        goto restart;
+                    }
+                }
                 while (t.size > budget && parts < MAX_PARTS) {
                     parts *= 2;
                     if (candidates_keep_part(&t, part, parts) < 0) goto done;
@@ -662,6 +709,8 @@ static int track(State *s) {
         });
         if (promote(s, &t) < 0) goto done;
     }
+    free(sketch);
+    sketch = NULL;
     if (s->npairs > first_new) {
         last = malloc((s->npairs - first_new) * sizeof(uint32_t));
         if (!last) goto done;
@@ -675,6 +724,7 @@ static int track(State *s) {
         if (push_pair(s, (uint32_t)i) < 0) goto done;
     failed = 0;
 done:
+    free(sketch);
     free(last);
     candidates_free(&t);
     return failed;
@@ -1042,6 +1092,7 @@ static PyObject *train(PyObject *self, PyObject *args) {
     if (build_arena(&s, lengths, nwords, (uint64_t)itemsize) < 0) { PyErr_NoMemory(); goto done; }
     s.bytes_only = itemsize == 1;
     s.log_max = min_log && s.ar.n / 16 > min_log ? s.ar.n / 16 : min_log;
+    s.token_pairs = itemsize == 4;
     /* Pairs below min_frequency are never merged, so they need never be tracked: s.floor. Under
        BpeTrainer's rules they are tracked down to 1 in the end: there an out-of-date entry can
        stand for a larger count than its own (a count that wrapped past 2**31), and the order in

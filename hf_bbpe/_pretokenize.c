@@ -421,6 +421,46 @@ INLINE Py_ssize_t o200k_family(const Scan *t, Py_ssize_t i, int contractions, in
 INLINE Py_ssize_t o200k(const Scan *t, Py_ssize_t i) { return o200k_family(t, i, 1, 3); }
 INLINE Py_ssize_t tekken(const Scan *t, Py_ssize_t i) { return o200k_family(t, i, 0, 1); }
 
+/* SuperBPE's stage-1 pattern (the paper's plain BPE, and the first merges of its SuperBPE
+ * tokenizers): o200k's without contractions, its numbers three digits at a time. */
+INLINE Py_ssize_t superbpe_stage1(const Scan *t, Py_ssize_t i) { return o200k_family(t, i, 0, 3); }
+
+/* SuperBPE's stage-2 pattern, \p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S): the length of
+ * its match at i, or 0 where none starts. ' ?' takes the space first; without it the run would
+ * have to start at the space, which is \s, so a space starts either that run or a run of spaces
+ * that a non-space does not follow (it gives back its last space before one). */
+INLINE Py_ssize_t superbpe_match(const Scan *t, Py_ssize_t i) {
+    int c = cls(t, i);
+    if (c & LETTER) return 0;
+    if (c & NUMBER) return numbers(t, i, 3);
+    int space = at(t, i) == ' ';
+    Py_ssize_t j = i + space; /* (a space is one byte in UTF-8 too) */
+    if (is_other(t, j) && is_other(t, next(t, j))) {
+        j = next(t, next(t, j));
+        while (is_other(t, j)) j = next(t, j);
+        while (j < t->n && (is_newline(t, j) || at(t, j) == '/')) j++; /* (one byte in UTF-8 too) */
+        return j - i;
+    }
+    if (!space) return 0;
+    while (j < t->n && at(t, j) == ' ') j++;
+    return j == t->n || is_space(t, j) ? j - i : j - 1 - i;
+}
+
+/* The stage-2 pattern as tokenizers' Split(pattern, "isolated") cuts text, which is how the
+ * paper's tokenizers run it: its matches, and the text between two matches (letters, spaces
+ * before them, single punctuation characters: a superword's words) as one chunk. A chunk
+ * starts at a match, or where one ends; it ends where the next match starts. */
+INLINE Py_ssize_t superbpe_stage2(const Scan *t, Py_ssize_t i) {
+    Py_ssize_t len = superbpe_match(t, i);
+    if (len) return len;
+    Py_ssize_t j = next(t, i);
+    for (;;) {
+        j = letters_end(t, j); /* (no match starts at a letter) */
+        if (j >= t->n || superbpe_match(t, j)) return j - i;
+        j = next(t, j);
+    }
+}
+
 static int window_ok;       /* ASCII's classes are as the window scanners assume (set_classes checks) */
 static uint32_t ctl_spaces; /* the control characters (below 0x20) that are \s */
 
@@ -714,6 +754,46 @@ INLINE uint64_t gpt2_starts(const uint8_t *s, const WindowClasses *w, int *cut_o
     return starts;
 }
 
+/* The chunk starts of SuperBPE's stage-2 pattern as an isolated Split (see superbpe_stage2): every
+ * match starts a chunk and so does the text after it. Matches:
+ * - \p{N}{1,3}: at a digit after no digit and every third digit of a run; a chunk starts after the run;
+ * - ' ?[^\s\p{L}\p{N}]{2,}[\r\n/]*': at a run of two or more punctuation characters, or at the
+ *   space before it; the \r\n right after the run are its own, and a chunk starts after them;
+ * - ' +(?!\S)': at a run of spaces (' ' only) of two or more, or of one before other whitespace;
+ *   before other whitespace the whole run, else all but its last space, where a chunk starts.
+ * What the window cannot tell (what follows its end) only hides chunk starts after every start it
+ * finds, which is safe; but a slash after the line breaks of a punctuation run is the run's
+ * ([\r\n/]* takes it, and more), not the start of another: the window stops before such a run. */
+INLINE uint64_t superbpe_stage2_starts(const WindowClasses *w, int *cut_out) {
+    const uint64_t valid = below_bit(w->lim), N = w->N, SP = w->SP, S = w->S, NL = w->NL;
+    const uint64_t O = valid & ~(w->L | N | S);
+    int cut = w->lim;
+    uint64_t starts = 1;
+    /* digits */
+    uint64_t n_start = N & ~(N << 1);
+    starts |= n_start | (~N & (N << 1) & valid);
+    for (uint64_t runs = n_start; runs; runs &= runs - 1) {
+        int a = FIRST_SET_BIT(runs), e = run_past(N, a);
+        for (int k = a + 3; k < e; k += 3) starts |= (uint64_t)1 << k;
+    }
+    /* punctuation runs of two or more, their line breaks after them */
+    uint64_t pairs = O & (O >> 1), runs2 = pairs | (pairs << 1);
+    uint64_t r_start = runs2 & ~(runs2 << 1), spaced = r_start & (SP << 1);
+    uint64_t m_start = (r_start & ~spaced) | (spaced >> 1);
+    uint64_t absorbed = NL & ~(NL + (NL & (runs2 << 1))), taken = runs2 | absorbed;
+    starts |= m_start | (~taken & (taken << 1) & valid);
+    uint64_t slashed = (absorbed << 1) & w->slash;
+    if (slashed) cut = LAST_SET_BIT(m_start & below_bit(FIRST_SET_BIT(slashed)));
+    /* runs of spaces */
+    uint64_t sp_start = SP & ~(SP << 1), after = ~SP & (SP << 1) & valid;
+    starts |= sp_start & (SP >> 1);                  /* two or more */
+    starts |= sp_start & ~(SP >> 1) & (S >> 1);      /* one, before other whitespace */
+    starts |= after & S;                             /* after a whole run */
+    starts |= ((after & ~S) >> 1) & SP & (SP << 1);  /* at the last space a run of two or more gives back */
+    *cut_out = cut;
+    return starts;
+}
+
 /* Each pattern's window scanner: the ends of up to room chunks from s (a chunk start at position
  * base, with at least 64 bytes of text from it), as far as the window can tell, into ends; their
  * number (0: the window cannot tell one). */
@@ -738,6 +818,8 @@ INLINE uint64_t gpt2_starts(const uint8_t *s, const WindowClasses *w, int *cut_o
     WINDOW_SCANNER(ATTR, qwen2_window##SUFFIX, MASKS, 0, 0, gpt4_family_starts(s, &w, 0, 1, 1, &cut)) \
     WINDOW_SCANNER(ATTR, o200k_window##SUFFIX, MASKS, 1, 0, gpt4_family_starts(s, &w, 1, 1, 3, &cut)) \
     WINDOW_SCANNER(ATTR, tekken_window##SUFFIX, MASKS, 1, 0, gpt4_family_starts(s, &w, 1, 0, 1, &cut)) \
+    WINDOW_SCANNER(ATTR, superbpe_stage1_window##SUFFIX, MASKS, 1, 0, gpt4_family_starts(s, &w, 1, 0, 3, &cut)) \
+    WINDOW_SCANNER(ATTR, superbpe_stage2_window##SUFFIX, MASKS, 1, 0, superbpe_stage2_starts(&w, &cut)) /* (cased: for slashes) */ \
     WINDOW_SCANNER(ATTR, gpt2_window##SUFFIX, MASKS, 0, 1, gpt2_starts(s, &w, &cut)) /* (runs of one class, any bytes) */
 WINDOW_SCANNERS(, , byte_masks_sse2)
 #if WIDE_WINDOWS
@@ -818,6 +900,8 @@ INLINE Py_ssize_t no_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base,
 #define qwen2_window no_window
 #define o200k_window no_window
 #define tekken_window no_window
+#define superbpe_stage1_window no_window
+#define superbpe_stage2_window no_window
 #endif
 SCANNER(gpt2, gpt2_window)
 SCANNER(gpt4, gpt4_window)
@@ -825,6 +909,8 @@ SCANNER(o200k, o200k_window)
 SCANNER(llama3, gpt4_window) /* (Llama 3 differs only at whitespace that ends the text, which no window decides) */
 SCANNER(qwen2, qwen2_window)
 SCANNER(tekken, tekken_window)
+SCANNER(superbpe_stage1, superbpe_stage1_window)
+SCANNER(superbpe_stage2, superbpe_stage2_window)
 
 static int check_classes(void) {
     if (classes != NULL) return 0;
@@ -856,15 +942,18 @@ static PyObject *split(PyObject *args, const PretokScanner *scanner) {
     return out;
 }
 
-#define NSCANNERS 6
+#define NSCANNERS 8
 static const PretokScanner scanners[NSCANNERS] = {{gpt2_chunk, &classes, gpt2_chunks},
                                                   {gpt4_chunk, &classes, gpt4_chunks},
                                                   {o200k_chunk, &classes, o200k_chunks},
                                                   {llama3_chunk, &classes, llama3_chunks},
                                                   {qwen2_chunk, &classes, qwen2_chunks},
-                                                  {tekken_chunk, &classes, tekken_chunks}};
+                                                  {tekken_chunk, &classes, tekken_chunks},
+                                                  {superbpe_stage1_chunk, &classes, superbpe_stage1_chunks},
+                                                  {superbpe_stage2_chunk, &classes, superbpe_stage2_chunks}};
 static const char *scanner_names[NSCANNERS] = {"scanner_gpt2", "scanner_gpt4", "scanner_o200k", "scanner_llama3",
-                                                "scanner_qwen2", "scanner_tekken"};
+                                                "scanner_qwen2", "scanner_tekken", "scanner_superbpe_stage1",
+                                                "scanner_superbpe_stage2"};
 
 static PyObject *split_gpt2(PyObject *self, PyObject *args) { return split(args, &scanners[0]); }
 static PyObject *split_gpt4(PyObject *self, PyObject *args) { return split(args, &scanners[1]); }
@@ -872,6 +961,8 @@ static PyObject *split_o200k(PyObject *self, PyObject *args) { return split(args
 static PyObject *split_llama3(PyObject *self, PyObject *args) { return split(args, &scanners[3]); }
 static PyObject *split_qwen2(PyObject *self, PyObject *args) { return split(args, &scanners[4]); }
 static PyObject *split_tekken(PyObject *self, PyObject *args) { return split(args, &scanners[5]); }
+static PyObject *split_superbpe_stage1(PyObject *self, PyObject *args) { return split(args, &scanners[6]); }
+static PyObject *split_superbpe_stage2(PyObject *self, PyObject *args) { return split(args, &scanners[7]); }
 
 /* chunk_ends(scanner, text, max, utf8=False): the end of every chunk of text, from the scanner's
  * chunks() asked for max ends at a time, or from its chunk() with max 0; with utf8, of the text's
@@ -992,6 +1083,9 @@ static PyMethodDef methods[] = {
     {"split_llama3", split_llama3, METH_VARARGS, "regex.findall(LLAMA3_SPLIT_PATTERN, text), in C."},
     {"split_qwen2", split_qwen2, METH_VARARGS, "regex.findall(QWEN2_SPLIT_PATTERN, text), in C."},
     {"split_tekken", split_tekken, METH_VARARGS, "regex.findall(TEKKEN_SPLIT_PATTERN, text), in C."},
+    {"split_superbpe_stage1", split_superbpe_stage1, METH_VARARGS, "regex.findall(SUPERBPE_STAGE1_SPLIT_PATTERN, text), in C."},
+    {"split_superbpe_stage2", split_superbpe_stage2, METH_VARARGS,
+     "The pieces of tokenizers' Split(SUPERBPE_STAGE2_SPLIT_PATTERN, 'isolated'): its matches and the text between them, in C."},
     {"wide_windows", set_wide_windows, METH_VARARGS,
      "wide_windows(on=None): whether UTF-8 text is scanned with the AVX-512 window scanners (the default where the "
      "CPU has AVX-512 BW and HF_BBPE_NO_AVX512 is not set; else SSE2); on=False / True switches (True only where "

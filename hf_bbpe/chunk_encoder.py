@@ -4,7 +4,10 @@ The result is minbpe's ``_encode_chunk`` and tiktoken's ``byte_pair_merge``: rep
 the adjacent pair with the lowest merged id, the leftmost one on ties. Short chunks (nearly all
 of them) use that loop directly, keeping each pair's lookup until a merge next to it changes it;
 long chunks use a heap over a linked list, so 1 MB without a split point costs O(n log n), not
-O(n^2). A bounded cache maps frequent chunks to their ids.
+O(n^2). A bounded cache maps frequent chunks to their ids. The C kernel encodes a long chunk in
+``"merges"`` mode from its words, each through its caches, and re-encodes only where two words'
+tokens merge (see ``encode_by_parts`` in ``_chunk_bpe.c``): the same ids, and SuperBPE's
+sentence-long chunks at the speed of their words.
 
 Three modes say which pairs merge (see ``Tokenizer.mode``):
 
@@ -37,6 +40,8 @@ import operator
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
+
+from .patterns import part_scanner
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
     _native = importlib.import_module("._chunk_bpe", __package__)
@@ -177,6 +182,8 @@ class ChunkEncoder:
                 unmergeable = numbering.get(UNMERGEABLE_ID, -1) if mode == "ranks" else -1
             kernel = _native.ChunkBPE(kernel_merges, kernel_byte_ids, _KERNEL_CACHE_MAX_ENTRIES, tokens, mode == "ranks",
                                       unmergeable)
+            if mode == "merges" and part_scanner() is not None:  # long pieces (SuperBPE's sentences) by parts
+                kernel.split_long_pieces(part_scanner())
             self._kernel = kernel
             self.encode_chunks = kernel.encode_chunks
             self.encode_bytes = kernel.encode_bytes
@@ -358,6 +365,27 @@ class ChunkEncoder:
                     cache[chunk] = ids
             extend(ids)
         return out
+
+    def encode_pieces(self, pieces: bytes | memoryview, lengths: bytes | memoryview | array,
+                      num_threads: int = 1) -> tuple[memoryview | array, memoryview | array]:
+        """Each piece of ``pieces`` (UTF-8 end to end; ``lengths``: int32 each, as chunk counting's
+        buffers hold them) encoded whole, as :meth:`encode_bytes` encodes it: ``(ids, counts)``,
+        every piece's ids end to end and the number of ids of each, as int32 buffers (``ids``
+        writable, for a merge loop that works in it). ``extend`` and SuperBPE's stage 2 segment
+        a corpus's distinct chunks so; the C kernel encodes them without a Python object per
+        piece, on up to ``num_threads`` threads."""
+        if self.native and self.__dict__.get("_wide") is None and not self._stand_ins:
+            ids, counts = self._kernel.encode_pieces(pieces, lengths, num_threads)
+            return memoryview(ids).cast("B").cast("i"), memoryview(counts).cast("i")
+        data = memoryview(pieces).cast("B")
+        ids, counts = array("i"), array("i")
+        at = 0
+        for n in memoryview(lengths).cast("B").cast("i"):
+            piece = self.encode_bytes(data[at : at + n].tobytes())
+            ids.extend(piece)
+            counts.append(len(piece))
+            at += n
+        return ids, counts
 
     def encode_bytes(self, data: bytes) -> list[int]:
         """Encode one chunk given as bytes (no cache)."""

@@ -1,7 +1,8 @@
 """Counting chunks with the C kernel ``_chunk_count.c``: the fast path of training's first step.
 
-For a split pattern that a C scanner knows (GPT-2, GPT-4, o200k, Llama 3, Qwen2, Tekken and their
-other spellings, see patterns.py) and no normalizer or pipeline, the kernel splits and counts on
+For a split pattern that a C scanner knows (GPT-2, GPT-4, o200k, Llama 3, Qwen2, Tekken, SuperBPE's
+two and their other spellings, see patterns.py; SuperBPE's stage 2 as an isolated Split) and no
+normalizer or other pipeline, the kernel splits and counts on
 threads without the GIL and gives every distinct chunk, in order of first appearance, as three
 flat buffers (:class:`ChunkCounts`) that the merge loop takes as they are: no Python object per
 chunk from counting to the last merge. Inputs:
@@ -122,9 +123,10 @@ class ChunkCounts:
         return f"ChunkCounts({len(self)} distinct chunks{where})"
 
 
-def available(pattern: str | None) -> bool:
-    """Whether the C kernel counts the chunks of ``pattern`` here."""
-    return _kernel is not None and native_scanner(pattern) is not None
+def available(pattern: str | None, *, isolated: bool = False) -> bool:
+    """Whether the C kernel counts the chunks of ``pattern`` here (``isolated``: of
+    ``Split(pattern, "isolated")``, see ``patterns.native_scanner``)."""
+    return _kernel is not None and native_scanner(pattern, isolated=isolated) is not None
 
 
 def count_native(
@@ -139,10 +141,12 @@ def count_native(
     max_memory: int | str | None = None,
     out: str | os.PathLike | None = None,
     spill_dir: str | os.PathLike | None = None,
+    isolated: bool = False,
 ) -> ChunkCounts:
     """Count the chunks of ``files`` (checked paths; text files cut into documents by ``docs``,
     see text_files.py) or of ``source`` (a str, an iterable of str, or a ``datasets.Dataset``)
-    with the C kernel. Call only when :func:`available` says so.
+    with the C kernel: the matches of ``pattern``, or with ``isolated`` the pieces of
+    ``Split(pattern, "isolated")`` (SuperBPE's stage 2). Call only when :func:`available` says so.
 
     ``max_memory`` (bytes, or a size such as ``"4G"``; see :func:`memory_size`) bounds the
     counting's memory: the tables spill to ``spill_dir`` (default: the system's temporary
@@ -151,7 +155,7 @@ def count_native(
     the counts to this counts file too (see counts_file.py)."""
     check_doc_mode(docs)
     threads = max(1, num_threads or available_cpus())
-    counter = _kernel.Counter(native_scanner(pattern), threads)
+    counter = _kernel.Counter(native_scanner(pattern, isolated=isolated), threads)
     total = sum(os.path.getsize(path) for path in files) if files is not None else None
     spill, block = None, 0
     if max_memory is not None:

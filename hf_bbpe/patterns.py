@@ -74,10 +74,39 @@ TEKKEN_SPLIT_PATTERN = "|".join(
 """Mistral's Tekken, character for character as the ``pattern`` of mistral_common's ``tekken_*.json``:
 o200k's without contractions and with one digit a chunk."""
 
+SUPERBPE_STAGE1_SPLIT_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+"""SuperBPE's stage 1 (Liu et al., 2025), character for character as the paper's
+``scripts/train_tokenizer.sh``: its plain-BPE baseline, and the first merges of a SuperBPE
+tokenizer (up to the transition point). o200k's without contractions."""
+
+SUPERBPE_STAGE2_SPLIT_PATTERN = r"""\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)"""
+"""SuperBPE's stage 2, character for character as the paper's ``scripts/extend_tokenizer.sh``: it
+matches only numbers, runs of two or more punctuation characters and runs of spaces, and the
+paper's tokenizers cut text with it as ``tokenizers``' ``Split(pattern, "isolated")``: the text
+between two matches (words and the single spaces between them) is one chunk, so merges may span
+words (superwords). See :data:`ISOLATED_PATTERNS`."""
+
 NATIVE_PATTERNS: dict[str, str] = {"gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN,
                                    "llama3": LLAMA3_SPLIT_PATTERN, "qwen2": QWEN2_SPLIT_PATTERN,
-                                   "tekken": TEKKEN_SPLIT_PATTERN}
-"""The canonical name of each built-in pattern (the C scanner in ``_pretokenize.c`` splits these)."""
+                                   "tekken": TEKKEN_SPLIT_PATTERN, "superbpe_stage1": SUPERBPE_STAGE1_SPLIT_PATTERN}
+"""The canonical name of each built-in pattern (the C scanner in ``_pretokenize.c`` splits these).
+Each matches every character, so its matches are also the pieces of ``Split(pattern, "isolated")``."""
+
+ISOLATED_PATTERNS: dict[str, str] = {"superbpe_stage2": SUPERBPE_STAGE2_SPLIT_PATTERN}
+"""Built-in patterns that leave text between their matches, which are used as ``tokenizers``'
+``Split(pattern, "isolated")`` (the matches and the text between them are the chunks): the C
+scanner of each cuts text that way, and so does the engine's ``pattern=`` given one of them (for
+any other pattern, ``pattern=`` keeps only the matches, as tiktoken does)."""
 
 MINBPE_GPT4_SPLIT_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
@@ -108,6 +137,7 @@ and a ``tokenizer.json`` we write carries the built-in spelling instead (:func:`
 
 SPLIT_PATTERNS: dict[str, str] = {
     **NATIVE_PATTERNS,
+    **ISOLATED_PATTERNS,
     "r50k": GPT2_SPLIT_PATTERN,
     "r50k_base": GPT2_SPLIT_PATTERN,
     "p50k_base": GPT2_SPLIT_PATTERN,
@@ -153,8 +183,8 @@ def resolve_pattern(pattern: str | None) -> str | None:
 
 
 def pattern_name(pattern: str | None) -> str | None:
-    """The canonical short name ("gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken") of a known
-    pattern, else None."""
+    """The canonical short name ("gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken",
+    "superbpe_stage1") of a known pattern that matches every character, else None."""
     return next((name for name, known in NATIVE_PATTERNS.items() if known == pattern), None)
 
 
@@ -170,6 +200,18 @@ def canonical_pattern(pattern: str) -> str:
     write carry."""
     name = scanner_name(pattern)
     return pattern if name is None else NATIVE_PATTERNS[name]
+
+
+def isolated_pattern_name(pattern: str | None) -> str | None:
+    """The name of ``pattern`` in :data:`ISOLATED_PATTERNS`, else None."""
+    return next((name for name, known in ISOLATED_PATTERNS.items() if known == pattern), None)
+
+
+def isolated_scanner_name(pattern: str | None) -> str | None:
+    """The built-in pattern whose C scanner cuts text as ``Split(pattern, "isolated")`` does (its
+    matches and the text between them): one of :data:`ISOLATED_PATTERNS`, or a pattern that matches
+    every character (:func:`scanner_name`); None for any other pattern."""
+    return isolated_pattern_name(pattern) or scanner_name(pattern)
 
 
 HOLD_GIL = {"concurrent": False}
@@ -195,7 +237,7 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
     the whole match even when the pattern has capturing groups, as in tiktoken and `tokenizers`
     (``regex.findall`` would return the groups and drop the rest of each match).
 
-    The GPT-2, GPT-4, o200k, Llama 3, Qwen2 and Tekken patterns, and their other spellings, are
+    The GPT-2, GPT-4, o200k, Llama 3, Qwen2, Tekken and SuperBPE stage-1 patterns, and their other spellings, are
     split by a C scanner (``_pretokenize.c``), several times faster than the regex module; tests check that
     both give the same chunks. Every other pattern uses the regex module, holding the GIL (see
     :data:`HOLD_GIL`).
@@ -210,14 +252,33 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
     return functools.partial(_whole_matches, compiled)
 
 
-def native_scanner(pattern: str | None) -> object | None:
+def native_scanner(pattern: str | None, *, isolated: bool = False) -> object | None:
     """The C scanner of a known pattern as a capsule that ``_chunk_bpe`` splits whole texts with
-    (no Python object per chunk, no GIL), or None for other patterns or without the C module."""
-    name = scanner_name(pattern)
+    (no Python object per chunk, no GIL), or None for other patterns or without the C module.
+    ``isolated``: the scanner that cuts text as ``Split(pattern, "isolated")`` does (see
+    :func:`isolated_scanner_name`) instead of into the pattern's matches."""
+    name = isolated_scanner_name(pattern) if isolated else scanner_name(pattern)
     if _native is None or name is None or not hasattr(_native, f"scanner_{name}"):
         return None
     _load_character_classes()
     return getattr(_native, f"scanner_{name}")
+
+
+def part_scanner() -> object | None:
+    """The C scanner that the chunk encoder cuts long pieces into words with (SuperBPE's stage-1
+    pattern; see ``encode_by_parts`` in ``_chunk_bpe.c``), or None without the C module. Getting it
+    does not build the class table (a third of a second): the encoder uses it once a scanner has."""
+    return None if _native is None else getattr(_native, "scanner_superbpe_stage1", None)
+
+
+def native_isolated_splitter(pattern: str | None) -> Callable[[str], list[str]] | None:
+    """``text -> chunks`` in C for ``Split(pattern, "isolated")`` (see :func:`isolated_scanner_name`),
+    or None for other patterns or without the C module."""
+    name = isolated_scanner_name(pattern)
+    if _native is None or name is None or not hasattr(_native, f"split_{name}"):
+        return None
+    _load_character_classes()
+    return getattr(_native, f"split_{name}")
 
 
 def _whole_matches(compiled: regex.Pattern, text: str) -> list[str]:

@@ -28,13 +28,14 @@ follow Oniguruma's rules for empty matches; the character classes of ``Digits`` 
 
 The engine's own ``pattern`` (tiktoken's and minbpe's reading: the chunks are the matches, and
 text the pattern skips is dropped) is ``Split(pattern, "removed", invert=True)`` in these terms,
-and ``Split(pattern, "isolated")`` for the GPT-2/GPT-4/o200k patterns, which match every
-character (the same chunks; the form tokenizer.json files use). Such a pipeline reports the
-pattern as :attr:`PreTokenizer.plain_pattern` and the engine splits it with
-:func:`patterns.chunk_splitter`, the C scanner for those three: a plain pattern stays the fast
-path. ``Split(pattern, "isolated")`` with another pattern (Llama 3, Qwen2) keeps the text the
-pattern skips; it is split by :func:`isolated_split`, as fast as the matches alone when the
-pattern matches every character.
+and ``Split(pattern, "isolated")`` for the built-in patterns (``patterns.NATIVE_PATTERNS``), which
+match every character (the same chunks; the form tokenizer.json files use). Such a pipeline
+reports the pattern as :attr:`PreTokenizer.plain_pattern` and the engine splits it with
+:func:`patterns.chunk_splitter`, the C scanner for those: a plain pattern stays the fast path.
+``Split(pattern, "isolated")`` with another pattern keeps the text the pattern skips. With
+SuperBPE's stage-2 pattern (``patterns.ISOLATED_PATTERNS``, which ``pattern=`` also takes this
+way) a C scanner cuts it; with any other it is split by :func:`isolated_split`, as fast as the
+matches alone when the pattern matches every character (Llama 3, Qwen2 spelled otherwise).
 
 This module is copied into saved model folders as remote code: it imports flat sibling modules
 only, relatively, and third-party libraries.
@@ -51,7 +52,8 @@ import regex
 
 from .byte_unicode import bytes_to_unicode, unicode_to_token
 from .normalizers import Normalizer, resolve_normalizer
-from .patterns import HOLD_GIL, SPLIT_PATTERNS, chunk_splitter, compile_pattern, resolve_pattern, scanner_name
+from .patterns import HOLD_GIL, SPLIT_PATTERNS, chunk_splitter, compile_pattern, isolated_pattern_name, \
+    native_isolated_splitter, native_scanner, resolve_pattern, scanner_name
 from .unicode_tables import regex_class
 
 BEHAVIORS = {
@@ -531,10 +533,12 @@ def pre_tokenizer_from_json(data: Mapping[str, Any] | None, translate: Callable[
 
 def pattern_pre_tokenizer(pattern: str | None) -> Split | None:
     """The pipeline for the engine's ``pattern`` (its matches are the chunks): an isolated Split
-    for the built-in patterns, which match every character, else Split(removed, invert=True)."""
+    for the built-in patterns, which match every character, and for those of
+    ``patterns.ISOLATED_PATTERNS`` (SuperBPE's stage 2, whose matches and the text between them are
+    the chunks), else Split(removed, invert=True)."""
     if not pattern:
         return None
-    if scanner_name(pattern) is not None:
+    if scanner_name(pattern) is not None or isolated_pattern_name(pattern) is not None:
         return Split(pattern)
     return Split(pattern, "removed", invert=True)
 
@@ -572,10 +576,20 @@ class ChunkSplitter:
         elif self.plain_pattern is not None:
             self.fast_split = chunk_splitter(self.plain_pattern)
         elif self.split_pattern is not None:
-            self.fast_split = functools.partial(isolated_split, compile_pattern(self.split_pattern))
+            self.fast_split = native_isolated_splitter(self.split_pattern) or \
+                functools.partial(isolated_split, compile_pattern(self.split_pattern))
         else:
             self.fast_split = self._pipeline.pre_tokenize
         """The pre-tokenizer alone as a function (None: no split), for the engine's hot path."""
+        self.scanner = None
+        """The C scanner that cuts text as this does (a capsule, see ``patterns.native_scanner``),
+        with which the C kernel splits and encodes whole texts: when there is no normalizer and
+        the pipeline is one split pattern that a scanner knows (a plain pattern, or an isolated
+        Split: SuperBPE's stage 2); else None."""
+        if self.normalizer is None and self.plain_pattern:
+            self.scanner = native_scanner(self.plain_pattern)
+        elif self.normalizer is None and self.plain_pattern is None and self.split_pattern:
+            self.scanner = native_scanner(self.split_pattern, isolated=True)
 
     def __call__(self, text: str) -> list[str] | list[bytes]:
         if self.normalizer is not None:

@@ -46,6 +46,7 @@ REMOTE_CODE_MODULES = (
     # the engine
     "tokenizer",
     "training",
+    "superwords",
     "token_ids",
     "token_offsets",
     "chunk_encoder",

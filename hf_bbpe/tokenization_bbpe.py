@@ -99,6 +99,7 @@ if TYPE_CHECKING:
     from .native_counting import count_native  # noqa: F401
     from .onig_regex import translate_pattern_for_onig  # noqa: F401
     from .progress import progress_bar  # noqa: F401
+    from .superwords import SuperwordConfig  # noqa: F401
     from .text_files import iter_file_documents  # noqa: F401
     from .token_offsets import token_char_spans  # noqa: F401
     from .tokenizer_json_writer import tokenizer_json_dict  # noqa: F401

@@ -35,7 +35,7 @@ from .model_file import (
     write_vocab_file,
 )
 from .normalizers import Normalizer, original_span, resolve_normalizer
-from .patterns import native_scanner, resolve_pattern
+from .patterns import resolve_pattern
 from .pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
 from .special_tokens import (
     AllowedSpecial,
@@ -49,6 +49,7 @@ from .special_tokens import (
 )
 from .token_ids import MAX_TOKEN_ID, single_token_id, token_id_list
 from .token_offsets import token_char_spans
+from .superwords import SuperwordConfig
 from .training import ChunkCounts, count_tokenizer_chunks, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
 
 Merges = dict[tuple[int, int], int]
@@ -143,7 +144,7 @@ class Tokenizer:
         self._split = self._chunker.fast_split if self._chunker.normalizer is None else self._chunker
         self._bytes_chunks = self._chunker.emits_bytes
         # a C scanner when the whole of chunking is one known pattern: split and encode in one C call
-        self._scanner = native_scanner(self._chunker.plain_pattern) if self.is_plain else None
+        self._scanner = self._chunker.scanner
 
     def __getstate__(self) -> dict:
         """A compact state: what is rebuilt on unpickling (the C scanner, which is per process;
@@ -576,6 +577,7 @@ class Tokenizer:
         text_column: str = "text",
         docs: str = "line",
         max_memory: int | str | None = None,
+        superwords: SuperwordConfig | bool | None = None,
     ) -> None:
         """Learn ``vocab_size - 256`` merges from a str, an iterable of documents, or files.
 
@@ -596,10 +598,16 @@ class Tokenizer:
         processes. ``max_memory`` (bytes, or e.g. ``"4G"``) bounds that kernel's memory: its
         counts spill to disk and are merged back exactly (see :meth:`count_chunks`). See
         :func:`train_from_counts` for the rest.
+
+        ``superwords`` (a :class:`~superwords.SuperwordConfig`, or True for its defaults) trains
+        SuperBPE: plain BPE up to the transition point, then merges that may span words, learned
+        on the chunks of a pattern that does not cut at spaces, which the tokenizer then encodes
+        with; every stage-1 merge and id is kept (see superwords.py). The corpus is read twice,
+        so it cannot be a one-shot iterator.
         """
         train_tokenizer(self, text, vocab_size, verbose, files=files, tie_break=tie_break, min_frequency=min_frequency,
                         num_workers=num_workers, progress=progress, text_column=text_column, docs=docs,
-                        max_memory=max_memory)
+                        max_memory=max_memory, superwords=superwords)
 
     def train_from_counts(
         self,
@@ -661,6 +669,7 @@ class Tokenizer:
         text_column: str = "text",
         docs: str = "line",
         max_memory: int | str | None = None,
+        superwords: SuperwordConfig | bool | None = None,
     ) -> Tokenizer:
         """A new tokenizer with up to ``num_new_merges`` merges learned on top of this one's.
 
@@ -674,10 +683,16 @@ class Tokenizer:
         a new token's bytes encodes exactly as before (tiktoken's rule only builds a token from
         its own bytes). The corpus is ``text`` or ``files=`` (cut by ``docs``), as :meth:`train`
         takes them.
+
+        ``superwords`` (a :class:`~superwords.SuperwordConfig` without a transition, or True)
+        makes the new merges superwords, SuperBPE's stage 2 on top of this whole tokenizer: the
+        corpus is split with the config's pattern, which the new tokenizer encodes with (text in
+        which no new merge applies then encodes as before only within those longer chunks; see
+        superwords.py).
         """
         return extend_tokenizer(self, text, num_new_merges, verbose, files=files, tie_break=tie_break,
                                 min_frequency=min_frequency, num_workers=num_workers, progress=progress,
-                                text_column=text_column, docs=docs, max_memory=max_memory)
+                                text_column=text_column, docs=docs, max_memory=max_memory, superwords=superwords)
 
     def _reset_to_bytes(self) -> None:
         """Training's start: the 256 byte tokens, no merges (special tokens keep their ids)."""

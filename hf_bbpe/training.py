@@ -22,16 +22,19 @@ from __future__ import annotations
 
 import importlib
 import os
+from array import array
 import sys
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .chunk_counting import count_chunks, warn_if_mostly_control
 from .counts_file import check_pattern, load_counts
 from .native_counting import ChunkCounts, available, count_native, is_arrow_dataset
 from .progress import progress_bar
+from .superwords import SuperwordConfig, superword_config
 from .text_files import check_doc_mode, iter_file_documents, training_files
+from .worker_pool import available_cpus
 from .trainer import train_flat_merges, train_merges
 
 if TYPE_CHECKING:
@@ -52,13 +55,30 @@ def train_tokenizer(
     text_column: str = "text",
     docs: str = "line",
     max_memory: int | str | None = None,
+    superwords: SuperwordConfig | bool | None = None,
 ) -> None:
-    """``tok.train``: count the chunks of ``text`` or ``files``, then :func:`train_tokenizer_from_counts`."""
+    """``tok.train``: count the chunks of ``text`` or ``files``, then :func:`train_tokenizer_from_counts`.
+
+    With ``superwords`` (SuperBPE, see superwords.py) that is stage 1, up to the transition; the
+    corpus is then counted again with stage 2's chunking, which ``tok`` keeps, and its chunks,
+    segmented by the stage-1 merges, train the rest of the merges."""
     check_vocab_size(vocab_size)
+    config = superword_config(superwords)
+    if config is not None:
+        check_superword_corpus(tok, text)
+    stage1 = vocab_size if config is None else config.stage1_vocab_size(vocab_size)
     counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
                           max_memory=max_memory)
-    train_tokenizer_from_counts(tok, counts, vocab_size, verbose, tie_break=tie_break,
+    train_tokenizer_from_counts(tok, counts, stage1, verbose, tie_break=tie_break,
                                 min_frequency=min_frequency, progress=progress, consume=True)
+    if config is None:
+        return
+    del counts
+    config.set_chunking(tok)
+    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
+                          max_memory=max_memory)
+    tok._set_merges(continued_merges(tok, counts, vocab_size - 256 - len(tok.merges), tie_break, min_frequency,
+                                     verbose, progress, config, num_workers))
 
 
 def train_tokenizer_from_counts(
@@ -118,25 +138,63 @@ def extend_tokenizer(
     text_column: str = "text",
     docs: str = "line",
     max_memory: int | str | None = None,
+    superwords: SuperwordConfig | bool | None = None,
 ) -> Tokenizer:
-    """``tok.extend``: a copy of ``tok`` with up to ``num_new_merges`` merges learned on top."""
-    if not isinstance(num_new_merges, int):
+    """``tok.extend``: a copy of ``tok`` with up to ``num_new_merges`` merges learned on top
+    (with ``superwords``, on the chunks of stage 2's chunking, which the copy keeps)."""
+    if not isinstance(num_new_merges, int) or isinstance(num_new_merges, bool):
         raise TypeError(f"num_new_merges must be an int, got {num_new_merges!r}")
-    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
-                          max_memory=max_memory)
-    warn_if_mostly_control(counts, stacklevel=4)
-    words: list[list[int]] = []
-    weights: list[int] = []
-    for chunk, count in counts.items():  # (a Python object per chunk: extension segments each one)
-        ids = tok.encode_single_piece(chunk)
-        if len(ids) >= 2:
-            words.append(ids)
-            weights.append(count)
+    config = superword_config(superwords)
     extended = tok._copy_for_extension()
-    extended._set_merges(
-        learn(extended, words, weights, num_new_merges, tie_break, min_frequency, verbose, progress, unique_bytes=True)
-    )
+    if config is not None:
+        if config.transition is not None:
+            raise ValueError("extend keeps every merge of the tokenizer as stage 1: a transition is for train "
+                             f"(got transition={config.transition!r})")
+        config.set_chunking(extended)
+    counts = chunk_counts(extended, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
+                          max_memory=max_memory)
+    extended._set_merges(continued_merges(extended, counts, num_new_merges, tie_break, min_frequency, verbose,
+                                          progress, config, num_workers))
     return extended
+
+
+def continued_merges(
+    tok: Tokenizer,
+    counts: Mapping[str, int] | ChunkCounts,
+    num_new_merges: int,
+    tie_break: str,
+    min_frequency: int,
+    verbose: bool,
+    progress: bool | None,
+    superwords: SuperwordConfig | None = None,
+    num_workers: int | None = None,
+) -> Merges:
+    """``tok``'s merges and up to ``num_new_merges`` more, learned on ``counts``' chunks as
+    ``tok``'s merges segment them (``extend``, and SuperBPE's stage 2): no new token repeats the
+    bytes of an existing one, and ``superwords`` vetoes the tokens its rules refuse. The chunks
+    are segmented in one call (``ChunkEncoder.encode_pieces``: C threads, no Python object per
+    chunk from the C counter's buffers) and the merge loop works in the ids it gives."""
+    warn_if_mostly_control(counts, stacklevel=5)
+    if isinstance(counts, ChunkCounts):
+        pieces, lengths, weights = counts.buffers(spend=True)
+    else:
+        chunks = [chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk) for chunk in counts]
+        pieces, lengths, weights = b"".join(chunks), array("i", map(len, chunks)), array("q", counts.values())
+        del chunks
+    ids, id_counts = tok._encoder.encode_pieces(pieces, lengths, max(1, num_workers or available_cpus()))
+    del pieces, lengths
+    return learn(tok, (ids, id_counts, weights), None, num_new_merges, tie_break, min_frequency, verbose, progress,
+                 unique_bytes=True, consume=True, token_filter=None if superwords is None else superwords.allows)
+
+
+def check_superword_corpus(tok: Tokenizer, text: Any) -> None:
+    """Superwords need a tokenizer that splits text (a BasicTokenizer's documents are whole
+    chunks already) and a corpus that can be read twice (stage 2 splits it again)."""
+    if tok._chunker.pre_tokenizer is None:
+        raise ValueError(f"superwords need a split pattern for stage 1; this {type(tok).__name__} has none")
+    if text is not None and not isinstance(text, (str, os.PathLike)) and iter(text) is text:
+        raise TypeError("training with superwords reads the corpus twice (stage 2 splits it again): pass a list, "
+                        "a str, files= or a dataset, not a one-shot iterator or generator")
 
 
 def chunk_counts(
@@ -154,18 +212,19 @@ def chunk_counts(
     check_doc_mode(docs)
     files = training_paths(text, files)
     spec = tok._chunking_spec()
-    native = isinstance(spec, str) and available(spec) and not _is_ray_dataset(text)
+    split = native_split(tok)
+    native = split is not None and available(split[0], isolated=split[1]) and not _is_ray_dataset(text)
     if max_memory is not None and not native:
         raise ValueError(
             "max_memory needs the C chunk counter: a split pattern it knows (GPT-2, GPT-4, o200k, Llama 3, Qwen2, "
-            "Tekken or another spelling of one), no normalizer or pre-tokenizer pipeline, the compiled extension, "
-            "and text that is not a Ray Dataset"
+            "Tekken, SuperBPE's or another spelling of one), no normalizer or pre-tokenizer pipeline, the compiled "
+            "extension, and text that is not a Ray Dataset"
         )
     if files is None and not (native and is_arrow_dataset(text)):  # (the kernel reads a Dataset's Arrow column)
         text = hf_dataset_texts(text, text_column)
     if native:
-        return count_native(text, spec, files=files, num_threads=num_workers, progress=progress,
-                            text_column=text_column, docs=docs, max_memory=max_memory, out=out)
+        return count_native(text, split[0], isolated=split[1], files=files, num_threads=num_workers,
+                            progress=progress, text_column=text_column, docs=docs, max_memory=max_memory, out=out)
     if files is not None:
         text = iter_file_documents(files, text_column, docs)
     if not _is_ray_dataset(text):
@@ -245,6 +304,19 @@ def training_paths(text: Any, files: Any) -> list[str] | None:
     return None
 
 
+def native_split(tok: Tokenizer) -> tuple[str, bool] | None:
+    """``(pattern, isolated)`` when ``tok``'s chunking is one split pattern and no normalizer:
+    its plain pattern's matches, or ``Split(pattern, "isolated")`` (SuperBPE's stage 2)."""
+    chunker = tok._chunker
+    if chunker.normalizer is not None:
+        return None
+    if chunker.plain_pattern:
+        return chunker.plain_pattern, False
+    if chunker.plain_pattern is None and chunker.split_pattern:
+        return chunker.split_pattern, True
+    return None
+
+
 def _is_ray_dataset(text: Any) -> bool:
     ray_data = sys.modules.get("ray.data")  # a Ray Dataset can only exist once ray.data is loaded
     return ray_data is not None and isinstance(text, ray_data.Dataset)
@@ -252,7 +324,7 @@ def _is_ray_dataset(text: Any) -> bool:
 
 def learn(
     tok: Tokenizer,
-    words: list[bytes] | list[list[int]] | ChunkCounts,
+    words: list[bytes] | list[list[int]] | ChunkCounts | tuple[Any, Any, Any],
     weights: list[int] | None,
     num_merges: int,
     tie_break: str,
@@ -261,13 +333,16 @@ def learn(
     progress: bool | None,
     unique_bytes: bool = False,
     consume: bool = False,
+    token_filter: Callable[[bytes], bool] | None = None,
 ) -> Merges:
     """Run the merge loop on words of ``tok``'s token ids (or on the C kernel's counts, whose
-    words are bytes: no weights then); new ids go above the current ones. Returns ``tok``'s
-    merges followed by the new ones.
+    words are bytes, or on ``(ids, lengths, counts)``, words of ids laid end to end as
+    ``trainer.train_flat_merges`` takes them: no weights then); new ids go above the current
+    ones. Returns ``tok``'s merges followed by the new ones.
 
     With ``unique_bytes``, a pair whose bytes already form a token is never merged, so no
-    two tokens share the same bytes.
+    two tokens share the same bytes. ``token_filter(bytes)``, if given, vetoes the tokens it
+    returns False for (superwords' rules).
     """
     vocab = dict(tok.vocab)
     bar = progress_bar(desc="merging", total=num_merges, unit="merge", enabled=progress)
@@ -285,9 +360,10 @@ def learn(
 
     def allow_pair(a: int, b: int) -> bool:
         merged = vocab[a] + vocab[b]
-        if merged in known_bytes:
+        if known_bytes is not None and merged in known_bytes or token_filter is not None and not token_filter(merged):
             return False
-        known_bytes.add(merged)
+        if known_bytes is not None:
+            known_bytes.add(merged)
         return True
 
     options = {
@@ -295,13 +371,15 @@ def learn(
         "taken_ids": tok.vocab.keys(),
         "tie_break": tie_break,
         "min_frequency": min_frequency,
-        "on_merge": on_merge if verbose or not bar.disable or unique_bytes else None,
-        "allow_pair": allow_pair if unique_bytes else None,
+        "on_merge": on_merge if verbose or not bar.disable or unique_bytes or token_filter else None,
+        "allow_pair": allow_pair if unique_bytes or token_filter else None,
         "byte_ids": tok._byte_ids,
     }
     if isinstance(words, ChunkCounts):
         consume = consume or words.private  # (a private mapping of a counts file: nobody else's)
         learned = train_flat_merges(*words.buffers(spend=consume), num_merges, consume=consume, **options)
+    elif isinstance(words, tuple):  # (ids, lengths, counts) as continued_merges gives them
+        learned = train_flat_merges(*words, num_merges, consume=consume, **options)
     else:
         learned = train_merges(words, weights, num_merges, **options)
     bar.close()

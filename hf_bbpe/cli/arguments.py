@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..chat_presets import CHAT_PRESETS
 from ..patterns import NATIVE_PATTERNS
+from ..superwords import DEFAULT_TRANSITION, SuperwordConfig
 from ..tokenizer import Tokenizer
 from ..trainer import TIE_BREAKS
 from .errors import CommandError
@@ -118,6 +119,62 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
     add_chat_template(parser)
+
+
+def add_superword_options(parser: argparse.ArgumentParser, *, transition: bool) -> None:
+    """SuperBPE's options (``train`` takes a transition point; ``extend`` starts stage 2 from the
+    whole tokenizer)."""
+    group = parser.add_argument_group("superword tokens (SuperBPE: late merges may span words)")
+    group.add_argument("--superwords", action="store_true",
+                       help="learn superword tokens: " + ("plain BPE up to the transition, then merges across spaces "
+                                                          f"(default transition {DEFAULT_TRANSITION} of --vocab-size)"
+                                                          if transition else
+                                                          "the new merges may span words, on the chunks of the "
+                                                          "superword pattern, which the tokenizer then uses"))
+    if transition:
+        group.add_argument("--superword-transition", metavar="T", type=transition_point, default=None,
+                           help="where stage 1 (plain BPE) hands over to superwords: a vocabulary size (the paper's "
+                                "t, e.g. 180000 of 200000) or a share of --vocab-size (e.g. 0.9); implies --superwords")
+    group.add_argument("--superword-pattern", metavar="REGEX", default=None,
+                       help="stage 2's split pattern, used as an isolated Split (default: superbpe_stage2, the "
+                            "paper's); implies --superwords")
+    group.add_argument("--superword-max-words", metavar="N", type=non_negative_int, default=None,
+                       help="the most words a token may span (default 4, the paper's; 0: no limit); implies --superwords")
+    group.add_argument("--superword-allow-colon-space", action="store_true",
+                       help="let tokens hold ': ' (the paper forbids it); implies --superwords")
+
+
+def superword_config(args: argparse.Namespace) -> SuperwordConfig | None:
+    """The SuperwordConfig the superword options ask for, or None when none is given."""
+    transition = getattr(args, "superword_transition", None)
+    if not (args.superwords or transition is not None or args.superword_pattern is not None
+            or args.superword_max_words is not None or args.superword_allow_colon_space):
+        return None
+    options = {"transition": transition, "allow_colon_space": args.superword_allow_colon_space}
+    if args.superword_pattern is not None:
+        options["pattern"] = args.superword_pattern
+    if args.superword_max_words is not None:
+        options["max_words"] = args.superword_max_words or None
+    try:
+        return SuperwordConfig(**options)
+    except (TypeError, ValueError) as exc:
+        raise CommandError(f"superwords: {exc}") from None
+
+
+def transition_point(text: str) -> int | float:
+    """argparse type: a vocabulary size (an int >= 256) or a share of it (a float between 0 and 1)."""
+    try:
+        value: int | float = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a vocabulary size or a share of it, got {text!r}") from None
+    if isinstance(value, int) and value < 256:
+        raise argparse.ArgumentTypeError(f"expected a vocabulary size >= 256 or a share between 0 and 1, got {text}")
+    if isinstance(value, float) and not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text}")
+    return value
 
 
 def add_text_column(parser: argparse.ArgumentParser) -> None:

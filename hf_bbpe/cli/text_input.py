@@ -187,6 +187,22 @@ def iter_corpus_documents(paths: Sequence[str], mode: str = "file", text_column:
     reject_empty(paths, n_chars)
 
 
+class CorpusDocuments:
+    """:func:`iter_corpus_documents` as an iterable that reads the files again each time it is
+    iterated (stdin, which can be read once, is kept after the first pass)."""
+
+    def __init__(self, paths: Sequence[str], mode: str, text_column: str) -> None:
+        self.paths, self.mode, self.text_column = list(paths), mode, text_column
+        self._stdin: list[str] | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        if STDIN not in self.paths:
+            return iter_corpus_documents(self.paths, self.mode, self.text_column)
+        if self._stdin is None:
+            self._stdin = list(iter_corpus_documents(self.paths, self.mode, self.text_column))
+        return iter(self._stdin)
+
+
 def _record_documents(path: str, column: str) -> Iterator[str]:
     try:
         yield from iter_file_documents([path], column)
@@ -199,19 +215,25 @@ def input_error(exc: BaseException) -> CommandError:
     return CommandError(str(exc).replace("text_column=", "--text-column"))
 
 
-def train_on_inputs(learn: Callable[..., Any], paths: list[str], args: argparse.Namespace, size: int) -> Any:
+def train_on_inputs(learn: Callable[..., Any], paths: list[str], args: argparse.Namespace, size: int,
+                    **more: Any) -> Any:
     """``learn`` (a tokenizer's ``train`` or ``extend``) on the documents of ``paths``: the files
     themselves (the counting threads read them, text files cut into documents by ``--docs``), or
-    with stdin the documents read here. An error about a file names it and its line, as a
-    one-line CommandError."""
+    with stdin the documents read here (again for each pass: superwords count the corpus twice;
+    stdin is read once and kept). An error about a file names it and its line, as a one-line
+    CommandError. ``more``: further keywords for ``learn`` (``superwords``)."""
     options = {"tie_break": args.tie_break, "min_frequency": args.min_frequency, "num_workers": args.workers,
                "progress": False if args.no_progress else None, "text_column": args.text_column,
-               "max_memory": args.max_memory}
+               "max_memory": args.max_memory, **more}
     try:
         if STDIN not in paths:
             if not any(os.path.getsize(path) for path in paths):
                 reject_empty(paths, 0)
             return learn(None, size, files=paths, docs=args.docs, **options)
-        return learn(iter_corpus_documents(paths, args.docs, args.text_column), size, **options)
+        if more.get("superwords") is not None:
+            documents = CorpusDocuments(paths, args.docs, args.text_column)
+        else:
+            documents = iter_corpus_documents(paths, args.docs, args.text_column)
+        return learn(documents, size, **options)
     except (ValueError, ImportError) as exc:
         raise input_error(exc) from None

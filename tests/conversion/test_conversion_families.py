@@ -312,6 +312,8 @@ OWNER_ROLES = {
                                                                                       "whisper_en")},
     **{name: ("<|endoftext|>", "<|endoftext|>", None, False) for name in ("gpt2", "r50k_base", "p50k_base",
                                                                           "cl100k_base", "o200k_base")},
+    # the SuperBPE paper's released vocab.json + merges.txt hold no special token
+    **{name: (None, None, None, False) for name in ("superbpe_t180k", "superbpe_baseline")},
 }
 
 

@@ -37,6 +37,7 @@ from hf_bbpe.patterns import SPLIT_PATTERNS, TIKTOKEN_CL100K_SPLIT_PATTERN  # no
 from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig  # noqa: E402
 from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict  # noqa: E402
 from tests.support.families import bpe_trainer_file  # noqa: E402
+from tests.support.reference_bpe import isolated_chunks  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DOCS = (DATA / "text" / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n")
@@ -63,20 +64,6 @@ def onig_split(pattern: str, text: str) -> list[str]:
     return [piece for piece, _ in pre_tokenizers.Split(Regex(pattern), "isolated").pre_tokenize_str(text)]
 
 
-def python_split(pattern: str, text: str) -> list[str]:
-    """What Split("isolated") makes of Python's matches: matches and the gaps between them."""
-    out, pos = [], 0
-    for match in regex.finditer(pattern, text):
-        if match.start() > pos:
-            out.append(text[pos : match.start()])
-        if match.end() > match.start():
-            out.append(match.group())
-        pos = match.end()
-    if pos < len(text):
-        out.append(text[pos:])
-    return out
-
-
 ADVERSARIAL = [
     "1234567", "12345 6789012", "a1234b", "   x", "x   ", "  \n  \n", "\r\n\r\n  a", "a\r\n \r\nb",
     "I'M HE'LL ſ 'Ś 'K", "don't\n\n", "\n", "", " ", "ab\n", "ab\n\n", "ab \n", "[[a]]&&x",
@@ -88,21 +75,21 @@ ADVERSARIAL = [
 def test_translation_splits_like_python_on_adversarial_strings(pattern):
     onig = translate_pattern_for_onig(pattern)
     for text in ADVERSARIAL + DOCS[:200]:
-        assert onig_split(onig, text) == python_split(pattern, text), (pattern, onig, text[:60])
+        assert onig_split(onig, text) == isolated_chunks(text, pattern), (pattern, onig, text[:60])
 
 
 @pytest.mark.parametrize("pattern", PYTHON_PATTERNS)
 @settings(max_examples=150, deadline=None)
 @given(text=TEXTS)
 def test_translation_splits_like_python_on_hypothesis_text(pattern, text):
-    assert onig_split(translate_pattern_for_onig(pattern), text) == python_split(pattern, text)
+    assert onig_split(translate_pattern_for_onig(pattern), text) == isolated_chunks(text, pattern)
 
 
 def test_the_known_difference_is_real():
     """Untranslated, Oniguruma reads tiktoken's cl100k pattern differently (why we translate)."""
     raw = TIKTOKEN_CL100K_SPLIT_PATTERN
     assert onig_split(raw, "1234567") == ["1234567"]
-    assert python_split(raw, "1234567") == ["123", "456", "7"]
+    assert isolated_chunks("1234567", raw) == ["123", "456", "7"]
     assert onig_split(translate_pattern_for_onig(raw), "1234567") == ["123", "456", "7"]
     assert "(?>\\p{N}{1,3})" in translate_pattern_for_onig(raw)
 
@@ -121,7 +108,7 @@ ONIG_PATTERNS = [
 @settings(max_examples=150, deadline=None)
 @given(text=TEXTS)
 def test_reverse_translation_splits_like_oniguruma(onig, text):
-    assert python_split(translate_pattern_from_onig(onig), text) == onig_split(onig, text)
+    assert isolated_chunks(text, translate_pattern_from_onig(onig)) == onig_split(onig, text)
 
 
 @pytest.mark.parametrize("bad", [r"(a)\1", r"(?<=\bx)y", r"[\B]", r"(?m:^a)", r"(?x) a", r"\Ga", r"a\Kb", r"(?(1)a|b)", r"(?s:.)", "a\\"])
@@ -151,7 +138,7 @@ def test_every_assigned_codepoint_is_classified_alike():
     assert len(chars) > 280000
     text = "".join(chars)
     for cls in CLASSES:
-        assert onig_split(translate_pattern_for_onig(cls), text) == python_split(cls, text), cls
+        assert onig_split(translate_pattern_for_onig(cls), text) == isolated_chunks(text, cls), cls
 
 
 # ------------------------------------------------------------------ importing files

@@ -17,6 +17,12 @@ and heap encoder against something obviously right:
 * :func:`minbpe_save` / :func:`minbpe_load`: minbpe's ``.model`` file exactly as minbpe's
   ``Tokenizer.save``/``Tokenizer.load`` write and read it. minbpe is not on PyPI, so "minbpe
   loads what we save" is tested against this reimplementation of its reader and writer.
+* :func:`naive_superbpe`: SuperBPE's two stages as its paper's scripts run them (Liu et al., COLM
+  2025; the ``tokenizers`` fork its repository uses): :func:`naive_train` with the stage-1
+  pattern, then every occurrence of every ``Split(stage-2 pattern, "isolated")`` piece
+  (:func:`isolated_chunks`) encoded with those merges and BPE continued on them, skipping the
+  merges the fork skips (:func:`paper_allows`, written on the byte-level strings as the fork
+  tests them) and those whose token exists already (this library's rule).
 """
 
 from __future__ import annotations
@@ -193,6 +199,77 @@ def naive_train_counts(chunks: Sequence[bytes], merges: Mapping[Pair, int]) -> l
         counts.append(pair_stats(ids).get(pair, 0))
         ids = [merge_pair(chunk, pair, new) for chunk in ids]
     return counts
+
+
+# ------------------------------------------------------------------ SuperBPE
+
+
+def isolated_chunks(text: str, pattern: str) -> list[str]:
+    """``tokenizers``' ``Split(pattern, "isolated")``: every match, and every stretch of text
+    between two matches, in order."""
+    pieces: list[str] = []
+    at = 0
+    for match in regex.finditer(pattern, text):
+        if match.start() > at:
+            pieces.append(text[at : match.start()])
+        if match.end() > match.start():
+            pieces.append(match.group())
+        at = match.end()
+    if at < len(text):
+        pieces.append(text[at:])
+    return pieces
+
+
+def paper_allows(token: bytes, max_words: int | None = 4, colon_rule: bool = True) -> bool:
+    """Whether the SuperBPE paper's trainer makes this token: its BpeTrainer loop skips a merge
+    whose new token (byte-level characters) contains ``":Ġ"`` or has more than ``max_words``
+    non-empty pieces when split at ``"Ġ"`` (the space byte's character)."""
+    table = bytes_to_unicode()
+    text = "".join(table[b] for b in token)
+    if colon_rule and ":Ġ" in text:
+        return False
+    return max_words is None or len([piece for piece in text.split("Ġ") if piece]) <= max_words
+
+
+def naive_continue(words: Sequence[Sequence[int]], vocab: Mapping[int, bytes], num_merges: int, first_id: int,
+                   allows=lambda token: True) -> Merges:
+    """BPE continued on words of token ids (every occurrence, in order), tie-break
+    ``"smallest_pair"``, new ids from ``first_id``: a pair whose token's bytes already form a
+    token, or that ``allows(bytes)`` refuses, is never merged (the next best is taken)."""
+    flat: list[int] = []
+    for word in words:
+        flat += word
+        flat.append(_SEPARATOR)
+    vocab = dict(vocab)
+    known = set(vocab.values())
+    refused: set[Pair] = set()
+    merges: Merges = {}
+    while len(merges) < num_merges:
+        stats = Counter(pair for pair in zip(flat, flat[1:]) if _SEPARATOR not in pair and pair not in refused)
+        if not stats:
+            break
+        pair = min(stats, key=lambda p: (-stats[p], p))
+        data = vocab[pair[0]] + vocab[pair[1]]
+        if data in known or not allows(data):
+            refused.add(pair)
+            continue
+        new = first_id + len(merges)
+        merges[pair] = new
+        vocab[new] = data
+        known.add(data)
+        flat = merge_pair_scan(flat, pair, new)
+    return merges
+
+
+def naive_superbpe(documents: Sequence[str], stage1_pattern: str, stage2_pattern: str, stage1_merges: int,
+                   total_merges: int, allows=paper_allows) -> Merges:
+    """SuperBPE's merges: up to ``stage1_merges`` of plain BPE with ``stage1_pattern``, then up to
+    ``total_merges`` in all, learned on the isolated pieces of ``stage2_pattern``."""
+    first = naive_train(corpus_chunks(documents, stage1_pattern), stage1_merges)
+    words = [naive_encode_chunk(piece.encode("utf-8"), first)
+             for doc in documents for piece in isolated_chunks(doc, stage2_pattern)]
+    second = naive_continue(words, naive_vocab(first), total_merges - len(first), 256 + len(first), allows)
+    return {**first, **second}
 
 
 # ------------------------------------------------------------------ minbpe's .model file

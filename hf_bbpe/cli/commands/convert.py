@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ...patterns import pattern_name, resolve_pattern
 from ...tokenizer import Tokenizer
-from ..arguments import add_bos_flag, add_chat_template, add_import_flags, add_role_options, apply_roles, \
-    import_options, parse_special_assignment
+from ..arguments import PATTERN_NAMES, add_bos_flag, add_chat_template, add_import_flags, add_role_options, \
+    apply_roles, import_options, parse_special_assignment
 from ..errors import CommandError
 from ..output_dir import check_output, save_folder
 from ..tokenizer_spec import conversion_function, load_tokenizer
@@ -39,8 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--pattern", default=None,
                    help="split pattern for formats that do not record one: tiktoken ranks (default: a known "
                         "preset's file gets its preset's; another needs it, or with --from tiktoken GPT-4's is assumed, "
-                        "with a warning) and GPT-2 files (default gpt2); gpt2, gpt4, o200k, llama3, qwen2, tekken or "
-                        "a regex")
+                        "with a warning) and GPT-2 files (default gpt2; SuperBPE's stage 2 for a pair whose tokens span "
+                        f"words); {PATTERN_NAMES}, superbpe_stage2 (an isolated Split) or a regex")
     add_import_flags(p)
     p.add_argument("--special", metavar="TOKEN=ID", action="append", default=[],
                    help="add a special token with its id (repeatable)")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..arguments import add_tokenizer, add_training_options, check_add_bos, load, positive_int
+from ...superwords import count_superwords
+from ..arguments import add_superword_options, add_tokenizer, add_training_options, check_add_bos, load, positive_int, \
+    superword_config
 from ..errors import CommandError
 from ..output_dir import check_output, describe_folder, save_trained_folder
 from ..text_input import expand_inputs, train_on_inputs
@@ -33,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     size.add_argument("--vocab-size", type=positive_int,
                       help="target number of normal tokens (bytes + merges) after extension")
     add_training_options(p)
+    add_superword_options(p, transition=False)
     p.set_defaults(run=run)
 
 
@@ -45,9 +48,13 @@ def run(args: argparse.Namespace) -> int:
     new_merges = args.new_merges if args.new_merges is not None else args.vocab_size - normal
     if new_merges < 1:
         raise CommandError(f"--vocab-size {args.vocab_size} is not above the tokenizer's {normal} normal tokens")
-    tok = train_on_inputs(base.extend, paths, args, new_merges)
+    superwords = superword_config(args)
+    tok = train_on_inputs(base.extend, paths, args, new_merges, superwords=superwords)
     written = save_trained_folder(tok, args)
     if not args.quiet:
+        if superwords is not None:
+            print(f"superwords: {count_superwords(tok) - count_superwords(base)} new tokens span words; the tokenizer "
+                  "now splits text with the superword pattern", file=sys.stderr)
         print(f"added {len(tok.merges) - len(base.merges)} merges: n_vocab {base.n_vocab} -> {tok.n_vocab}; "
               f"wrote {describe_folder(args.out, written)}", file=sys.stderr)
     return 0

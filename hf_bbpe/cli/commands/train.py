@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ...superwords import count_superwords
 from ...tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
-from ..arguments import PATTERN_NAMES, add_training_options, check_add_bos
+from ..arguments import PATTERN_NAMES, add_superword_options, add_training_options, check_add_bos, superword_config
 from ..errors import CommandError
 from ..output_dir import check_output, describe_folder, save_trained_folder
 from ..text_input import expand_inputs, train_on_inputs
@@ -39,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--pattern", default="gpt4",
                    help=f"split pattern: {PATTERN_NAMES}, a regex, or '{NO_SPLIT}' (no split) (default gpt4)")
     add_training_options(p)
+    add_superword_options(p, transition=True)
     p.set_defaults(run=run)
 
 
@@ -51,14 +53,25 @@ def run(args: argparse.Namespace) -> int:
     if any(not s for s in args.special):
         raise CommandError("--special: a special token cannot be empty")
     check_add_bos(args)
+    superwords = superword_config(args)
+    if superwords is not None and args.pattern == NO_SPLIT:
+        raise CommandError(f"--superwords needs a split pattern for stage 1, not --pattern {NO_SPLIT}")
+    if superwords is not None:
+        try:
+            superwords.stage1_vocab_size(args.vocab_size)
+        except ValueError as exc:
+            raise CommandError(f"--superword-transition: {exc}") from None
     paths = expand_inputs(args.files)
     tok: Tokenizer = BasicTokenizer() if args.pattern == NO_SPLIT else RegexTokenizer(args.pattern)
-    train_on_inputs(tok.train, paths, args, args.vocab_size)
+    train_on_inputs(tok.train, paths, args, args.vocab_size, superwords=superwords)
     if not tok.merges and args.vocab_size > 256:
         raise CommandError(f"no merges learned from {', '.join(paths)}: the input has no two adjacent bytes "
                            "(is it empty?)")
     written = save_trained_folder(tok, args)
     if not args.quiet:
+        if superwords is not None:
+            print(f"superwords: {count_superwords(tok)} tokens span words (stage 2 from vocabulary size "
+                  f"{superwords.stage1_vocab_size(args.vocab_size)})", file=sys.stderr)
         print(f"trained {len(tok.merges)} merges on {len(paths)} file(s): n_vocab {tok.n_vocab}, "
               f"{len(tok.special_tokens)} special token(s); wrote {describe_folder(args.out, written)}", file=sys.stderr)
     return 0
