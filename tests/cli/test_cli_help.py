@@ -31,7 +31,7 @@ def test_pattern_help_names_each_pattern_once():
 
 
 def test_extend_help_names_the_default_init(capsys):
-    surgery = pytest.importorskip("hf_bbpe.surgery")  # the torch extra
+    from hf_bbpe import surgery  # the torch extra, which the test setup installs
     default = inspect.signature(surgery.resize_for_extension).parameters["init"].default
     with pytest.raises(SystemExit):
         build_parser().parse_args(["extend", "--help"])
