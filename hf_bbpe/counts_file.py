@@ -127,6 +127,15 @@ def save_counts(counts: ChunkCounts, path: str | os.PathLike, pattern: str | Non
                       input_bytes=counts.input_bytes)
 
 
+def is_counts_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a file that starts as a counts file does (its magic)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
 def load_counts(path: str | os.PathLike) -> ChunkCounts:
     """The counts of a counts file, mapped from it (private: the merge loop may work in the
     symbols; the file is never written). Everything is checked first (see the module doc)."""
@@ -163,7 +172,7 @@ def load_counts(path: str | os.PathLike) -> ChunkCounts:
 def _checked_header(fd: int, name: str) -> dict[str, Any]:
     prefix = os.pread(fd, _PREFIX.size, 0)
     if len(prefix) < len(MAGIC) or not prefix.startswith(MAGIC):
-        raise ValueError(f"{name}: not a chunk counts file (Tokenizer.count_chunks(out=...) writes them)")
+        raise ValueError(f"{name}: not a chunk counts file (Tokenizer.count_chunks(out=...) and hf-bbpe count write them)")
     if len(prefix) < _PREFIX.size:
         raise ValueError(f"{name}: cut short: it holds {len(prefix)} bytes, not even its header; write it again")
     _, version, length, header_crc, *crcs = _PREFIX.unpack(prefix)

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..chat_presets import CHAT_PRESETS
 from ..patterns import NATIVE_PATTERNS
 from ..superwords import DEFAULT_TRANSITION, SuperwordConfig
-from ..tokenizer import Tokenizer
+from ..tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 from ..trainer import TIE_BREAKS
 from .errors import CommandError
 from .text_input import DOCUMENT_MODES
@@ -24,6 +24,8 @@ SPECIALS_HELP = ("what to do with text that spells a special token: 'raise' an e
                  "'allow' it (encode as the special id), or encode it as plain 'text'")
 PATTERN_NAMES = ", ".join(NATIVE_PATTERNS)
 ROLES = ("bos", "eos", "pad")
+NO_SPLIT = "none"
+DEFAULT_PATTERN = "gpt4"
 
 
 def add_tokenizer(parser: argparse.ArgumentParser) -> None:
@@ -101,14 +103,21 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
     add_role_options(parser)
     add_bos_flag(parser)
     parser.add_argument("--out", metavar="DIR", required=True, help="output folder (created, or files replaced)")
+    parser.add_argument("--min-frequency", type=positive_int, default=1, help="stop when no pair occurs this often")
+    parser.add_argument("--tie-break", choices=TIE_BREAKS, default=TIE_BREAKS[0],
+                        help=f"rule between pairs with equal counts (default {TIE_BREAKS[0]}, rustbpe's)")
+    add_counting_options(parser)
+    add_chat_template(parser)
+
+
+def add_counting_options(parser: argparse.ArgumentParser) -> None:
+    """What counting chunks takes (``train``, ``extend``, ``count``): how to cut documents, the
+    text column, threads, the memory bound, messages."""
     parser.add_argument("--docs", choices=DOCUMENT_MODES, default="paragraph",
                         help="how text files are cut into documents for counting: at blank lines (paragraph, default, "
                              "as hf_bbpe.paragraphs cuts them), per line (as open(f) and tokenizers' train(files) give "
                              "them; read in blocks by the counting threads), or whole files")
     add_text_column(parser)
-    parser.add_argument("--min-frequency", type=positive_int, default=1, help="stop when no pair occurs this often")
-    parser.add_argument("--tie-break", choices=TIE_BREAKS, default=TIE_BREAKS[0],
-                        help=f"rule between pairs with equal counts (default {TIE_BREAKS[0]}, rustbpe's)")
     parser.add_argument("--workers", type=positive_int, default=None,
                         help="counting threads (processes for a pattern the C counter does not know; default: all "
                              "CPUs)")
@@ -118,7 +127,19 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
                              "not fit in memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
-    add_chat_template(parser)
+
+
+def add_split_pattern(parser: argparse.ArgumentParser, default: str | None = DEFAULT_PATTERN,
+                      default_help: str = DEFAULT_PATTERN) -> None:
+    """``--pattern``: the split pattern of training and counting (a name, a regex, or ``none``)."""
+    parser.add_argument("--pattern", default=default,
+                        help=f"split pattern: {PATTERN_NAMES}, a regex, or '{NO_SPLIT}' (no split) "
+                             f"(default {default_help})")
+
+
+def split_tokenizer(pattern: str | None) -> Tokenizer:
+    """A new tokenizer that splits with ``pattern``: ``--pattern none`` (or None) has no split."""
+    return BasicTokenizer() if pattern in (NO_SPLIT, None) else RegexTokenizer(pattern)
 
 
 def add_superword_options(parser: argparse.ArgumentParser, *, transition: bool) -> None:

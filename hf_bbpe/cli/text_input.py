@@ -217,23 +217,32 @@ def input_error(exc: BaseException) -> CommandError:
 
 def train_on_inputs(learn: Callable[..., Any], paths: list[str], args: argparse.Namespace, size: int,
                     **more: Any) -> Any:
-    """``learn`` (a tokenizer's ``train`` or ``extend``) on the documents of ``paths``: the files
-    themselves (the counting threads read them, text files cut into documents by ``--docs``), or
-    with stdin the documents read here (again for each pass: superwords count the corpus twice;
-    stdin is read once and kept). An error about a file names it and its line, as a one-line
-    CommandError. ``more``: further keywords for ``learn`` (``superwords``)."""
-    options = {"tie_break": args.tie_break, "min_frequency": args.min_frequency, "num_workers": args.workers,
-               "progress": False if args.no_progress else None, "text_column": args.text_column,
-               "max_memory": args.max_memory, **more}
+    """``learn`` (a tokenizer's ``train`` or ``extend``) to ``size`` on the documents of ``paths``
+    (see :func:`count_on_inputs`), with the merge options; ``more``: further keywords for
+    ``learn`` (``superwords``)."""
+    return count_on_inputs(learn, paths, args, size, tie_break=args.tie_break, min_frequency=args.min_frequency,
+                           **more)
+
+
+def count_on_inputs(work: Callable[..., Any], paths: list[str], args: argparse.Namespace, *positional: Any,
+                    **more: Any) -> Any:
+    """``work(text, *positional, ...)`` (a tokenizer's ``train``, ``extend`` or ``count_chunks``)
+    on the documents of ``paths`` with the counting options: the files themselves (the counting
+    threads read them, text files cut into documents by ``--docs``), or with stdin the documents
+    read here (again for each pass: superwords count the corpus twice; stdin is read once and
+    kept). An error about a file names it and its line, as a one-line CommandError. ``more``:
+    further keywords for ``work``."""
+    options = {"num_workers": args.workers, "progress": False if args.no_progress else None,
+               "text_column": args.text_column, "max_memory": args.max_memory, **more}
     try:
         if STDIN not in paths:
             if not any(os.path.getsize(path) for path in paths):
                 reject_empty(paths, 0)
-            return learn(None, size, files=paths, docs=args.docs, **options)
+            return work(None, *positional, files=paths, docs=args.docs, **options)
         if more.get("superwords") is not None:
             documents = CorpusDocuments(paths, args.docs, args.text_column)
         else:
             documents = iter_corpus_documents(paths, args.docs, args.text_column)
-        return learn(documents, size, **options)
+        return work(documents, *positional, **options)
     except (ValueError, ImportError) as exc:
         raise input_error(exc) from None

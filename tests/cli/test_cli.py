@@ -14,7 +14,7 @@ from hf_bbpe.cli.commands import COMMANDS
 from hf_bbpe.cli.text_input import iter_documents, train_on_inputs
 from tests.support.cli import CLI, MIX, TAYLOR, assert_one_line_error, cli_env, run_cli
 
-SUBCOMMANDS = ["train", "encode", "encode-corpus", "decode", "convert", "gguf", "inspect", "view", "compare", "app", "audit", "extend",
+SUBCOMMANDS = ["train", "count", "encode", "encode-corpus", "decode", "convert", "gguf", "inspect", "view", "compare", "app", "audit", "extend",
                "extend-model", "push"]
 
 

@@ -7,6 +7,7 @@ is defined once in ``cli/arguments.py``, and the rest is each command's own.
 
 COMMANDS = (
     "train",
+    "count",
     "encode",
     "encode_corpus",
     "decode",

@@ -7,6 +7,7 @@ import json
 import re
 
 from ...byte_unicode import render_token
+from ...counts_file import is_counts_file, load_counts
 from ...patterns import pattern_name
 from ...analysis.text_table import format_table
 from ...analysis.token_text import token_literal
@@ -21,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "inspect", help="vocab size, special tokens, longest tokens, a token's merge parents",
         description="Summarise a tokenizer: vocabulary size, pattern, special tokens, longest tokens and the "
                     "merged tokens that are not valid UTF-8 alone; with --token, show one token's bytes, merge "
-                    "rank and merge tree.",
+                    "rank and merge tree. Given a counts file ('hf-bbpe count'), its pattern, distinct chunks "
+                    "and their total count.",
     )
     add_tokenizer(p)
     p.add_argument("--token", metavar="ID_OR_TEXT", default=None,
@@ -201,7 +203,27 @@ def _token_text(info: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def counts_summary(path: str) -> dict:
+    """The facts ``inspect`` prints about a counts file (checked whole, as training checks it)."""
+    counts = load_counts(path)
+    return {"counts_file": path, "pattern": pattern_name(counts.pattern) or counts.pattern,
+            "distinct_chunks": len(counts), "total_chunks": sum(counts.counts), "documents": counts.documents,
+            "input_bytes": counts.input_bytes}
+
+
+def _counts_text(info: dict) -> str:
+    pattern = info["pattern"] if info["pattern"] is not None else "(none: no split)"
+    return (f"counts file: {info['counts_file']}\npattern: {pattern}\ndistinct chunks: {info['distinct_chunks']:,}\n"
+            f"chunks in all: {info['total_chunks']:,}\n")
+
+
 def run(args: argparse.Namespace) -> int:
+    if is_counts_file(args.tokenizer):
+        if args.token is not None:
+            raise CommandError(f"{args.tokenizer}: a counts file has no tokens (--token is for tokenizers)")
+        info = counts_summary(args.tokenizer)
+        write_stdout(json.dumps(info, ensure_ascii=False, indent=2) + "\n" if args.json else _counts_text(info))
+        return 0
     loaded = load(args, args.tokenizer)
     tok = loaded.tokenizer
     if args.token is not None:

@@ -4,10 +4,11 @@ Documents are the paragraphs of text files (``--docs paragraph``, the default: l
 of blank lines, as ``hf_bbpe.paragraphs`` cuts them), or their lines (``--docs line``: what
 ``open(f)`` and ``tokenizers``' ``train(files)`` give), or whole files (``--docs file``), and the
 ``--text-column`` of each record of ``.jsonl`` and ``.parquet`` files; all are read in blocks by
-the counting threads (stdin, ``-``, is read in Python first). The folder holds ``tokenizer.model``
-(minbpe's format, or hf_bbpe v2 when ``--bos-token``, ``--eos-token``, ``--pad-token`` or
-``--add-bos`` give token roles; ``tokenizer.vocab`` lists the tokens) and, when the transformers
-integration is installed, everything ``save_pretrained`` writes, so
+the counting threads (stdin, ``-``, is read in Python first). ``--from-counts`` trains from a
+counts file that ``hf-bbpe count`` wrote instead, without counting again. The folder holds
+``tokenizer.model`` (minbpe's format, or hf_bbpe v2 when ``--bos-token``, ``--eos-token``,
+``--pad-token`` or ``--add-bos`` give token roles; ``tokenizer.vocab`` lists the tokens) and,
+when the transformers integration is installed, everything ``save_pretrained`` writes, so
 ``AutoTokenizer.from_pretrained(folder)`` loads it.
 """
 
@@ -16,29 +17,31 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ...counts_file import load_counts
 from ...superwords import count_superwords
-from ...tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
-from ..arguments import PATTERN_NAMES, add_superword_options, add_training_options, check_add_bos, superword_config
+from ..arguments import DEFAULT_PATTERN, NO_SPLIT, add_split_pattern, add_superword_options, add_training_options, \
+    check_add_bos, split_tokenizer, superword_config
 from ..errors import CommandError
 from ..output_dir import check_output, describe_folder, save_trained_folder
 from ..text_input import expand_inputs, train_on_inputs
-
-NO_SPLIT = "none"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "train", help="train a tokenizer on text, .jsonl and .parquet files",
         description="Train a byte-level BPE tokenizer on text files (documents cut by --docs: paragraphs by default), "
-                    ".jsonl and .parquet files (a document per record) and write a folder with tokenizer.model "
-                    "(minbpe) and the save_pretrained files. Progress bars (MB/s while counting) show on a terminal.",
+                    ".jsonl and .parquet files (a document per record), or on a counts file that 'hf-bbpe count' "
+                    "wrote (--from-counts), and write a folder with tokenizer.model (minbpe) and the save_pretrained "
+                    "files. Progress bars (MB/s while counting) show on a terminal.",
     )
-    p.add_argument("files", metavar="FILE", nargs="+",
+    p.add_argument("files", metavar="FILE", nargs="*",
                    help="text, .jsonl or .parquet files, or globs ('**' recurses); '-' reads stdin")
+    p.add_argument("--from-counts", metavar="COUNTS", default=None,
+                   help="train from this counts file ('hf-bbpe count' writes them) instead of FILEs, without "
+                        "counting again; its split pattern is the tokenizer's")
     p.add_argument("--vocab-size", type=int, required=True,
                    help="number of tokens before special tokens: 256 bytes + merges")
-    p.add_argument("--pattern", default="gpt4",
-                   help=f"split pattern: {PATTERN_NAMES}, a regex, or '{NO_SPLIT}' (no split) (default gpt4)")
+    add_split_pattern(p, default=None, default_help=f"{DEFAULT_PATTERN}, or with --from-counts the counts file's")
     add_training_options(p)
     add_superword_options(p, transition=True)
     p.set_defaults(run=run)
@@ -54,7 +57,12 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--special: a special token cannot be empty")
     check_add_bos(args)
     superwords = superword_config(args)
-    if superwords is not None and args.pattern == NO_SPLIT:
+    if args.from_counts is not None:
+        return _train_from_counts(args, superwords is not None)
+    if not args.files:
+        raise CommandError("nothing to train on: give FILEs, or a counts file with --from-counts")
+    pattern = DEFAULT_PATTERN if args.pattern is None else args.pattern
+    if superwords is not None and pattern == NO_SPLIT:
         raise CommandError(f"--superwords needs a split pattern for stage 1, not --pattern {NO_SPLIT}")
     if superwords is not None:
         try:
@@ -62,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CommandError(f"--superword-transition: {exc}") from None
     paths = expand_inputs(args.files)
-    tok: Tokenizer = BasicTokenizer() if args.pattern == NO_SPLIT else RegexTokenizer(args.pattern)
+    tok = split_tokenizer(pattern)
     train_on_inputs(tok.train, paths, args, args.vocab_size, superwords=superwords)
     if not tok.merges and args.vocab_size > 256:
         raise CommandError(f"no merges learned from {', '.join(paths)}: the input has no two adjacent bytes "
@@ -76,3 +84,26 @@ def run(args: argparse.Namespace) -> int:
               f"{len(tok.special_tokens)} special token(s); wrote {describe_folder(args.out, written)}", file=sys.stderr)
     return 0
 
+
+def _train_from_counts(args: argparse.Namespace, superwords: bool) -> int:
+    """``--from-counts``: the merges of a counts file (checked whole; one made with another
+    pattern than ``--pattern`` is refused, naming it), written as ``train`` writes them."""
+    source = args.from_counts
+    if args.files:
+        raise CommandError(f"give FILEs to count or --from-counts {source}, not both")
+    if superwords:
+        raise CommandError("--superwords counts the corpus again for stage 2: give the FILEs, not --from-counts")
+    if args.max_memory is not None:
+        raise CommandError("--max-memory bounds counting, and --from-counts does not count (the counts file is mapped)")
+    counts = load_counts(source)
+    tok = split_tokenizer(counts.pattern if args.pattern is None else args.pattern)
+    tok.train_from_counts(counts, args.vocab_size, tie_break=args.tie_break, min_frequency=args.min_frequency,
+                          progress=False if args.no_progress else None)
+    if not tok.merges and args.vocab_size > 256:
+        raise CommandError(f"no merges learned from {source}: its chunks have no two adjacent bytes")
+    written = save_trained_folder(tok, args)
+    if not args.quiet:
+        print(f"trained {len(tok.merges)} merges on the {len(counts):,} distinct chunks of {source}: n_vocab "
+              f"{tok.n_vocab}, {len(tok.special_tokens)} special token(s); wrote {describe_folder(args.out, written)}",
+              file=sys.stderr)
+    return 0
