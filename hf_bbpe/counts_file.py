@@ -172,7 +172,8 @@ def load_counts(path: str | os.PathLike) -> ChunkCounts:
 def _checked_header(fd: int, name: str) -> dict[str, Any]:
     prefix = os.pread(fd, _PREFIX.size, 0)
     if len(prefix) < len(MAGIC) or not prefix.startswith(MAGIC):
-        raise ValueError(f"{name}: not a chunk counts file (Tokenizer.count_chunks(out=...) and hf-bbpe count write them)")
+        raise ValueError(f"{name}: not a chunk counts file (Tokenizer.count_chunks(out=...) and hf-bbpe count "
+                         "write them)")
     if len(prefix) < _PREFIX.size:
         raise ValueError(f"{name}: cut short: it holds {len(prefix)} bytes, not even its header; write it again")
     _, version, length, header_crc, *crcs = _PREFIX.unpack(prefix)

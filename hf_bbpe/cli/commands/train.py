@@ -92,9 +92,11 @@ def _train_from_counts(args: argparse.Namespace, superwords: bool) -> int:
     if args.files:
         raise CommandError(f"give FILEs to count or --from-counts {source}, not both")
     if superwords:
-        raise CommandError("--superwords counts the corpus again for stage 2: give the FILEs, not --from-counts")
+        raise CommandError(f"--superwords counts the corpus again for stage 2: give the FILEs, not --from-counts "
+                           f"{source}")
     if args.max_memory is not None:
-        raise CommandError("--max-memory bounds counting, and --from-counts does not count (the counts file is mapped)")
+        raise CommandError(f"--max-memory bounds counting, and --from-counts {source} does not count (the file is "
+                           "mapped)")
     counts = load_counts(source)
     tok = split_tokenizer(counts.pattern if args.pattern is None else args.pattern)
     tok.train_from_counts(counts, args.vocab_size, tie_break=args.tie_break, min_frequency=args.min_frequency,
