@@ -129,6 +129,12 @@ def add_counting_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
 
 
+def add_input_files(parser: argparse.ArgumentParser, nargs: str = "+") -> None:
+    """The positional FILEs of the commands that count a corpus (``train``, ``count``)."""
+    parser.add_argument("files", metavar="FILE", nargs=nargs,
+                        help="text, .jsonl or .parquet files, or globs ('**' recurses); '-' reads stdin")
+
+
 def add_split_pattern(parser: argparse.ArgumentParser, default: str | None = DEFAULT_PATTERN,
                       default_help: str = DEFAULT_PATTERN) -> None:
     """``--pattern``: the split pattern of training and counting (a name, a regex, or ``none``)."""

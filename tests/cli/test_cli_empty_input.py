@@ -12,6 +12,7 @@ from tests.support.cli import MIX, assert_one_line_error, run_cli
 # (command line with TOK for the tokenizer and IN for the input, whether it reads stdin via "-")
 COMMANDS = {
     "train": ["train", "IN", "--vocab-size", 300, "--out", "out", "--no-progress"],
+    "count": ["count", "IN", "-o", "out.counts", "--no-progress"],
     "extend": ["extend", "TOK", "IN", "--new-merges", 10, "--out", "out", "--no-progress"],
     "audit": ["audit", "TOK", "IN"],
     "compare": ["compare", "-t", "TOK", "IN"],

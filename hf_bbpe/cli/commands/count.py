@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..arguments import add_counting_options, add_split_pattern, split_tokenizer
+from ..arguments import add_counting_options, add_input_files, add_split_pattern, split_tokenizer
 from ..output_dir import check_output
 from ..text_input import count_on_inputs, expand_inputs
 
@@ -23,8 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "them to a counts file; 'hf-bbpe train --from-counts FILE --vocab-size N' then trains from it at "
                     "any vocab size without counting again. Progress bars (MB/s) show on a terminal.",
     )
-    p.add_argument("files", metavar="FILE", nargs="+",
-                   help="text, .jsonl or .parquet files, or globs ('**' recurses); '-' reads stdin")
+    add_input_files(p)
     p.add_argument("-o", "--out", metavar="COUNTS", required=True, help="the counts file to write (replaced whole)")
     add_split_pattern(p)
     add_counting_options(p)

@@ -19,8 +19,8 @@ import sys
 
 from ...counts_file import load_counts
 from ...superwords import count_superwords
-from ..arguments import DEFAULT_PATTERN, NO_SPLIT, add_split_pattern, add_superword_options, add_training_options, \
-    check_add_bos, split_tokenizer, superword_config
+from ..arguments import DEFAULT_PATTERN, NO_SPLIT, add_input_files, add_split_pattern, add_superword_options, \
+    add_training_options, check_add_bos, split_tokenizer, superword_config
 from ..errors import CommandError
 from ..output_dir import check_output, describe_folder, save_trained_folder
 from ..text_input import expand_inputs, train_on_inputs
@@ -34,8 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "wrote (--from-counts), and write a folder with tokenizer.model (minbpe) and the save_pretrained "
                     "files. Progress bars (MB/s while counting) show on a terminal.",
     )
-    p.add_argument("files", metavar="FILE", nargs="*",
-                   help="text, .jsonl or .parquet files, or globs ('**' recurses); '-' reads stdin")
+    add_input_files(p, nargs="*")
     p.add_argument("--from-counts", metavar="COUNTS", default=None,
                    help="train from this counts file ('hf-bbpe count' writes them) instead of FILEs, without "
                         "counting again; its split pattern is the tokenizer's")
