@@ -35,6 +35,10 @@
  *   the threshold get records, heap entries, and their positions from the log (a merge too large
  *   for the log finds them by walking its merged positions again).
  * - The first scan, while every symbol is a byte, indexes the 65,536 byte pairs directly.
+ * - The first scans, while every symbol is an input token id (int32: extension, SuperBPE's stage
+ *   2), read the input word by word instead of the bitmaps, fetching the count sketch's counters
+ *   ahead of use, and the scan that writes the new records' positions looks up only the pairs the
+ *   sketch lets through (stage 2's setup: 0.54 s down to 0.38 s on 7.5M ids).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -257,6 +261,9 @@ typedef struct {
     int64_t nranks;
     int64_t threshold, floor;
     int token_pairs;      /* the input symbols are token ids (int32), whose distinct pairs may be millions */
+    int pristine;         /* token ids and no merge yet: the arena is the int32 input as it came */
+    const int32_t *lengths;  /* the input's words (symbols each), while pristine */
+    int64_t nwords;
     CandidateTable made;  /* a merge's scratch: the pairs it creates */
     CandidateTable lost;  /* and what the pairs around its occurrences lose (counts only) */
     uint64_t *log;        /* and where each created pair gained, in order: made's index << 32 | position */
@@ -622,6 +629,37 @@ static inline void write_position(State *s, Candidate *c, uint32_t pos) {
         }                                                                                   \
     } while (0)
 
+#define SCAN_AHEAD 16 /* pairs a scan of pristine ids reads ahead of the one it counts */
+
+/* FOR_EACH_ADJACENT, and while the arena is pristine (token ids, nothing merged: SuperBPE's stage 2
+   and extend) the same pairs in the same order read straight from the int32 input word by word,
+   without the bitmaps; there AHEAD_BODY runs first for the pair SCAN_AHEAD ids further on (its
+   ids ax, ay; across a word's end it may be no pair: only for prefetching), so that the tables
+   that BODY reads at random are fetched in time. */
+#define FOR_EACH_PAIR(s, AHEAD_BODY, BODY)                                                  \
+    do {                                                                                    \
+        if ((s)->pristine) {                                                                \
+            const int32_t *ids_ = (const int32_t *)(s)->ar.bytes;                           \
+            uint64_t nsym_ = (s)->ar.n / 4, at_ = 0;                                        \
+            for (int64_t w_ = 0; w_ < (s)->nwords; w_++) {                                  \
+                int64_t c = (s)->wcount[w_];                                                \
+                uint64_t end_ = at_ + (uint64_t)(s)->lengths[w_];                           \
+                for (uint64_t k_ = at_; k_ + 1 < end_; k_++) {                              \
+                    if (k_ + SCAN_AHEAD + 1 < nsym_) {                                      \
+                        int32_t ax = ids_[k_ + SCAN_AHEAD], ay = ids_[k_ + SCAN_AHEAD + 1]; \
+                        AHEAD_BODY                                                          \
+                    }                                                                       \
+                    uint64_t p = k_ * 4;                                                    \
+                    int32_t x = ids_[k_], y = ids_[k_ + 1];                                 \
+                    BODY                                                                    \
+                }                                                                           \
+                at_ = end_;                                                                 \
+            }                                                                               \
+        } else {                                                                            \
+            FOR_EACH_ADJACENT(s, BODY);                                                     \
+        }                                                                                   \
+    } while (0)
+
 /* Keep only the candidates of part `part` of `parts` (the others are counted again later). */
 static int candidates_keep_part(CandidateTable *t, uint64_t part, uint64_t parts) {
     uint64_t kept = 0;
@@ -644,7 +682,7 @@ static uint8_t *count_sketch(State *s, uint64_t *mask, uint8_t least, uint64_t *
     uint8_t *sketch = calloc(size, 1);
     if (!sketch) return NULL;
     *mask = size - 1;
-    FOR_EACH_ADJACENT(s, {
+    FOR_EACH_PAIR(s, { PREFETCH(&sketch[mix64(pair_key(ax, ay)) & (size - 1)]); }, {
         if (c > 0) {
             uint8_t *v = &sketch[mix64(pair_key(x, y)) & (size - 1)];
             *v = (uint64_t)*v + (uint64_t)c >= 255 ? 255 : (uint8_t)(*v + c);
@@ -682,7 +720,7 @@ static int track(State *s) {
 restart:
     for (uint64_t part = 0, parts = 1; part < parts; part++) {
         candidates_clear(&t);
-        FOR_EACH_ADJACENT(s, {
+        FOR_EACH_PAIR(s, { if (sketch) PREFETCH(&sketch[mix64(pair_key(ax, ay)) & sketch_mask]); }, {
             uint64_t key = pair_key(x, y);
             uint64_t h = mix64(key);
             if (((h >> 40) & (parts - 1)) == part && (!sketch || sketch[h & sketch_mask] >= least) &&
@@ -709,13 +747,13 @@ restart:
         });
         if (promote(s, &t) < 0) goto done;
     }
-    free(sketch);
-    sketch = NULL;
     if (s->npairs > first_new) {
+        /* (every new record passed the sketch, when there is one: it was made before the pass that
+           counted them, so a pair it stops is no new record and needs no look-up) */
         last = malloc((s->npairs - first_new) * sizeof(uint32_t));
         if (!last) goto done;
-        FOR_EACH_ADJACENT(s, {
-            uint32_t idx = find_pair(s, x, y);
+        FOR_EACH_PAIR(s, { if (sketch) PREFETCH(&sketch[mix64(pair_key(ax, ay)) & sketch_mask]); }, {
+            uint32_t idx = sketch && sketch[mix64(pair_key(x, y)) & sketch_mask] < least ? NONE : find_pair(s, x, y);
             if (idx != NONE && idx >= first_new) append_position(s, &s->pairs[idx], &last[idx - first_new], (uint32_t)p);
             (void)c;
         });
@@ -884,6 +922,7 @@ static int merge(State *s, uint32_t idx, int32_t x) {
     candidates_clear(&s->lost);
     s->log_len = 0;
     s->bytes_only = 0;
+    s->pristine = 0;
     /* The positions are read AHEAD entries ahead of the one being merged, so that the memory each
        needs (bitmaps, arena, then its word's count) is fetched while earlier ones are merged. */
     uint64_t ahead_pos[AHEAD], ahead_word[AHEAD];
@@ -1093,6 +1132,9 @@ static PyObject *train(PyObject *self, PyObject *args) {
     s.bytes_only = itemsize == 1;
     s.log_max = min_log && s.ar.n / 16 > min_log ? s.ar.n / 16 : min_log;
     s.token_pairs = itemsize == 4;
+    s.pristine = s.token_pairs;
+    s.lengths = lengths;
+    s.nwords = nwords;
     /* Pairs below min_frequency are never merged, so they need never be tracked: s.floor. Under
        BpeTrainer's rules they are tracked down to 1 in the end: there an out-of-date entry can
        stand for a larger count than its own (a count that wrapped past 2**31), and the order in
