@@ -1417,9 +1417,19 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
     }
 }
 
+static const PretokScanner WHOLE_SCANNER;
+
+/* A document, or with WHOLE_SCANNER a piece of encode_pieces. Those pieces are a corpus's distinct
+ * chunks (each comes once: SuperBPE's stage 2 and extend), so the piece itself, whole, is never
+ * looked up in the caches nor kept there, where it would only push out what repeats: where the
+ * kernel splits long pieces (see encode_by_parts), every piece of 2 bytes or more is encoded by
+ * its parts (the words of stage 1, which repeat), short ones too. */
 static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
                       PieceCache *cache) {
-    return t->n < 0 ? DOC_SURROGATE : encode_range(self, scanner, t, 0, out, cache, NULL);
+    if (t->n < 0) return DOC_SURROGATE;
+    if (scanner == &WHOLE_SCANNER && t->n >= 2 && by_parts(self, FRONT_MAX_PIECE + 1, cache))
+        return encode_by_parts(self, t->data, t->n, out, cache) < 0 ? DOC_NO_MEMORY : 0;
+    return encode_range(self, scanner, t, 0, out, cache, NULL);
 }
 
 /* A long text on several threads. The scanner's chunk at a position depends only on the text
