@@ -303,3 +303,79 @@ def _checked_buffers(symbols: object, lengths: object, counts: object) -> list[l
     # read the raw bytes as the C kernel does: uint8 or int32 symbols, int32 lengths, int64 counts
     symbol_format = "B" if symbols.itemsize == 1 else "i"
     return [view.cast("B").cast(fmt).tolist() for view, fmt in ((symbols, symbol_format), (lengths, "i"), (counts, "q"))]
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _mix64(x: int) -> int:
+    """_hash.h's mix64 (MurmurHash3's finaliser), on Python ints."""
+    x ^= x >> 33
+    x = (x * 0xFF51AFD7ED558CCD) & _MASK64
+    x ^= x >> 33
+    x = (x * 0xC4CEB9FE1A85EC53) & _MASK64
+    return x ^ (x >> 33)
+
+
+def reduce_words(symbols: object, lengths: object, counts: object,
+                 num_merges: int) -> tuple[bytearray, bytearray, bytearray, int] | None:
+    """Fewer words of int32 token ids for a loop that picks by count, then by ids
+    (``tie_break="smallest_pair"``): ``(symbols, lengths, counts, least)`` as bytearrays (int32,
+    int32, int64), or None when ``least`` would be below 2 (nothing to cut).
+
+    A token spans whole input symbols, always the same first and last ones (it is always made by
+    the same merge), so every occurrence of a pair of tokens sits on a boundary ``x | y`` of input
+    symbols of one kind and counts no more than the input pair ``(x, y)``; merge counts never
+    rise, so while the loop merges pairs of count ``least`` or more it never merges across a
+    boundary whose input pair counts less. The input pairs are counted in a count-min sketch of
+    one row (16-bit saturating counters, a power of 2 of them from 65,536 up to the number of
+    symbols, pair ``(a, b)`` on counter ``mix64(a << 32 | b) & (size - 1)``), whose counter is at
+    least the pair's count; ``least`` is half the ``num_merges``-th largest counter. The words are
+    cut where the counter is below ``least``, parts of one symbol dropped and equal parts counted
+    once (in order of first appearance): the loop picks the same pairs on them, and the caller
+    checks that it did (every merge made, the last of count ``least`` or more). The C kernel's
+    ``reduce_words`` returns the same bytes."""
+    views = [memoryview(b).cast("B") for b in (symbols, lengths, counts)]
+    bad = views[0].nbytes % 4 or views[1].nbytes % 4 or views[2].nbytes != views[1].nbytes * 2
+    if not bad:
+        ids, sizes, weights = views[0].cast("i").tolist(), views[1].cast("i").tolist(), views[2].cast("q").tolist()
+        bad = any(n < 0 for n in sizes) or sum(sizes) != len(ids) or any(i < 0 for i in ids) or any(c < 0 for c in weights)
+    if bad:
+        raise ValueError("reduce_words: int32 ids (non-negative), int32 lengths adding up to them, int64 counts "
+                         "(non-negative), one per word")
+    size = 1 << 16
+    while size * 2 <= len(ids):
+        size *= 2
+    sketch = [0] * size
+    slot = [_mix64(ids[k] << 32 | ids[k + 1]) & (size - 1) for k in range(len(ids) - 1)]
+    at = 0
+    for n, c in zip(sizes, weights):
+        for k in range(at, at + n - 1):
+            sketch[slot[k]] = min(65535, sketch[slot[k]] + c)
+        at += n
+    histogram = [0] * 65536
+    for v in sketch:
+        histogram[v] += 1
+    above, v = 0, 65535
+    while v >= 1:
+        above += histogram[v]
+        if above >= num_merges:
+            break
+        v -= 1
+    least = v // 2 if num_merges > 0 else 0
+    if least < 2:
+        return None
+    parts: dict[tuple[int, ...], int] = {}  # part -> count, in order of first appearance
+    at = 0
+    for n, c in zip(sizes, weights):
+        start = at
+        for k in range(at, at + n):
+            if k + 1 < at + n and sketch[slot[k]] >= least:
+                continue
+            if k + 1 - start >= 2:
+                part = tuple(ids[start : k + 1])
+                parts[part] = parts.get(part, 0) + c
+            start = k + 1
+        at += n
+    return (bytearray(array("i", [i for part in parts for i in part]).tobytes()),
+            bytearray(array("i", map(len, parts)).tobytes()), bytearray(array("q", parts.values()).tobytes()), least)

@@ -142,6 +142,19 @@ def train_flat_merges(
     return learned
 
 
+def reduce_words(symbols: Buffer, lengths: Buffer, counts: Buffer,
+                 num_merges: int) -> tuple[bytearray, bytearray, bytearray, int] | None:
+    """Words of int32 ids cut where no merge of count ``least`` or more can ever join them (their
+    pair counts less), parts of one id dropped and equal parts counted once: ``(symbols,
+    lengths, counts, least)``, or None when there is nothing to cut (see ``merge_loop.reduce_words``,
+    which the C kernel's equals). With ``tie_break="smallest_pair"`` the loop learns on these the
+    merges it learns on the words, as long as it makes ``num_merges`` of them and the last counts
+    ``least`` or more: SuperBPE's stage 2 (whose distinct chunks are mostly sentences seen once,
+    7.5M ids on the 49 MB mix) so runs on about a seventh of its ids, and on all of them where that
+    check fails (``training.learn``)."""
+    return merge_kernel().reduce_words(symbols, lengths, counts, num_merges)
+
+
 def huggingface_ranks(byte_ids: Sequence[int] = range(256)) -> array:
     """The order in which BpeTrainer numbers the tokens there are before training, as ranks by id.
 

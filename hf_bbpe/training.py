@@ -35,7 +35,7 @@ from .progress import progress_bar
 from .superwords import SuperwordConfig, superword_config
 from .text_files import check_doc_mode, iter_file_documents, training_files
 from .worker_pool import available_cpus
-from .trainer import train_flat_merges, train_merges
+from .trainer import reduce_words, train_flat_merges, train_merges
 
 if TYPE_CHECKING:
     from .tokenizer import Merges, Tokenizer
@@ -343,46 +343,74 @@ def learn(
     With ``unique_bytes``, a pair whose bytes already form a token is never merged, so no
     two tokens share the same bytes. ``token_filter(bytes)``, if given, vetoes the tokens it
     returns False for (superwords' rules).
+
+    Words of ids with ``tie_break="smallest_pair"`` (SuperBPE's stage 2, ``extend``) are first
+    cut where no merge that counts enough can join them (``trainer.reduce_words``): the loop runs
+    on the cut words, and again on the whole ones only if its last merge counts less than the
+    cut assumed (then its merges could differ), so the merges are always those of the words.
     """
-    vocab = dict(tok.vocab)
-    bar = progress_bar(desc="merging", total=num_merges, unit="merge", enabled=progress)
-    merge_number = 0
-
-    def on_merge(a: int, b: int, new_id: int, count: int) -> None:
-        nonlocal merge_number
-        merge_number += 1
-        vocab[new_id] = vocab[a] + vocab[b]
-        if verbose:
-            print(f"merge {merge_number}/{num_merges}: {(a, b)} -> {new_id} ({vocab[new_id]}) had {count} occurrences")
-        bar.update(1)
-
-    known_bytes = set(vocab.values()) if unique_bytes else None
-
-    def allow_pair(a: int, b: int) -> bool:
-        merged = vocab[a] + vocab[b]
-        if known_bytes is not None and merged in known_bytes or token_filter is not None and not token_filter(merged):
-            return False
-        if known_bytes is not None:
-            known_bytes.add(merged)
-        return True
-
     options = {
         "first_id": max(tok._normal_ids()) + 1,
         "taken_ids": tok.vocab.keys(),
         "tie_break": tie_break,
         "min_frequency": min_frequency,
-        "on_merge": on_merge if verbose or not bar.disable or unique_bytes or token_filter else None,
-        "allow_pair": allow_pair if unique_bytes or token_filter else None,
         "byte_ids": tok._byte_ids,
     }
+
+    def run(words: Any, weights: Any, consume: bool, quiet: bool = False) -> tuple[list, list[int]]:
+        """One run of the merge loop with callbacks of its own: (merges, their counts)."""
+        vocab = dict(tok.vocab)
+        bar = progress_bar(desc="merging", total=num_merges, unit="merge", enabled=progress)
+        counts: list[int] = []
+
+        def on_merge(a: int, b: int, new_id: int, count: int) -> None:
+            counts.append(count)
+            vocab[new_id] = vocab[a] + vocab[b]
+            if verbose:
+                print(f"merge {len(counts)}/{num_merges}: {(a, b)} -> {new_id} ({vocab[new_id]}) had {count} "
+                      "occurrences")
+            bar.update(1)
+
+        known_bytes = set(vocab.values()) if unique_bytes else None
+
+        def allow_pair(a: int, b: int) -> bool:
+            merged = vocab[a] + vocab[b]
+            if known_bytes is not None and merged in known_bytes or token_filter is not None and not token_filter(merged):
+                return False
+            if known_bytes is not None:
+                known_bytes.add(merged)
+            return True
+
+        callbacks = {
+            "on_merge": on_merge if quiet or verbose or not bar.disable or unique_bytes or token_filter else None,
+            "allow_pair": allow_pair if unique_bytes or token_filter else None,
+        }
+        with warnings.catch_warnings():
+            if quiet:
+                warnings.simplefilter("ignore")
+            if isinstance(words, ChunkCounts):
+                learned = train_flat_merges(*words.buffers(spend=consume), num_merges, consume=consume, **options,
+                                            **callbacks)
+            elif isinstance(words, tuple):
+                learned = train_flat_merges(*words, num_merges, consume=consume, **options, **callbacks)
+            else:
+                learned = train_merges(words, weights, num_merges, **options, **callbacks)
+        bar.close()
+        return learned, counts
+
     if isinstance(words, ChunkCounts):
         consume = consume or words.private  # (a private mapping of a counts file: nobody else's)
-        learned = train_flat_merges(*words.buffers(spend=consume), num_merges, consume=consume, **options)
-    elif isinstance(words, tuple):  # (ids, lengths, counts) as continued_merges gives them
-        learned = train_flat_merges(*words, num_merges, consume=consume, **options)
-    else:
-        learned = train_merges(words, weights, num_merges, **options)
-    bar.close()
+    learned = None
+    if isinstance(words, tuple) and tie_break == "smallest_pair" and not verbose and num_merges > 0:
+        reduced = reduce_words(*words, num_merges)  # (see trainer.reduce_words: the same merges, or a second run)
+        if reduced is not None:
+            *fewer, least = reduced
+            learned, counts = run(tuple(memoryview(b).cast(f) for b, f in zip(fewer, "iiq")), None, True, quiet=True)
+            del fewer, reduced
+            if len(learned) < num_merges or counts[-1] < least:
+                learned = None
+    if learned is None:
+        learned, _ = run(words, weights, consume)
     merges = dict(tok.merges)
     merges.update(learned)
     return merges

@@ -13,6 +13,10 @@
   runs.
 * The twin alone equals the naive reference trainer (tests/support/reference_bpe.py) under all
   three tie-break rules.
+* ``reduce_words`` (the words of token ids cut where no merge of the counts that matter can join
+  them, as SuperBPE's stage 2 gives them to the loop) is the same in C and in the twin, and
+  ``training.learn`` learns on the cut words the merges it learns on the words themselves
+  (vetoes, repeated bytes refused, the check that sends it back to the whole words).
 * With the C module unimportable (a fresh interpreter), training falls back to the twin and
   learns the same merges on taylorswift.txt as the C kernel does here.
 """
@@ -25,6 +29,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from array import array
 from collections import Counter
 from pathlib import Path
@@ -34,7 +39,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.support.reference_bpe import corpus_chunks, naive_train
 
-from hf_bbpe import RegexTokenizer, merge_loop, trainer
+from hf_bbpe import RegexTokenizer, SuperwordConfig, merge_loop, trainer, training
 from hf_bbpe.patterns import GPT4_SPLIT_PATTERN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -288,3 +293,90 @@ def test_training_without_the_c_module_learns_the_same_merges():
         assert len(tok.merges) == 1024 - 256
     expected = naive_train(corpus_chunks([text], None), 256, "first_occurrence")
     assert out["merges"]["basic"] == [[a, b, new] for (a, b), new in expected.items()]
+
+
+# ------------------------------------------------------------------ words cut for the loop
+
+
+@st.composite
+def id_words(draw, alphabet_pool=st.integers(0, 2**31 - 1) | st.integers(0, 6)) -> tuple[list, list, int]:
+    """Words of token ids whose pairs repeat (counts up to past a 16-bit counter), and a number of
+    merges: enough that half the num_merges-th counter is 2 or more and words get cut, or not."""
+    alphabet = draw(st.lists(alphabet_pool, min_size=1, max_size=6, unique=True))
+    words = draw(st.lists(st.lists(st.sampled_from(alphabet), max_size=9), max_size=24))
+    counts = draw(st.lists(st.integers(0, 12) | st.sampled_from([40, 70_000]), min_size=len(words),
+                           max_size=len(words)))
+    return words, counts, draw(st.integers(0, 25))
+
+
+def flat(words: list, counts: list) -> tuple[array, array, array]:
+    return array("i", [i for w in words for i in w]), array("i", map(len, words)), array("q", counts)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=id_words())
+def test_reduce_words_c_equals_twin(case):
+    words, counts, num_merges = case
+    got = KERNEL.reduce_words(*flat(words, counts), num_merges)
+    assert got == TWIN.reduce_words(*flat(words, counts), num_merges)
+    if got is not None:  # the parts: the words' ids, cut, one-id parts dropped, equal ones counted once
+        ids, lengths = array("i", got[0]), array("i", got[1])
+        assert min(lengths) >= 2 and sum(lengths) == len(ids) and len(set(map(tuple, _split(ids, lengths)))) == len(lengths)
+
+
+def _split(ids: array, lengths: array) -> list[list[int]]:
+    out, at = [], 0
+    for n in lengths:
+        out.append(list(ids[at : at + n]))
+        at += n
+    return out
+
+
+def test_reduce_words_refuses_bad_buffers_alike():
+    for kernel in (KERNEL, TWIN):
+        with pytest.raises(ValueError, match="reduce_words"):
+            kernel.reduce_words(array("i", [1, 2]), array("i", [3]), array("q", [1]), 1)
+        with pytest.raises(ValueError, match="reduce_words"):
+            kernel.reduce_words(array("i", [1, -2]), array("i", [2]), array("q", [1]), 1)
+        with pytest.raises(ValueError, match="reduce_words"):
+            kernel.reduce_words(array("i", [1, 2]), array("i", [2]), array("q", [-1]), 1)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=id_words(st.sampled_from(list(b"ab c:"))), rules=st.sampled_from([None, 1, 2]), twin=st.booleans())
+def test_learn_on_cut_words_equals_learn_on_the_words(case, rules, twin):
+    """training.learn cuts (ids, lengths, counts) words (SuperBPE's stage 2) with reduce_words and
+    checks the merges it learns on them; they must be the merges of the whole words, which the
+    list-of-words path learns without cutting."""
+    words, counts, num_merges = case
+    tok = RegexTokenizer()
+    rule = None if rules is None else SuperwordConfig(max_words=rules).allows
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        if twin:
+            patch.setattr(trainer, "merge_kernel", lambda: TWIN)
+        warnings.simplefilter("ignore")  # a small corpus runs out of pairs
+        got = training.learn(tok, flat(words, counts), None, num_merges, "smallest_pair", 1, False, False,
+                             unique_bytes=True, token_filter=rule)
+        expected = training.learn(tok, [list(w) for w in words], counts, num_merges, "smallest_pair", 1, False, False,
+                                  unique_bytes=True, token_filter=rule)
+    assert got == expected
+
+
+def test_learn_takes_the_cut_words_and_goes_back_when_the_check_fails(monkeypatch):
+    """Where the last merge counts at least `least`, the loop runs on the cut words only; where it
+    counts less (here the third merge counts 10, below least = 15), it runs again on all words."""
+    runs = []
+    real = training.train_flat_merges
+    monkeypatch.setattr(training, "train_flat_merges", lambda *a, **k: runs.append(bytes(a[1])) or real(*a, **k))
+    words = [list(b"ba"), list(b"bcabcab "), list(b"cabc"), list(b"aab")]
+    counts = [2, 10, 10, 10]
+    tok = RegexTokenizer()
+    for num_merges, whole_words_too in ((1, False), (3, True)):
+        least = KERNEL.reduce_words(*flat(words, counts), num_merges)[3]
+        runs.clear()
+        got = training.learn(tok, flat(words, counts), None, num_merges, "smallest_pair", 1, False, False)
+        expected = training.learn(tok, words, counts, num_merges, "smallest_pair", 1, False, False)
+        assert got == expected
+        assert runs[0] != bytes(flat(words, counts)[1])  # the cut words first
+        assert len(runs) == 1 + whole_words_too
+        assert whole_words_too == (num_merges == 3 and least == 15)
