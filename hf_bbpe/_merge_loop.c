@@ -508,19 +508,28 @@ static void candidates_clear(CandidateTable *t) {
     t->size = 0;
 }
 
-static int candidates_rehash(CandidateTable *t, uint64_t cap) {
-    uint32_t *slots = malloc(cap * sizeof(uint32_t));
-    if (!slots) return -1;
-    memset(slots, 0xff, cap * sizeof(uint32_t));
-    for (uint64_t i = 0; i < t->size; i++) {
-        uint64_t j = mix64(t->items[i].key) & (cap - 1);
-        while (slots[j] != NONE) j = (j + 1) & (cap - 1);
-        slots[j] = (uint32_t)i;
+/* Index items 0 .. n - 1 anew in *slots (open addressing, linear probing), cap of them (a power
+   of 2), item i at hash_of(items, i); 0, or -1 when out of memory (the old index is kept). */
+static int index_items(uint32_t **slots, uint64_t *cap_out, uint64_t cap, uint64_t n,
+                       uint64_t (*hash_of)(const void *, uint64_t), const void *items) {
+    uint32_t *fresh = malloc(cap * sizeof(uint32_t));
+    if (!fresh) return -1;
+    memset(fresh, 0xff, cap * sizeof(uint32_t));
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t j = hash_of(items, i) & (cap - 1);
+        while (fresh[j] != NONE) j = (j + 1) & (cap - 1);
+        fresh[j] = (uint32_t)i;
     }
-    free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
+    free(*slots);
+    *slots = fresh;
+    *cap_out = cap;
     return 0;
+}
+
+static uint64_t candidate_hash(const void *items, uint64_t i) { return mix64(((const Candidate *)items)[i].key); }
+
+static int candidates_rehash(CandidateTable *t, uint64_t cap) {
+    return index_items(&t->slots, &t->cap, cap, t->size, candidate_hash, t->items);
 }
 
 /* A new candidate for key at the end of the items (not indexed); NONE on allocation failure. */
@@ -1296,19 +1305,10 @@ typedef struct {
     uint64_t cap;
 } Parts;
 
+static uint64_t part_hash_at(const void *hashes, uint64_t i) { return ((const uint64_t *)hashes)[i]; }
+
 static int parts_rehash(Parts *t, uint64_t cap) {
-    uint32_t *slots = malloc(cap * sizeof(uint32_t));
-    if (!slots) return -1;
-    memset(slots, 0xff, cap * sizeof(uint32_t));
-    for (uint64_t i = 0; i < t->nparts; i++) {
-        uint64_t j = t->hashes[i] & (cap - 1);
-        while (slots[j] != NONE) j = (j + 1) & (cap - 1);
-        slots[j] = (uint32_t)i;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
-    return 0;
+    return index_items(&t->slots, &t->cap, cap, t->nparts, part_hash_at, t->hashes);
 }
 
 /* Count the part ids[0:n] (n >= 2) c more times, added at the end if new; -1 when out of memory. */

@@ -175,6 +175,16 @@ def continued_merges(
     are segmented in one call (``ChunkEncoder.encode_pieces``: C threads, no Python object per
     chunk from the C counter's buffers) and the merge loop works in the ids it gives."""
     warn_if_mostly_control(counts, stacklevel=5)
+    words = segmented_chunks(tok, counts, num_workers)
+    return learn(tok, words, None, num_new_merges, tie_break, min_frequency, verbose, progress,
+                 unique_bytes=True, consume=True, token_filter=None if superwords is None else superwords.allows)
+
+
+def segmented_chunks(tok: Tokenizer, counts: Mapping[str, int] | ChunkCounts,
+                     num_workers: int | None = None) -> tuple[Any, Any, Any]:
+    """``counts``' chunks as ``tok``'s merges segment them, as the merge loop takes words of ids:
+    ``(ids, lengths, counts)`` (``ChunkEncoder.encode_pieces`` on up to ``num_workers`` threads;
+    a ChunkCounts' buffers are spent)."""
     if isinstance(counts, ChunkCounts):
         pieces, lengths, weights = counts.buffers(spend=True)
     else:
@@ -182,9 +192,7 @@ def continued_merges(
         pieces, lengths, weights = b"".join(chunks), array("i", map(len, chunks)), array("q", counts.values())
         del chunks
     ids, id_counts = tok._encoder.encode_pieces(pieces, lengths, max(1, num_workers or available_cpus()))
-    del pieces, lengths
-    return learn(tok, (ids, id_counts, weights), None, num_new_merges, tie_break, min_frequency, verbose, progress,
-                 unique_bytes=True, consume=True, token_filter=None if superwords is None else superwords.allows)
+    return ids, id_counts, weights
 
 
 def check_superword_corpus(tok: Tokenizer, text: Any) -> None:
