@@ -352,8 +352,9 @@ def learn(
     two tokens share the same bytes. ``token_filter(bytes)``, if given, vetoes the tokens it
     returns False for (superwords' rules).
 
-    Words of ids with ``tie_break="smallest_pair"`` (SuperBPE's stage 2, ``extend``) are first
-    cut where no merge that counts enough can join them (``trainer.reduce_words``): the loop runs
+    Words of ids with ``tie_break="smallest_pair"`` (SuperBPE's stage 2, ``extend``; not with
+    ``verbose``, whose lines a second run would print again) are first cut where no merge that
+    counts enough can join them (``trainer.reduce_words``): the loop runs
     on the cut words, and again on the whole ones only if its last merge counts less than the
     cut assumed (then its merges could differ), so the merges are always those of the words.
     """
