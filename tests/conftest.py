@@ -10,7 +10,7 @@ import pytest
 from tests.support.cli import train_cli
 from tests.support.cpu import is_cpu_feature_skip
 from tests.support.llama_cpp import LlamaCpp, build_llama_cpp
-from tests.support.tokenizers_js import install_tokenizers_js
+from tests.support.javascript import install_tokenizers_js
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from tests.support.families import LLAMA3_MODEL, mix_documents
 from tests.support.hf import EOT
-from tests.support.tokenizers_js import tokenizers_js_ids
+from tests.support.javascript import tokenizers_js_ids
 
 import conversion
 from hf_bbpe import RegexTokenizer

@@ -1,6 +1,8 @@
-"""Hugging Face's tokenizers.js (``@huggingface/tokenizers``, what transformers.js 4 tokenizes with)
-under Node, installed from npm by scripts/install_tokenizers_js.sh (once per machine: the script
-skips a finished install), and its ids for a saved folder (tests/support/tokenizers_js_ids.mjs)."""
+"""JavaScript under Node: Hugging Face's tokenizers.js (``@huggingface/tokenizers``, what
+transformers.js 4 tokenizes with), installed from npm by scripts/install_tokenizers_js.sh (once per
+machine: the script skips a finished install), and its ids for a saved folder
+(tests/support/tokenizers_js_ids.mjs); and split patterns in V8's own RegExp, as transformers.js 3.x
+compiles them (tests/support/js_regexp_split.mjs)."""
 
 from __future__ import annotations
 
@@ -39,3 +41,13 @@ def tokenizers_js_ids(modules: Path, folder: Path, docs: list[str]) -> list[list
                           capture_output=True, text=True, encoding="utf-8", timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout)
+
+
+def js_regexp_chunks(patterns: dict[str, str], texts: list[str]) -> dict[str, list[list[str]] | str]:
+    """For each named tokenizer.json Split regex, its matches in each text under V8's ``RegExp``
+    (compiled as transformers.js 3.x compiles it), or the message of the SyntaxError it raised."""
+    request = json.dumps({"patterns": patterns, "texts": texts})
+    proc = subprocess.run([node(), str(ROOT / "tests" / "support" / "js_regexp_split.mjs")], input=request,
+                          capture_output=True, text=True, encoding="utf-8", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return {name: found.get("chunks", found.get("error")) for name, found in json.loads(proc.stdout).items()}
