@@ -90,9 +90,11 @@ def to_tokenizer_json(
 def python_pattern(onig_pattern: str) -> str:
     """The ``regex`` pattern for a tokenizer.json split pattern; a registered pattern when the
     file holds exactly the translation of one of its spellings (so our own exports round-trip to
-    the same string, and files written with tiktoken's spellings read as the registry's)."""
+    the same string, and files written with tiktoken's spellings read as the registry's), also as
+    files written before anchors were portable hold it (``\\Z`` for ``$``)."""
     for pattern in (*NATIVE_PATTERNS.values(), *EQUIVALENT_PATTERNS, *ISOLATED_PATTERNS.values()):
-        if translate_pattern_for_onig(pattern) == onig_pattern:
+        written = (translate_pattern_for_onig(pattern), translate_pattern_for_onig(pattern, portable_anchors=False))
+        if onig_pattern in written:
             return canonical_pattern(pattern)
     return translate_pattern_from_onig(onig_pattern)
 

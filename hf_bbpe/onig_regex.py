@@ -15,6 +15,12 @@ import functools
 import regex
 
 
+PORTABLE_ANCHORS: dict[str, str] = {"^": r"(?<![\s\S])", "$": r"(?=\n?(?![\s\S]))", r"\Z": r"(?![\s\S])"}
+"""Python's anchors (start; end or before a final newline; end) as a tokenizer.json writes them:
+lookarounds that Oniguruma (``tokenizers``), JavaScript's ``RegExp`` (transformers.js) and Python
+read alike, where ``\\A``, ``\\Z`` and ``\\z`` are Oniguruma's only (GPT-4's ``\\s+$``)."""
+
+
 class _Translator:
     """One pass over a split pattern, writing the same pattern for the other regex engine.
 
@@ -27,8 +33,11 @@ class _Translator:
       ``(?>X{n,m})``, Oniguruma's becomes ``(?:X{n,m})+``;
     * ``X{n}?``: lazy (the same as ``X{n}``) in Python, "optional X{n}" in Oniguruma;
     * anchors: Python's ``^`` (start), ``$`` (end, or before a final newline) and ``\\Z`` (end)
-      are Oniguruma's ``\\A``, ``\\Z`` and ``\\z``; Oniguruma's ``^``/``$`` are line anchors,
-      Python's ``(?m:^)``/``(?m:$)``;
+      are Oniguruma's ``\\A``, ``\\Z`` and ``\\z``, which JavaScript's ``RegExp`` does not
+      know, so they are written as the lookarounds of :data:`PORTABLE_ANCHORS`, which Oniguruma,
+      JavaScript and Python read alike (and read back as anchors); inside a lookbehind, as
+      ``\\A``, ``\\Z``, ``\\z``. Oniguruma's ``^``/``$`` are line anchors, Python's
+      ``(?m:^)``/``(?m:$)``;
     * inside ``[...]``: ``[`` and ``&&`` are literal in Python (version 0) but nest and
       intersect in Oniguruma (escaped one way, refused the other);
     * escapes: ``\\x{..}`` exists only in Oniguruma, ``\\U........`` and ``\\N{..}`` only in
@@ -45,10 +54,11 @@ class _Translator:
     conditionals, inline flags other than ``i``, ``\\G``, ``\\K``, ``\\h``, verbose mode.
     """
 
-    def __init__(self, pattern: str, source: str) -> None:
+    def __init__(self, pattern: str, source: str, portable_anchors: bool = True) -> None:
         self.src = pattern
         self.pos = 0
         self.from_python = source == "python"
+        self.portable_anchors = portable_anchors  # Python's anchors as PORTABLE_ANCHORS writes them
         self.ignore_case = False  # inside (?i) or (?i:..)
         self.in_lookbehind = False
 
@@ -143,6 +153,8 @@ class _Translator:
         if ch in "^$":
             self.pos += 1
             if self.from_python:
+                if self.portable_anchors and not self.in_lookbehind:
+                    return PORTABLE_ANCHORS[ch], False
                 return (r"\A" if ch == "^" else r"\Z"), False
             return f"(?m:{ch})", False
         if ch in "*+?":
@@ -153,6 +165,11 @@ class _Translator:
         return ch, True
 
     def group(self) -> tuple[str, bool]:
+        if not self.from_python and not self.in_lookbehind:
+            for anchor, lookaround in PORTABLE_ANCHORS.items():
+                if self.src.startswith(lookaround, self.pos):
+                    self.pos += len(lookaround)
+                    return anchor, False
         start = self.pos
         self.pos += 1
         if self.peek() != "?":
@@ -274,6 +291,8 @@ class _Translator:
             return self.codepoint("0", start), True
         if not in_class and ch in "AZz":
             if ch == "Z":
+                if self.from_python and self.portable_anchors and not self.in_lookbehind:
+                    return PORTABLE_ANCHORS[r"\Z"], False
                 return (r"\z" if self.from_python else "$"), False
             if ch == "z":
                 if self.from_python:
@@ -404,17 +423,19 @@ def _every_code_point() -> tuple[str, int]:
     return "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000))), 0xD800
 
 
-def translate_pattern_for_onig(pattern: str) -> str:
+def translate_pattern_for_onig(pattern: str, *, portable_anchors: bool = True) -> str:
     r"""Rewrite a Python ``regex`` split pattern so that Oniguruma (``tokenizers``) splits the same.
 
     The known OpenAI patterns need one change: ``\p{N}{1,3}+`` (possessive in Python, but "one
-    or more runs of 1-3 digits" in Oniguruma) becomes ``(?>\p{N}{1,3})``; ``$`` becomes ``\Z``
-    (same meaning, Oniguruma's spelling). See :class:`_Translator` for every rule. Raises
-    ValueError naming the position of a construct that has no known equivalent.
+    or more runs of 1-3 digits" in Oniguruma) becomes ``(?>\p{N}{1,3})``; ``$`` becomes
+    ``(?=\n?(?![\s\S]))`` (the same meaning, in a spelling JavaScript reads too:
+    :data:`PORTABLE_ANCHORS`). See :class:`_Translator` for every rule. Raises ValueError naming
+    the position of a construct that has no known equivalent. ``portable_anchors=False`` writes
+    anchors as Oniguruma's ``\A``, ``\Z``, ``\z``, as tokenizer.json files written before did.
     """
     if not pattern:
         return pattern
-    return _Translator(pattern, "python").run()
+    return _Translator(pattern, "python", portable_anchors).run()
 
 
 def translate_pattern_from_onig(pattern: str) -> str:

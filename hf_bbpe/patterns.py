@@ -30,7 +30,7 @@ the same chunks)."""
 GPT4_SPLIT_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s+$|\s*[\r\n]|\s+(?!\S)|\s"""
 r"""GPT-4 / cl100k_base: tiktoken's pattern without its possessive quantifiers (none changes a match
 here: each guards a run that nothing after it could give back). In a ``tokenizer.json`` its ``$``
-is written ``\Z``, Oniguruma's spelling of it (see :mod:`onig_regex`)."""
+is written ``(?=\n?(?![\s\S]))``, which Oniguruma and JavaScript both read (see :mod:`onig_regex`)."""
 
 O200K_SPLIT_PATTERN = "|".join(
     [

@@ -41,6 +41,13 @@ if [ "${HF_BBPE_SKIP_TF457:-0}" != "1" ]; then
   .venv-tf457/bin/python -m pip install -q -e ".[test]"
 fi
 
+# tokenizers.js for the JavaScript tests, from npm (the script skips a finished install; about a second)
+if command -v node > /dev/null && command -v npm > /dev/null; then
+  bash scripts/install_tokenizers_js.sh > /dev/null
+else
+  echo "setup: node/npm not found: the JavaScript tests (tests/hf/test_tokenizers_js.py) will skip" >&2
+fi
+
 if ! wait "$LLAMA_CPP_BUILD"; then
   cat .venv/build_llama_cpp.log >&2
   echo "setup: building llama.cpp failed (scripts/build_llama_cpp.sh)" >&2

@@ -10,6 +10,7 @@ import pytest
 from tests.support.cli import train_cli
 from tests.support.cpu import is_cpu_feature_skip
 from tests.support.llama_cpp import LlamaCpp, build_llama_cpp
+from tests.support.javascript import install_tokenizers_js
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +31,13 @@ def llama_cpp() -> LlamaCpp:
     """llama.cpp's source and tokenizer, built from source once per machine (scripts/setup.sh
     starts the build; without it the first GGUF test waits for it)."""
     return build_llama_cpp()
+
+
+@pytest.fixture(scope="session")
+def tokenizers_js() -> Path:
+    """The folder whose node_modules holds tokenizers.js, installed from npm once per machine
+    (scripts/setup.sh installs it; without it the first JavaScript test does)."""
+    return install_tokenizers_js()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -3,6 +3,7 @@ tokens as the audit and inspect do: escaped once, part of a character as \\xNN."
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,15 +36,21 @@ echo "build_llama_cpp.sh PYTHON=$PYTHON" >> "$PIP_LOG"
 echo "llama.cpp built (stand-in)" >&2
 """
 
+FAKE_TOKENIZERS_JS_INSTALL = """#!/usr/bin/env bash
+# stands in for scripts/install_tokenizers_js.sh (npm): logs that it was asked
+echo "install_tokenizers_js.sh" >> "$PIP_LOG"
+"""
+
 
 def _run_script(tmp_path, script: str, *args: str) -> list[str]:
-    """Run a copy of scripts/SCRIPT in an empty clone-like folder with python and the llama.cpp
-    build replaced by fakes that log what they are asked to do (installing and building for real
+    """Run a copy of scripts/SCRIPT in an empty clone-like folder with python, the llama.cpp
+    build and the tokenizers.js install replaced by fakes that log what they are asked to do (installing and building for real
     need the registries and minutes); its log lines."""
     (tmp_path / "scripts").mkdir(exist_ok=True)
     for name in ("setup.sh", "demo.sh"):
         (tmp_path / "scripts" / name).write_bytes((ROOT / "scripts" / name).read_bytes())
     (tmp_path / "scripts" / "build_llama_cpp.sh").write_text(FAKE_LLAMA_CPP_BUILD)
+    (tmp_path / "scripts" / "install_tokenizers_js.sh").write_text(FAKE_TOKENIZERS_JS_INSTALL)
     fake = tmp_path / "fake-python"
     fake.write_text(FAKE_PYTHON)
     fake.chmod(0o755)
@@ -61,7 +68,7 @@ def test_demo_sets_up_hf_bbpe_alone(tmp_path):
     installs = [c for c in calls if " pip install " in c and "--upgrade pip" not in c]
     assert installs == [".venv-demo/bin/python -m pip install -q -e ."], calls
     assert calls[-1] == ".venv-demo/bin/python scripts/demo.py"
-    assert not any("build_llama_cpp" in c for c in calls), calls
+    assert not any("build_llama_cpp" in c or "tokenizers_js" in c for c in calls), calls
     assert not (tmp_path / ".venv").exists()
 
 
@@ -70,3 +77,5 @@ def test_the_test_setup_still_installs_everything(tmp_path):
     assert any(c.endswith('pip install -q -e .[torch,test,app,ray,datatrove]') for c in calls), calls
     assert any(".venv-tf457/bin/python -m pip install -q -e .[test]" in c for c in calls), calls
     assert "build_llama_cpp.sh PYTHON=.venv/bin/python" in calls, calls  # the GGUF tests' llama.cpp
+    if shutil.which("node") and shutil.which("npm"):  # the JavaScript tests' tokenizers.js (CI installs Node)
+        assert "install_tokenizers_js.sh" in calls, calls

@@ -5,7 +5,9 @@ in the spellings other runtimes compile; they cut text as tiktoken's own spellin
 ids: tests/conversion/test_conversion_parity.py, whose reference runs tiktoken's own patterns),
 take the C scanner, and a tokenizer.json we write carries them, also for a tokenizer made with
 tiktoken's spelling or read from a file written with it. Ollama's converter names a pre-tokenizer
-by the sha256 of the tokenizer.json's Split regexes: the ones its table lists are ours.
+by the sha256 of the tokenizer.json's Split regexes: the ones its table lists are ours. What a
+tokenizer.json carries compiles in JavaScript's own RegExp (V8, as transformers.js 3.x compiles it)
+and cuts our chunks there; tiktoken's possessive spellings do not compile.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from hf_bbpe.patterns import (
     scanner_name,
 )
 from tests.support.families import mix_documents, tiktoken_pattern
+from tests.support.javascript import js_regexp_chunks
 
 # Ollama's convert/tokenizer.go (github.com/ollama/ollama at fb30760, parseTokenizer): the sha256 of
 # the concatenated Split regexes of tokenizer.json's pre_tokenizer -> tokenizer.ggml.pre. The table
@@ -51,6 +54,7 @@ OLLAMA_PRE_TOKENIZERS = {
 POSSESSIVE = regex.compile(r"(?<!\\)(?:[+*?]|\{\d+(?:,\d*)?\})\+")  # X++ X*+ X?+ X{n,m}+ (not \+, \p{L}+)
 
 TEXT = mix_documents()[:200] + ["def f():\n    ", "a\n \n  ", "x  \n", "I'M 'll 12345\r\n\t"]
+TEXT_JS = mix_documents() + TEXT[200:] + ["trailing newlines \n\n", "a  \nb", "   ", ""]
 
 
 def ollama_digest(tokenizer_json: dict) -> str:
@@ -127,11 +131,27 @@ def test_tokenizer_json_carries_the_registry_spelling(spelling, name, tmp_path):
     written, data = saved_split_regex(spelling, tmp_path)
     assert written == translate_pattern_for_onig(NATIVE_PATTERNS[name])
     old = tmp_path / "old.json"
-    data["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = translate_pattern_for_onig(spelling)
-    old.write_text(json.dumps(data), encoding="utf-8")
-    back = conversion.from_tokenizer_json(old)
-    assert back.plain_pattern == NATIVE_PATTERNS[name]
-    assert back._scanner is not None
+    # as this version writes it, and as versions before portable anchors did (GPT-2's and cl100k's \s++$ as \s++\Z)
+    earlier = translate_pattern_for_onig(spelling, portable_anchors=False)
+    for regex_string in (translate_pattern_for_onig(spelling), earlier):
+        data["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = regex_string
+        old.write_text(json.dumps(data), encoding="utf-8")
+        back = conversion.from_tokenizer_json(old)
+        assert back.plain_pattern == NATIVE_PATTERNS[name]
+        assert back._scanner is not None
+
+
+def test_tokenizer_json_with_gpt4s_earlier_anchor_reads_back_as_gpt4(tmp_path):
+    """GPT-4's pattern as tokenizer.json files written before portable anchors hold it (``\\s+\\Z``)
+    reads back as the registry's pattern, on the C scanner; this version writes its ``$`` as a
+    lookahead that JavaScript reads too."""
+    written, data = saved_split_regex("gpt4", tmp_path)
+    assert r"\s+(?=\n?(?![\s\S]))|" in written and r"\Z" not in written
+    earlier = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s+\Z|\s*[\r\n]|\s+(?!\S)|\s"""
+    data["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = earlier
+    (tmp_path / "old.json").write_text(json.dumps(data), encoding="utf-8")
+    back = conversion.from_tokenizer_json(tmp_path / "old.json")
+    assert back.plain_pattern == GPT4_SPLIT_PATTERN and back._scanner is not None
 
 
 @pytest.mark.parametrize(("pattern", "ollama"), [(LLAMA3_SPLIT_PATTERN, "llama-bpe"), (QWEN2_SPLIT_PATTERN, "qwen2"),
@@ -142,3 +162,25 @@ def test_ollama_recognises_the_saved_pattern(pattern, ollama, tmp_path):
     (minbpe's GPT-4 spelling is saved as Llama 3's, whose chunks it cuts)."""
     _, data = saved_split_regex(pattern, tmp_path)
     assert OLLAMA_PRE_TOKENIZERS.get(ollama_digest(data)) == ollama
+
+
+def test_saved_spellings_split_alike_in_javascripts_regexp():
+    """Each built-in pattern as a tokenizer.json we write carries it, compiled by V8's own ``RegExp``
+    as transformers.js 3.x compiles a Split regex (its ``(?i:...)`` groups written out; no Oniguruma
+    rewriting, unlike tokenizers.js), cuts every document of mix-sample.txt (and texts ending in white
+    space after a line break) into our pre-tokenizer's chunks."""
+    saved = {name: translate_pattern_for_onig(pattern) for name, pattern in NATIVE_PATTERNS.items()}
+    found = js_regexp_chunks(saved, TEXT_JS)
+    for name, pattern in NATIVE_PATTERNS.items():
+        assert not isinstance(found[name], str), f"{name}: {saved[name]!r} is refused by JavaScript: {found[name]}"
+        split = chunk_splitter(pattern)
+        assert [i for i, text in enumerate(TEXT_JS) if found[name][i] != split(text)] == [], name
+
+
+def test_tiktoken_spellings_do_not_compile_in_javascripts_regexp():
+    """Why the registry has its own spellings: tiktoken's possessive GPT-2 and cl100k strings (which
+    tokenizer.json files saved by earlier versions carry) are a SyntaxError in JavaScript."""
+    saved = {"r50k": translate_pattern_for_onig(TIKTOKEN_GPT2_SPLIT_PATTERN),
+             "cl100k": translate_pattern_for_onig(TIKTOKEN_CL100K_SPLIT_PATTERN)}
+    found = js_regexp_chunks(saved, ["x"])
+    assert all(isinstance(error, str) and "Invalid regular expression" in error for error in found.values()), found
