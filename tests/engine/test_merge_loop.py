@@ -16,7 +16,8 @@
 * ``reduce_words`` (the words of token ids cut where no merge of the counts that matter can join
   them, as SuperBPE's stage 2 gives them to the loop) is the same in C and in the twin, and
   ``training.learn`` learns on the cut words the merges it learns on the words themselves
-  (vetoes, repeated bytes refused, the check that sends it back to the whole words).
+  (vetoes, repeated bytes refused, the check that sends it back to the whole words), also where
+  the words are cut at any ``least`` by exact counts, and a pair of count exactly ``least`` is kept.
 * With the C module unimportable (a fresh interpreter), training falls back to the twin and
   learns the same merges on taylorswift.txt as the C kernel does here.
 """
@@ -380,3 +381,65 @@ def test_learn_takes_the_cut_words_and_goes_back_when_the_check_fails(monkeypatc
         assert runs[0] != bytes(flat(words, counts)[1])  # the cut words first
         assert len(runs) == 1 + whole_words_too
         assert whole_words_too == (num_merges == 3 and least == 15)
+
+
+@pytest.mark.parametrize("kernel", [KERNEL, TWIN], ids=["c", "twin"])
+def test_a_pair_that_counts_exactly_least_is_not_cut(kernel, monkeypatch):
+    """The margin of the cut: words are cut only where a pair counts *less* than ``least``. Here
+    (5, 6) counts 30, (6, 7) 20 and (1, 2) 10, so for 2 merges least is 10; after (5, 6) is merged,
+    (1, 2), (6, 7) and (5+6, 7) all count 10 and (1, 2) comes first. A cut that dropped the pair
+    of count exactly least would merge (6, 7) second, at a count the check accepts."""
+    words, counts = [[5, 6, 7], [5, 6], [6, 7], [1, 2]], [10, 20, 10, 10]
+    monkeypatch.setattr(trainer, "merge_kernel", lambda: kernel)
+    assert kernel.reduce_words(*flat(words, counts), 2)[3] == 10
+    got = training.learn(RegexTokenizer(), flat(words, counts), None, 2, "smallest_pair", 1, False, False)
+    assert list(got) == [(5, 6), (1, 2)]
+    assert got == training.learn(RegexTokenizer(), words, counts, 2, "smallest_pair", 1, False, False)
+
+
+def _cut_at(least: int):
+    """A stand-in for trainer.reduce_words that cuts at a given ``least`` by the pairs' exact counts
+    (the most a valid cut at that least may drop; the sketch's counters only ever cut less)."""
+
+    def cut(symbols, lengths, counts, num_merges):
+        ids, sizes, weights = array("i", bytes(symbols)), array("i", bytes(lengths)), array("q", bytes(counts))
+        pair_counts, at = Counter(), 0
+        for n, c in zip(sizes, weights):
+            for k in range(at, at + n - 1):
+                pair_counts[ids[k], ids[k + 1]] += c
+            at += n
+        parts, at = {}, 0
+        for n, c in zip(sizes, weights):
+            start = at
+            for k in range(at, at + n):
+                if k + 1 < at + n and pair_counts[ids[k], ids[k + 1]] >= least:
+                    continue
+                if k + 1 - start >= 2:
+                    parts[tuple(ids[start : k + 1])] = parts.get(tuple(ids[start : k + 1]), 0) + c
+                start = k + 1
+            at += n
+        return (bytearray(array("i", [i for part in parts for i in part]).tobytes()),
+                bytearray(array("i", map(len, parts)).tobytes()), bytearray(array("q", parts.values()).tobytes()), least)
+
+    return cut
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=id_words(st.sampled_from(list(b"ab c:"))), least=st.integers(2, 60), rules=st.sampled_from([None, 1, 2]),
+       min_frequency=st.sampled_from([1, 1, 3]))
+def test_learn_is_exact_for_any_cut_its_check_accepts(case, least, rules, min_frequency):
+    """training.learn's exactness does not rest on how reduce_words picks ``least``: for words cut
+    at any least by the pairs' exact counts (where the last merges fall near least, which the
+    sketch's half of the num_merges-th counter rarely lets happen), the check and the run on the
+    whole words give the merges of the whole words, vetoes and min_frequency too."""
+    words, counts, num_merges = case
+    tok = RegexTokenizer()
+    rule = None if rules is None else SuperwordConfig(max_words=rules).allows
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        patch.setattr(training, "reduce_words", _cut_at(least))
+        warnings.simplefilter("ignore")  # a small corpus runs out of pairs
+        got = training.learn(tok, flat(words, counts), None, num_merges, "smallest_pair", min_frequency, False, False,
+                             unique_bytes=True, token_filter=rule)
+        expected = training.learn(tok, [list(w) for w in words], counts, num_merges, "smallest_pair", min_frequency,
+                                  False, False, unique_bytes=True, token_filter=rule)
+    assert got == expected
