@@ -410,7 +410,9 @@ def learn(
     if isinstance(words, ChunkCounts):
         consume = consume or words.private  # (a private mapping of a counts file: nobody else's)
     learned = None
-    if isinstance(words, tuple) and tie_break == "smallest_pair" and not verbose and num_merges > 0:
+    # (reduce_words reads int32 ids; a tuple of uint8 symbols, which the merge loop also takes, is run whole)
+    if (isinstance(words, tuple) and memoryview(words[0]).itemsize == 4 and tie_break == "smallest_pair"
+            and not verbose and num_merges > 0):
         reduced = reduce_words(*words, num_merges)  # (see trainer.reduce_words: the same merges, or a second run)
         if reduced is not None:
             *fewer, least = reduced

@@ -443,3 +443,12 @@ def test_learn_is_exact_for_any_cut_its_check_accepts(case, least, rules, min_fr
         expected = training.learn(tok, [list(w) for w in words], counts, num_merges, "smallest_pair", min_frequency,
                                   False, False, unique_bytes=True, token_filter=rule)
     assert got == expected
+
+
+def test_learn_on_words_of_bytes_laid_end_to_end():
+    """``(symbols, lengths, counts)`` with uint8 symbols, which the merge loop takes as it takes
+    ChunkCounts' buffers, is no input for reduce_words (int32 ids): learn runs the loop on it whole."""
+    words, counts = [b"abcabcabcabc", b"abcab", b"bcb"], [50, 40, 30]
+    flat_bytes = (bytearray(b"".join(words)), array("i", map(len, words)), array("q", counts))
+    expected = training.learn(RegexTokenizer(), [list(w) for w in words], counts, 4, "smallest_pair", 1, False, False)
+    assert training.learn(RegexTokenizer(), flat_bytes, None, 4, "smallest_pair", 1, False, False) == expected
