@@ -1420,10 +1420,11 @@ static int encode_range(const ChunkBPE *self, const PretokScanner *scanner, cons
 static const PretokScanner WHOLE_SCANNER;
 
 /* A document, or with WHOLE_SCANNER a piece of encode_pieces. Those pieces are a corpus's distinct
- * chunks (each comes once: SuperBPE's stage 2 and extend), so the piece itself, whole, is never
- * looked up in the caches nor kept there, where it would only push out what repeats: where the
- * kernel splits long pieces (see encode_by_parts), every piece of 2 bytes or more is encoded by
- * its parts (the words of stage 1, which repeat), short ones too. */
+ * chunks (each comes once: SuperBPE's stage 2 and extend), so a piece of several parts is never
+ * looked up in the caches whole nor kept there, where it would only push out what repeats: where
+ * the kernel splits long pieces (see encode_by_parts), every piece of 2 bytes or more is encoded by
+ * its parts (the words of stage 1, which repeat), short ones too; a piece that is one part (one
+ * word) goes through the caches as that part. */
 static int encode_doc(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *t, IdBuf *out,
                       PieceCache *cache) {
     if (t->n < 0) return DOC_SURROGATE;
@@ -2300,8 +2301,8 @@ static const PretokScanner WHOLE_SCANNER = {whole_chunk, &NO_CLASSES, whole_chun
 
 #define PIECES_PAD 64 /* readable bytes after the last piece (the parts' scanner reads ahead) */
 
-/* encode_pieces(pieces, lengths, num_threads=1): each piece whole, as encode_chunks encodes a
- * chunk (through the caches; a long one by parts), without the GIL and without a Python object
+/* encode_pieces(pieces, lengths, num_threads=1): each piece whole, the ids encode_chunks gives a
+ * chunk (every piece of 2 bytes or more by its parts through the caches: see encode_doc), without the GIL and without a Python object
  * per piece: pieces is their UTF-8 end to end (uint8), lengths their sizes (int32), as chunk
  * counting's buffers hold them. (ids as a writable uint32 buffer, int32 bytes: the number of ids
  * of each piece). Extension and SuperBPE's stage 2 segment every distinct chunk of a corpus so. */

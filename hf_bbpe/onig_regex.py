@@ -36,7 +36,8 @@ class _Translator:
       are Oniguruma's ``\\A``, ``\\Z`` and ``\\z``, which JavaScript's ``RegExp`` does not
       know, so they are written as the lookarounds of :data:`PORTABLE_ANCHORS`, which Oniguruma,
       JavaScript and Python read alike (and read back as anchors); inside a lookbehind, as
-      ``\\A``, ``\\Z``, ``\\z``. Oniguruma's ``^``/``$`` are line anchors, Python's
+      ``\\A``, ``\\Z``, ``\\z``, which JavaScript's ``RegExp`` refuses (no built-in pattern
+      has one). Oniguruma's ``^``/``$`` are line anchors, Python's
       ``(?m:^)``/``(?m:$)``;
     * inside ``[...]``: ``[`` and ``&&`` are literal in Python (version 0) but nest and
       intersect in Oniguruma (escaped one way, refused the other);
