@@ -87,6 +87,8 @@ def test_bad_counts_files_and_mismatches_are_one_line_errors_naming_the_file(tmp
     assert "not both" in refused(counts, str(TAYLOR))
     assert "--superwords" in refused(counts, "--superwords")
     assert "--max-memory" in refused(counts, "--max-memory", "1G")
+    for option in (["--docs", "line"], ["--workers", "1"], ["--text-column", "body"]):
+        assert f"{option[0]} only change(s) counting" in refused(counts, *option)
     assert_one_line_error(run_cli("inspect", cut, check=False), f"{cut}: cut short")
     assert_one_line_error(run_cli("train", "--vocab-size", 400, "--out", out, check=False), "--from-counts")
     run_cli("train", "--from-counts", counts, "--pattern", "gpt4", "--vocab-size", 400, "--out", out, "--quiet")
@@ -113,3 +115,8 @@ def test_a_count_that_fails_leaves_nothing_half_written(tmp_path, monkeypatch):
     assert list(spill.iterdir()) == []
     proc = run_cli("count", TAYLOR, "-o", tmp_path / "missing" / "x.counts", check=False)
     assert_one_line_error(proc, f"{tmp_path / 'missing'}: no such folder")
+    own_input = work / "corpus.txt"
+    own_input.write_bytes(TAYLOR.read_bytes())
+    proc = run_cli("count", own_input, "-o", own_input, check=False)
+    assert_one_line_error(proc, f"{own_input}: is one of the inputs")
+    assert own_input.read_bytes() == TAYLOR.read_bytes()

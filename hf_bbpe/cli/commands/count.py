@@ -9,9 +9,11 @@ The inputs and counting options are ``train``'s (text files cut by ``--docs``, `
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..arguments import add_counting_options, add_input_files, add_split_pattern, split_tokenizer
+from ..errors import CommandError
 from ..output_dir import check_output
 from ..text_input import count_on_inputs, expand_inputs
 
@@ -33,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     check_output(args.out, folder=False)
     paths = expand_inputs(args.files)
+    if os.path.exists(args.out) and any(path != "-" and os.path.samefile(path, args.out) for path in paths):
+        raise CommandError(f"{args.out}: is one of the inputs; write the counts to another file")
     counts = count_on_inputs(split_tokenizer(args.pattern).count_chunks, paths, args, out=args.out)
     if not args.quiet:
         spilled = f", spilling {counts.spills} run file(s)" if counts.spills else ""

@@ -96,6 +96,11 @@ def _train_from_counts(args: argparse.Namespace, superwords: bool) -> int:
     if args.max_memory is not None:
         raise CommandError(f"--max-memory bounds counting, and --from-counts {source} does not count (the file is "
                            "mapped)")
+    counting_only = [option for option, given in (("--docs", args.docs != "paragraph"), ("--workers", args.workers),
+                                                  ("--text-column", args.text_column != "text")) if given]
+    if counting_only:
+        raise CommandError(f"{', '.join(counting_only)} only change(s) counting, and --from-counts {source} does not "
+                           "count: give them to 'hf-bbpe count'")
     counts = load_counts(source)
     tok = split_tokenizer(counts.pattern if args.pattern is None else args.pattern)
     tok.train_from_counts(counts, args.vocab_size, tie_break=args.tie_break, min_frequency=args.min_frequency,
