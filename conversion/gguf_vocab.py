@@ -23,6 +23,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import regex
+
 from hf_bbpe.atomic_write import write_bytes_atomic
 from hf_bbpe.patterns import scanner_name
 from hf_bbpe.tokenizer import Tokenizer
@@ -31,15 +33,15 @@ from .errors import FormatError
 from .llama_cpp_convert import CHKTXT, ids_hash
 from .reading import read_json_object
 
-__all__ = ["CHKTXT", "GGUFVocab", "LLAMA_CPP_PRE_TOKENIZERS", "gguf_vocab_of", "llama_cpp_pre_tokenizer",
-           "pre_tokenizer_hash", "write_gguf_vocab"]
+__all__ = ["CHKTXT", "GGUFVocab", "LLAMA_CPP_HASH_NAMES", "LLAMA_CPP_PRE_TOKENIZERS", "gguf_vocab_of",
+           "llama_cpp_pre_tokenizer", "pre_tokenizer_hash", "write_gguf_vocab"]
 
 LLAMA_CPP_PRE_TOKENIZERS: dict[str, tuple[tuple[str, bool], ...]] = {
     "gpt2": (("gpt-2", False),),
     "gpt4": (("dbrx", False), ("llama-bpe", True)),
     "llama3": (("llama-bpe", True), ("dbrx", False)),
     "qwen2": (("qwen2", False),),
-    "o200k": (("gpt-4o", False),),
+    "o200k": (("gpt-4o", False), ("llama4", False)),
     "tekken": (("tekken", True),),
 }
 """Our built-in pattern -> llama.cpp's pre-tokenizers that split with it, each with the
@@ -47,11 +49,35 @@ LLAMA_CPP_PRE_TOKENIZERS: dict[str, tuple[tuple[str, bool], ...]] = {
 hash table gives the family: ``dbrx`` for cl100k, ``llama-bpe`` for Llama 3). ``dbrx`` splits as
 ``llama-bpe`` without the whole-piece rule. GPT-4's pattern has no pre-tokenizer of its own:
 llama.cpp splits cl100k tokenizers with Llama 3's regex, which differs only where a text ends in
-a line break followed by spaces (:data:`GPT4_NOTE`)."""
+a line break followed by spaces (:data:`GPT4_NOTE`). ``llama4`` is ``gpt-4o`` under Llama 4's
+name (:data:`LLAMA_CPP_HASH_NAMES`)."""
+
+LLAMA_CPP_HASH_NAMES: dict[str, str] = {
+    "3ce83efda5659b07b1ad37ca97ca5797ea4285d9b9ab0dc679e4a720c9da7454": "gpt-2",  # openai-community/gpt2
+    "a8594e3edff7c29c003940395316294b2c623e09894deebbc65f33f1515df79e": "dbrx",  # databricks/dbrx-base (cl100k)
+    "ccc2ef013c104be7bae2965776d611e1d7a8a2a9c547dd93a682c9a9fc80352e": "gpt-4o",  # Xenova/gpt-4o (o200k)
+    "0ef9807a4087ebef797fc749390439009c3b9eda9ad1a097abbe738f486c01e5": "llama-bpe",  # Meta-Llama-3-8B
+    "d353350c764d8c3b39c763113960e4fb4919bea5fbf208a0e3b22e8469dc7406": "llama4",  # Llama-4-Scout-17B-16E-Instruct
+    "63b97e4253352e6f357cc59ea5b583e3a680eaeaf2632188c2b952de2588485e": "tekken",  # Mistral-Nemo-Base-2407
+}
+"""The names llama.cpp's converter gives the families :mod:`conversion.presets` loads, by their
+hash (its ``get_vocab_base_pre`` table, llama.cpp as vendored by llama-cpp-python 0.3.36): a
+folder with one of these hashes gets the converter's own name, so that its GGUF holds what the
+converter writes (Llama 4: ``llama4``, where the pattern alone says ``gpt-4o``). Any other folder's
+name comes from its pattern."""
 
 GPT4_NOTE = ("llama.cpp splits GPT-4's pattern as Llama 3's: a text that ends in a line break followed by spaces "
              "(e.g. a code prompt ending in an indent) gets the line break and the spaces as two chunks, where "
              "GPT-4's pattern keeps them in one")
+"""Said only for a tokenizer with a token that spans that cut (:func:`_token_past_a_line_break`):
+without one, the two chunks encode to the same ids as the one (cl100k has none)."""
+
+MARKS_NOTE = ("llama.cpp's regex for o200k's and Tekken's patterns leaves combining marks (\\p{M}) out of words, "
+              "where the patterns keep them in: text with them (Hindi, Thai, Khmer, ...) gets other chunks there, "
+              "and other ids where a token holds a mark")
+"""Said for an o200k- or Tekken-pattern tokenizer with a token that holds a combining mark
+(llama.cpp's regexes for ``gpt-4o`` and ``tekken`` have ``(?=[\\p{L}])`` where the patterns have
+``\\p{M}`` in their letter classes)."""
 
 NORMALIZER_NOTE = ("llama.cpp does not normalize text: this tokenizer's NFC normalizer is dropped, so text that is "
                    "not in NFC tokenizes differently there")
@@ -59,6 +85,7 @@ NORMALIZER_NOTE = ("llama.cpp does not normalize text: this tokenizer's NFC norm
 NO_EOS_NOTE = ("the tokenizer has no eos_token: llama.cpp then takes id 11 as BOS and EOS (its default for BPE "
                "vocabularies), and generation stops at that token; save the folder with an eos_token")
 
+_MARK = regex.compile(r"\p{M}")
 _TOKEN_NORMAL, _TOKEN_CONTROL, _TOKEN_USER_DEFINED, _TOKEN_UNUSED = 1, 3, 4, 5  # gguf.TokenType
 _SPECIAL_ROLES = ("bos", "eos", "unk", "sep", "pad", "mask")  # the ids gguf.SpecialVocab writes (cls: none)
 
@@ -77,6 +104,8 @@ class GGUFVocab:
     special_ids: dict[str, int]
     add_bos: bool
     add_eos: bool
+    add_sep: bool | None
+    """``tokenizer.ggml.add_sep_token``, written where the converter writes it (None: not written)."""
     chat_template: str | None
     notes: list[str] = field(default_factory=list)
     """Where llama.cpp's ids can differ from ours, one sentence each (empty: nowhere known)."""
@@ -115,7 +144,9 @@ def llama_cpp_pre_tokenizer(tok: Tokenizer, source: str = "tokenizer") -> tuple[
         shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
         raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for the split pattern {shown!r}; it knows "
                           f"these patterns: {', '.join(LLAMA_CPP_PRE_TOKENIZERS)}")
-    notes = [GPT4_NOTE] if name == "gpt4" else []
+    notes = [GPT4_NOTE] if name == "gpt4" and _token_past_a_line_break(tok) is not None else []
+    if name in ("o200k", "tekken") and any(_MARK.search(data.decode("utf-8", "ignore")) for data in tok.vocab.values()):
+        notes.append(MARKS_NOTE)
     normalizer = tok.normalizer
     if normalizer is not None:
         kind = normalizer.to_json().get("type")
@@ -197,8 +228,13 @@ def gguf_vocab_of(folder: str | os.PathLike, vocab_size: int | None = None) -> G
     if chkhsh != ours:
         raise FormatError(f"{folder}: its tokenizer.json does not encode llama.cpp's test text as its tokenizer does "
                           f"(hash {chkhsh[:12]}..., the tokenizer's {ours[:12]}...); save the folder again")
+    pre = _converter_name(chkhsh, pre)
+    # The converter's gguf.SpecialVocab writes add_sep_token where tokenizer.json has a template
+    # (add_bos or add_eos): False, as ours puts BOS/EOS between a pair's sequences, no separator.
+    add_sep = False if add_bos or add_eos else None
     return GGUFVocab(pre=pre, chkhsh=chkhsh, tokens=tokens, token_types=types, merges=merges,
-                     special_ids=special_ids, add_bos=add_bos, add_eos=add_eos, chat_template=template, notes=notes)
+                     special_ids=special_ids, add_bos=add_bos, add_eos=add_eos, add_sep=add_sep,
+                     chat_template=template, notes=notes)
 
 
 def write_gguf_vocab(folder: str | os.PathLike, path: str | os.PathLike, *, vocab_size: int | None = None,
@@ -223,6 +259,8 @@ def write_gguf_vocab(folder: str | os.PathLike, path: str | os.PathLike, *, voca
             getattr(writer, f"add_{role}_token_id")(idx)
         writer.add_add_bos_token(vocab.add_bos)
         writer.add_add_eos_token(vocab.add_eos)
+        if vocab.add_sep is not None:
+            writer.add_add_sep_token(vocab.add_sep)
         if vocab.chat_template:
             writer.add_chat_template(vocab.chat_template)
         writer.write_header_to_file()
@@ -231,6 +269,25 @@ def write_gguf_vocab(folder: str | os.PathLike, path: str | os.PathLike, *, voca
         writer.close()
         write_bytes_atomic(path, scratch.read_bytes())
     return vocab
+
+
+def _token_past_a_line_break(tok: Tokenizer) -> int | None:
+    """A token with bytes after its last line break (e.g. ``b"\\n    "``), or None. Llama 3's split
+    cuts a text's trailing white space after its last line break, where GPT-4's keeps it whole;
+    only a token across that cut can make the ids differ (BPE merges nothing across it otherwise)."""
+    return next((idx for idx, data in tok.vocab.items()
+                 if (cut := max(data.rfind(b"\n"), data.rfind(b"\r"))) != -1 and cut < len(data) - 1), None)
+
+
+def _converter_name(chkhsh: str, pre: str) -> str:
+    """The name llama.cpp's converter gives a folder with hash ``chkhsh`` if it knows the hash and
+    the name is another for the same pre-tokenizer as ``pre`` (same split, same mode); else ``pre``."""
+    known = LLAMA_CPP_HASH_NAMES.get(chkhsh)
+    for candidates in LLAMA_CPP_PRE_TOKENIZERS.values():
+        modes = dict(candidates)
+        if known in modes and pre in modes and modes[known] == modes[pre]:
+            return known
+    return pre
 
 
 def _engine_hash(engine: Tokenizer, bos: int | None, eos: int | None) -> str:

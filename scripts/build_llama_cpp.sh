@@ -4,7 +4,9 @@
 # llama.cpp's tokenizer: the static library (cmake target `llama`, Release, CPU only, no tools,
 # tests, server or OpenMP) and tests/support/llama_tokenize_docs.cpp linked against it.
 #   scripts/build_llama_cpp.sh [DIR]    DIR default: $HF_BBPE_LLAMA_CPP_DIR, else ~/.cache/hf_bbpe/llama.cpp-VERSION
-# Prints DIR on success; DIR/llama.cpp is the source folder, DIR/llama_tokenize_docs the program.
+# Prints DIR and then the program on success; DIR/llama.cpp is the source folder, the program is
+# DIR/llama_tokenize_docs-HASH (HASH: the start of the driver source's sha256), one per driver version,
+# so that checkouts with different drivers share DIR without rebuilding each other's.
 set -euo pipefail
 VERSION=0.3.36  # llama-cpp-python; its sdist carries llama.cpp (ggml 0.25.3)
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,10 +17,11 @@ mkdir -p "$DIR"
 exec 9>"$DIR/.lock"
 flock 9  # one build at a time (test sessions and setup.sh may start together)
 
-STAMP="$DIR/.built"
-WANT="$VERSION $(sha256sum "$DRIVER_SRC" | cut -d' ' -f1)"
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$DIR/llama_tokenize_docs" ]; then
+STAMP="$DIR/.built-library"
+PROGRAM="$DIR/llama_tokenize_docs-$(sha256sum "$DRIVER_SRC" | cut -c1-16)"
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$VERSION" ] && [ -x "$PROGRAM" ]; then
   echo "$DIR"
+  echo "$PROGRAM"
   exit 0
 fi
 missing=()
@@ -49,8 +52,9 @@ cmake -S "$SRC" -B "$DIR/build" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DB
 cmake --build "$DIR/build" --target llama -j "$JOBS" > "$DIR/build.log"
 B="$DIR/build"
 c++ -O2 -std=c++17 -I"$SRC/include" -I"$SRC/ggml/include" "$DRIVER_SRC" "$B/src/libllama.a" "$B/ggml/src/libggml.a" \
-  "$B/ggml/src/libggml-cpu.a" "$B/ggml/src/libggml-base.a" -lpthread -ldl -lm -o "$DIR/llama_tokenize_docs.tmp"
-mv "$DIR/llama_tokenize_docs.tmp" "$DIR/llama_tokenize_docs"
-echo "$WANT" > "$STAMP"
+  "$B/ggml/src/libggml-cpu.a" "$B/ggml/src/libggml-base.a" -lpthread -ldl -lm -o "$PROGRAM.tmp"
+mv "$PROGRAM.tmp" "$PROGRAM"
+echo "$VERSION" > "$STAMP"
 echo "llama.cpp built in $(( $(date +%s) - start )) s (source $(( fetched - start )) s, build $(( $(date +%s) - fetched )) s): $DIR" >&2
 echo "$DIR"
+echo "$PROGRAM"

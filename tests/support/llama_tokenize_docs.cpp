@@ -4,9 +4,13 @@
 // without starting a process and loading a 128k vocabulary per document.
 //
 //   llama_tokenize_docs VOCAB.gguf DOCS.bin
+//   llama_tokenize_docs VOCAB.gguf --special
 //
 // DOCS.bin holds each document as a little-endian uint32 byte length followed by its UTF-8 bytes.
-// Prints one line per document: its ids separated by spaces. Built by scripts/build_llama_cpp.sh.
+// Prints one line per document: its ids separated by spaces. With --special, prints instead what
+// the loaded vocabulary says of its special tokens, one "name value" line each (the ids of bos,
+// eos, eot, sep, pad, mask, -1 for none; add_bos, add_eos, add_sep as 0/1; n_tokens).
+// Built by scripts/build_llama_cpp.sh.
 #include "llama.h"
 
 #include <cstdint>
@@ -24,7 +28,7 @@ static void quiet(enum ggml_log_level level, const char * text, void *) {
 
 int main(int argc, char ** argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s VOCAB.gguf DOCS.bin\n", argv[0]);
+        fprintf(stderr, "usage: %s VOCAB.gguf DOCS.bin|--special\n", argv[0]);
         return 2;
     }
     llama_log_set(quiet, nullptr);
@@ -37,6 +41,15 @@ int main(int argc, char ** argv) {
         return 1;
     }
     const llama_vocab * vocab = llama_model_get_vocab(model);
+    if (std::string(argv[2]) == "--special") {
+        printf("bos %d\neos %d\neot %d\nsep %d\npad %d\nmask %d\n", llama_vocab_bos(vocab), llama_vocab_eos(vocab),
+               llama_vocab_eot(vocab), llama_vocab_sep(vocab), llama_vocab_pad(vocab), llama_vocab_mask(vocab));
+        printf("add_bos %d\nadd_eos %d\nadd_sep %d\nn_tokens %d\n", llama_vocab_get_add_bos(vocab),
+               llama_vocab_get_add_eos(vocab), llama_vocab_get_add_sep(vocab), llama_vocab_n_tokens(vocab));
+        llama_model_free(model);
+        llama_backend_free();
+        return 0;
+    }
 
     std::ifstream in(argv[2], std::ios::binary);
     std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
