@@ -598,17 +598,18 @@ INLINE void window_letters(const uint8_t *s, uint64_t leads, int len, int cased,
 }
 
 /* The class masks of the window of 64 bytes from s (a chunk start at position base), from its
- * ByteMasks m; 0 when fewer than 8 bytes are usable (the caller takes a chunk the ordinary way).
+ * ByteMasks m, of which the first avail bytes are text (the rest, at the text's end, is padding that
+ * no mask keeps); 0 when fewer than 8 bytes are usable (the caller takes a chunk the ordinary way).
  * Where the window meets a character outside ASCII that is no letter (with others, GPT-2's runs
  * of any class, one that is \s), *resume is set past it: no window is worth trying before. */
-INLINE int window_classes(const uint8_t *s, const ByteMasks *m, Py_ssize_t base, int cased, int others,
+INLINE int window_classes(const uint8_t *s, const ByteMasks *m, Py_ssize_t base, int avail, int cased, int others,
                           WindowClasses *w, Py_ssize_t *resume) {
     uint64_t L = m->L, N = m->N, NL = m->NL, SP = m->SP, S = m->S, AP = m->AP, CTL = m->CTL, UP = m->UP, SL = m->SL;
     uint64_t LO = L & ~UP, CL = 0; /* (ASCII so far) */
     /* a letter outside ASCII is letter bytes (with others, a number is number bytes and any other
      * character but \s is left as neither: punctuation); the window ends at the first other
      * character outside ASCII, or one that it cuts (the loops lower lim to the first of them) */
-    int lim = 64, stop = 0;
+    int lim = avail, stop = 0;
     if (m->lead) {
         window_letters(s, m->lead & ~m->lead3, 2, cased, others, &lim, &stop, &L, &N, &UP, &LO, &CL);
         if (m->lead3) {
@@ -795,11 +796,14 @@ INLINE uint64_t superbpe_stage2_starts(const WindowClasses *w, int *cut_out) {
 }
 
 /* Each pattern's window scanner: the ends of up to room chunks from s (a chunk start at position
- * base, with at least 64 bytes of text from it), as far as the window can tell, into ends; their
- * number (0: the window cannot tell one). */
+ * base; 64 readable bytes, of which the first avail are text), as far as the window can tell, into
+ * ends; their number (0: the window cannot tell one). A window that the text's end cuts (avail <
+ * 64, its padding after) tells as much as one that a character it cannot classify cuts: what comes
+ * after lim is unknown to it either way, so the last chunk is left to the chunk-by-chunk scanner,
+ * which knows the end of the text. */
 #define WINDOW_SCANNER(ATTR, NAME, MASKS, CASED, OTHERS, STARTS)                                   \
     ATTR static Py_ssize_t NAME(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room, \
-                                Py_ssize_t *resume) {                                               \
+                                Py_ssize_t *resume, int avail) {                                    \
         if (!window_ok) {                                                                           \
             *resume = PY_SSIZE_T_MAX;                                                               \
             return 0;                                                                               \
@@ -807,7 +811,7 @@ INLINE uint64_t superbpe_stage2_starts(const WindowClasses *w, int *cut_out) {
         ByteMasks m;                                                                                \
         MASKS(s, CASED, &m);                                                                        \
         WindowClasses w;                                                                            \
-        if (!window_classes(s, &m, base, CASED, OTHERS, &w, resume)) return 0;                      \
+        if (!window_classes(s, &m, base, avail, CASED, OTHERS, &w, resume)) return 0;               \
         int cut;                                                                                    \
         uint64_t starts = STARTS;                                                                   \
         return window_ends(starts, cut, ends, base, room);                                          \
@@ -828,8 +832,9 @@ WINDOW_SCANNERS(WIDE_TARGET, _wide, byte_masks_avx512)
 #endif
 
 /* no window: the scanner goes chunk by chunk */
-INLINE Py_ssize_t no_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room, Py_ssize_t *resume) {
-    (void)s; (void)ends; (void)base; (void)room;
+INLINE Py_ssize_t no_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base, Py_ssize_t room, Py_ssize_t *resume,
+                            int avail) {
+    (void)s; (void)ends; (void)base; (void)room; (void)avail;
     *resume = PY_SSIZE_T_MAX;
     return 0;
 }
@@ -843,13 +848,25 @@ INLINE Py_ssize_t no_window(const uint8_t *s, Py_ssize_t *ends, Py_ssize_t base,
         const Scan s = SCAN_OF_KIND(KIND, t);                                                       \
         return NAME(&s, i);                                                                         \
     }
+/* (A window that would read past the text's end reads its last bytes from a copy padded with
+ * zeros: most documents are a few hundred bytes, so their last 64 would otherwise go chunk by chunk.) */
+#define TAIL_WINDOW_MIN 16 /* bytes: a shorter end of text goes chunk by chunk */
 #define CHUNKS_OF_KIND(NAME, KIND, WINDOW)                                                          \
     {                                                                                               \
         const Scan s = SCAN_OF_KIND(KIND, t);                                                       \
         Py_ssize_t k = 0, resume = 0;                                                               \
         do {                                                                                        \
-            if (KIND == PRETOK_UTF8_KIND && i >= resume && i + 64 <= s.n) {                         \
-                Py_ssize_t got = WINDOW((const uint8_t *)s.data + i, ends + k, i, max - k, &resume); \
+            if (KIND == PRETOK_UTF8_KIND && i >= resume && i + TAIL_WINDOW_MIN <= s.n) {            \
+                const uint8_t *from = (const uint8_t *)s.data + i;                                  \
+                uint8_t tail[64];                                                                   \
+                int avail = 64;                                                                     \
+                if (i + 64 > s.n) {                                                                 \
+                    avail = (int)(s.n - i);                                                         \
+                    memset(tail, 0, sizeof tail);                                                   \
+                    memcpy(tail, from, (size_t)avail);                                              \
+                    from = tail;                                                                    \
+                }                                                                                   \
+                Py_ssize_t got = WINDOW(from, ends + k, i, max - k, &resume, avail);                \
                 if (got) {                                                                          \
                     k += got;                                                                       \
                     i = ends[k - 1];                                                                \

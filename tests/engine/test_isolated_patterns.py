@@ -19,7 +19,8 @@ from hf_bbpe import RegexTokenizer, patterns
 from hf_bbpe.patterns import ISOLATED_PATTERNS, SUPERBPE_STAGE2_SPLIT_PATTERN, native_isolated_splitter, native_scanner
 from hf_bbpe.pre_tokenizers import ByteLevel, Sequence, Split, isolated_split
 from tests.engine.test_patterns import (
-    DATA, KINDS, NO_SURROGATE, TRICKY, WINDOW_BUILDS, WORDY, ends_of, str_kind, text_of_kind, utf8_ends_of, window_build,
+    DATA, KINDS, NO_SURROGATE, TEXT_ENDS, TRICKY, WINDOW_BUILDS, WINDOW_CHARS, WORDY, ends_of, str_kind, text_of_kind,
+    utf8_ends_of, window_build,
 )
 
 NAMES = list(ISOLATED_PATTERNS)
@@ -106,6 +107,21 @@ def test_utf8_instance_splits_alike(build, name, words, text, batch):
     for sample in ("".join(words), text, "".join(words[:5]) + text + "".join(words[5:])):
         with window_build(build):
             got = patterns._native.chunk_ends(scanner, sample, batch, True)
+        assert got == utf8_ends_of(reference(name, sample)), sample
+
+
+@pytest.mark.parametrize("build", WINDOW_BUILDS)
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=800, deadline=None)
+@given(words=st.lists(st.sampled_from(WINDOW_WORDS), max_size=12), text=st.text(st.sampled_from(WINDOW_CHARS), max_size=40),
+       end=st.sampled_from(TEXT_ENDS))
+def test_utf8_text_ends_split_alike(build, name, words, text, end):
+    """Texts of up to a few windows, ending in every way (test_patterns.TEXT_ENDS): the regex
+    module's pieces."""
+    scanner = native_scanner(ISOLATED_PATTERNS[name], isolated=True)
+    for sample in ("".join(words) + end, "".join(words) + text + end):
+        with window_build(build):
+            got = patterns._native.chunk_ends(scanner, sample, 64, True)
         assert got == utf8_ends_of(reference(name, sample)), sample
 
 

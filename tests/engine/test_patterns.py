@@ -223,6 +223,28 @@ def test_utf8_windows_split_alike(build, name, text, words, batch):
         assert got == expected, sample
 
 
+# How a text can end: the last 16 to 63 bytes of a text are read by a window over a padded copy,
+# which must leave the last chunk (whose end only the end of the text decides) to the
+# chunk-by-chunk scanner: whitespace runs (\s+$, \s+(?!\S), \s*[\r\n]), letters, digits,
+# punctuation, contractions, case changes, characters outside ASCII.
+TEXT_ENDS = ["", " ", "  ", "\n", "\n\n", " \n", "\t", "  \t ", "x", "xY", "abc", " abc", "1", "12", "1234", "!", " !!",
+             "'", "'s", " '", "'ll", ".\n", ";\r\n", "é", " жизнь", "日本", "\u3000", "\u00a0 "]
+
+
+@pytest.mark.parametrize("build", WINDOW_BUILDS)
+@pytest.mark.parametrize("name", NATIVE_PATTERNS)
+@settings(max_examples=800, deadline=None)
+@given(text=st.text(st.sampled_from(WINDOW_CHARS), min_size=0, max_size=80), end=st.sampled_from(TEXT_ENDS))
+def test_utf8_text_ends_split_alike(build, name, text, end):
+    """Texts of up to a few windows, ending in every way: the regex module's chunks (a window
+    that the text's end cuts tells nothing past it)."""
+    scanner = native_scanner(NATIVE_PATTERNS[name])
+    for sample in (text + end, "the quick brown fox jumps " + text[:20] + end):
+        with window_build(build):
+            got = patterns._native.chunk_ends(scanner, sample, 64, True)
+        assert got == utf8_ends_of(findall(NATIVE_PATTERNS[name], sample)), sample
+
+
 @pytest.mark.parametrize("build", WINDOW_BUILDS)
 @pytest.mark.parametrize("name", NATIVE_PATTERNS)
 def test_utf8_instance_on_real_text(build, name):
