@@ -730,6 +730,11 @@ class Tokenizer:
         tiktoken: a call stays on the core it was given, so that callers who already run one
         encode per worker (DataLoader workers, process pools, ``encode_batch``) do not oversubscribe.
         """
+        scanner = self._scanner
+        if scanner is not None:  # the common call, one per document: one C call, no other frame
+            ids = self._encoder.encode_text(text, scanner, num_threads)
+            if ids is not None:
+                return ids
         try:
             return self._encode_ordinary(text, num_threads)
         except UnicodeEncodeError:
