@@ -30,7 +30,7 @@ from hf_bbpe.patterns import scanner_name
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
-from .llama_cpp_convert import CHKTXT, ids_hash
+from .llama_cpp_convert import CHKTXT, chkhsh, ids_hash
 from .reading import read_json_object
 
 __all__ = ["CHKTXT", "GGUFVocab", "LLAMA_CPP_HASH_NAMES", "LLAMA_CPP_PRE_TOKENIZERS", "gguf_vocab_of",
@@ -117,8 +117,6 @@ def pre_tokenizer_hash(folder: str | os.PathLike) -> str:
     :data:`CHKTXT` with its special tokens (BOS/EOS as the folder says), and the sha256 of the
     list's ``str`` is the hash."""
     from transformers import AutoTokenizer
-
-    from .llama_cpp_convert import chkhsh
 
     return chkhsh(AutoTokenizer.from_pretrained(str(folder)))
 

@@ -205,22 +205,21 @@ def _read(kind: str, files: tuple, pattern: str | None, special_tokens: Mapping[
         return tokenizer_from_json_data(files[1], files[0], **options)
     if kind == "gpt2":
         from .gpt2_files import from_gpt2_files
-        from .presets import PRESETS, file_sha256, load_preset, preset_of_files
+        from .presets import PRESETS, load_preset, preset_of_files
 
         pre_tokenizer = options.get("pre_tokenizer")
         if pattern is not None and pre_tokenizer is not None:
             raise TypeError(f"{files[0]}: give pattern= or pre_tokenizer=, not both")
         told = pattern is not None or pre_tokenizer is not None
-        preset = None if told or special_tokens is not None else preset_of_files(files)
-        if preset is not None and preset != "gpt2":
+        preset = None if special_tokens is not None else preset_of_files(files)
+        if not told and preset is not None and preset != "gpt2":
             return load_preset(preset, files, check_hash=False)  # recognised by its hashes already
         tok = from_gpt2_files(files[0], files[1], pattern="gpt2" if pattern is None else pattern,
                               special_tokens=special_tokens, pre_tokenizer=pre_tokenizer)
         if not told and preset is None:
             _superwords_take_their_pattern(tok, files[1])
-        gpt2 = PRESETS["gpt2"]
-        if special_tokens is None and [file_sha256(f) for f in files] == [gpt2.sha256[n] for n in gpt2.files]:
-            tok.roles = gpt2.roles.kept(tok.special_tokens)  # OpenAI's own files
+        if preset == "gpt2":
+            tok.roles = PRESETS["gpt2"].roles.kept(tok.special_tokens)  # OpenAI's own files
         return tok
     from .tiktoken_ranks import rank_file_tokenizer
 

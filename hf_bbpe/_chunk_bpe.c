@@ -362,7 +362,6 @@ typedef struct {
     /* "merges" mode, when every token is a byte or made by a merge (see build_tok_len), by id: */
     int32_t *tok_len;              /* its length in bytes */
     int32_t *tok_left, *tok_right; /* the two parts of the merge that makes it (-1: a byte) */
-    int64_t tok_len_max;           /* the largest id */
     const PretokScanner *part_scanner; /* cuts long pieces into parts (see encode_by_parts), or NULL */
 } ChunkBPE;
 
@@ -1198,11 +1197,11 @@ static int encode_piece(const ChunkBPE *self, const uint8_t *data, Py_ssize_t n,
  * LIST_COUNTED_MIN_IDS), then add the counts to the objects and zero refs again. Returns where it
  * stopped: n, or before an id that has no slot in id_objects (the caller goes on the plain way);
  * -1 when out of memory (the items before it hold their references). Needs the GIL. */
-static Py_ssize_t ids_to_items_counted(ChunkBPE *self, PyObject **items, const int32_t *ids, Py_ssize_t from,
-                                       Py_ssize_t n, uint32_t *refs) {
+static Py_ssize_t ids_to_items_counted(ChunkBPE *self, PyObject **items, const int32_t *ids, Py_ssize_t n,
+                                       uint32_t *refs) {
     PyObject **objects = self->id_objects;
     uint32_t limit = (uint32_t)self->id_objects_len;
-    Py_ssize_t i = from;
+    Py_ssize_t i = 0;
     for (; i < n; i++) {
         uint32_t id = (uint32_t)ids[i];
         if (id >= limit) break;
@@ -1232,7 +1231,7 @@ static PyObject *ids_to_list(ChunkBPE *self, const int32_t *ids, Py_ssize_t n) {
     huge_pages_advise(((PyListObject *)out)->ob_item, (size_t)n * sizeof(PyObject *));
     if (objects && n >= LIST_COUNTED_MIN_IDS && n < (Py_ssize_t)UINT32_MAX) {
         if (!self->id_refs) self->id_refs = calloc((size_t)self->id_objects_len, sizeof(uint32_t));
-        if (self->id_refs && (i = ids_to_items_counted(self, ((PyListObject *)out)->ob_item, ids, 0, n, self->id_refs)) < 0) {
+        if (self->id_refs && (i = ids_to_items_counted(self, ((PyListObject *)out)->ob_item, ids, n, self->id_refs)) < 0) {
             Py_DECREF(out);
             return NULL;
         }
@@ -2109,7 +2108,6 @@ static int build_tok_len(ChunkBPE *self, PyObject *merges, int64_t max_id) {
     self->tok_left = left;
     self->tok_right = right;
     self->tok_len = len;
-    self->tok_len_max = max_id;
     return 0;
 }
 
@@ -2145,9 +2143,10 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     self->rank_mode = rank_mode;
+    int64_t max_id = rank_mode ? 0 : merges_max_id(merges);
     if (rank_mode) {
         if (self->dup_first < 0 && build_rank_pairs(self) < 0) { free_tables(self); PyErr_NoMemory(); return -1; }
-    } else if (pairs_alloc(self, (uint64_t)PyDict_Size(merges), merges_max_id(merges)) < 0) {
+    } else if (pairs_alloc(self, (uint64_t)PyDict_Size(merges), max_id) < 0) {
         free_tables(self);
         PyErr_NoMemory();
         return -1;
@@ -2173,7 +2172,7 @@ static int ChunkBPE_init(ChunkBPE *self, PyObject *args, PyObject *kwds) {
         pairs_put(self, (uint32_t)a, (uint32_t)b, (int32_t)r);
         if (r >= self->id_objects_len) self->id_objects_len = r + 1;
     }
-    if (!rank_mode && tokens == Py_None && build_tok_len(self, merges, merges_max_id(merges)) < 0) {
+    if (!rank_mode && tokens == Py_None && build_tok_len(self, merges, max_id) < 0) {
         free_tables(self);
         PyErr_NoMemory();
         return -1;

@@ -1288,12 +1288,6 @@ static uint64_t reduce_sketch_size(int64_t nsym) {
     return size;
 }
 
-static inline uint64_t part_hash(const int32_t *ids, int64_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ULL * (uint64_t)(n + 1);
-    for (int64_t i = 0; i < n; i++) h = mix64(h ^ (uint32_t)ids[i]);
-    return h;
-}
-
 typedef struct {
     int32_t *ids;       /* the distinct parts end to end, in order of first appearance */
     int32_t *lengths;
@@ -1314,7 +1308,7 @@ static int parts_rehash(Parts *t, uint64_t cap) {
 /* Count the part ids[0:n] (n >= 2) c more times, added at the end if new; -1 when out of memory. */
 static int parts_add(Parts *t, const int32_t *ids, int64_t n, int64_t c) {
     if ((t->nparts + 1) * 2 > t->cap && parts_rehash(t, t->cap ? t->cap * 2 : 1 << 12) < 0) return -1;
-    uint64_t h = part_hash(ids, n), mask = t->cap - 1, j = h & mask;
+    uint64_t h = hash_bytes((const uint8_t *)ids, (size_t)n * sizeof(int32_t)), mask = t->cap - 1, j = h & mask;
     for (; t->slots[j] != NONE; j = (j + 1) & mask) {
         uint32_t k = t->slots[j];
         if (t->hashes[k] == h && t->lengths[k] == n && !memcmp(t->ids + t->starts[k], ids, (size_t)n * sizeof(int32_t))) {

@@ -52,7 +52,7 @@ import regex
 
 from .byte_unicode import bytes_to_unicode, unicode_to_token
 from .normalizers import Normalizer, resolve_normalizer
-from .patterns import HOLD_GIL, SPLIT_PATTERNS, chunk_splitter, compile_pattern, isolated_pattern_name, \
+from .patterns import HOLD_GIL, SPLIT_PATTERNS, chunk_splitter, compile_pattern, isolated_scanner_name, \
     native_isolated_splitter, native_scanner, resolve_pattern, scanner_name
 from .unicode_tables import regex_class
 
@@ -538,7 +538,7 @@ def pattern_pre_tokenizer(pattern: str | None) -> Split | None:
     the chunks), else Split(removed, invert=True)."""
     if not pattern:
         return None
-    if scanner_name(pattern) is not None or isolated_pattern_name(pattern) is not None:
+    if isolated_scanner_name(pattern) is not None:
         return Split(pattern)
     return Split(pattern, "removed", invert=True)
 
