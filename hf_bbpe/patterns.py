@@ -228,7 +228,8 @@ def compile_pattern(pattern: str) -> regex.Pattern:
 
     A built-in pattern (or another spelling of one) is compiled with the owners' character
     classes (:func:`owner_classes_pattern`), as its C scanner splits; any other pattern means what
-    it means in the ``regex`` module."""
+    it means in the ``regex`` module, whose Unicode may be newer than the one ``tokenizers`` runs a
+    saved tokenizer.json with (then they differ on the code points assigned in between)."""
     if scanner_name(pattern) is not None or isolated_pattern_name(pattern) is not None:
         return regex.compile(owner_classes_pattern(pattern))
     try:
@@ -275,7 +276,7 @@ def native_scanner(pattern: str | None, *, isolated: bool = False) -> object | N
 def part_scanner() -> object | None:
     """The C scanner that the chunk encoder cuts long pieces into words with (SuperBPE's stage-1
     pattern; see ``encode_by_parts`` in ``_chunk_bpe.c``), or None without the C module. Getting it
-    does not build the class table (a third of a second): the encoder uses it once a scanner has."""
+    does not build the class table: the encoder uses it once a scanner has."""
     return None if _native is None else getattr(_native, "scanner_superbpe_stage1", None)
 
 

@@ -7,10 +7,15 @@ The built-in patterns' classes (\\p{L}, \\p{N}, \\s and o200k's two case sets) c
 * the tables are exactly tiktoken's (Rust regex) and ``tokenizers``' (Oniguruma), probed on every
   code point and class;
 * the twin's classes (``patterns.owner_classes_pattern``) are exactly the tables;
-* ids equal tiktoken's (GPT-2, cl100k, o200k), llama_models' (Llama 3) and ``tokenizers``' (our
-  tokenizer.json, trained with Qwen2's pattern or converted from tiktoken) on every code point in
-  four contexts (the code points where the ``regex`` module's classes differ and a sample of the
-  rest here; all of them in the slow test), and the twin cuts those texts as the C scanners do.
+* ids equal tiktoken's (GPT-2, cl100k, o200k), llama_models' (Llama 3), mistral_common's (Tekken)
+  and ``tokenizers``' (our tokenizer.json, trained with Qwen2's pattern or converted from
+  tiktoken), each code point in four contexts: where the ``regex`` module's classes differ and a
+  sample of the rest here, every code point in the slow test; and the twin cuts those texts as
+  the C scanners do.
+
+Only the built-in patterns are rewritten: any other pattern means what it means in the ``regex``
+module (its own Unicode), where ``tokenizers`` may read a code point assigned since Unicode 16
+otherwise.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import conversion  # noqa: E402
 from conversion.presets import PRESETS  # noqa: E402
 from hf_bbpe import RegexTokenizer, patterns, unicode_tables  # noqa: E402
 from tests.support.cpu import HAS_AVX512, needs_avx512  # noqa: E402
-from tests.support.families import LLAMA3_MODEL, mix_documents, tiktoken_pattern  # noqa: E402
+from tests.support.families import LLAMA3_MODEL, TEKKEN_FILES, mix_documents, tiktoken_pattern  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
@@ -148,12 +153,15 @@ def openai_pairs() -> dict:
     return {name: (conversion.load_preset(name, path), tiktoken_reference(name)) for name, path in OPENAI_FILES.items()}
 
 
-def test_issue_example_equals_tiktoken(openai_pairs):
+@pytest.mark.parametrize("path", ["C", "python"])
+def test_issue_example_equals_tiktoken(openai_pairs, path):
     """U+0558 (Armenian, assigned in Unicode 17) is no letter to tiktoken: cl100k cuts "\\u0558'" and "s"."""
     ours, reference = openai_pairs["cl100k_base"]
     assert reference.encode_ordinary("\u0558's") == [145, 246, 6, 82]
-    assert ours.encode_ordinary("\u0558's") == [145, 246, 6, 82]
-    assert patterns.compile_pattern(patterns.GPT4_SPLIT_PATTERN).findall("\u0558's") == ["\u0558'", "s"]
+    if path == "C":
+        assert ours.encode_ordinary("\u0558's") == [145, 246, 6, 82]
+    else:
+        assert patterns.compile_pattern(patterns.GPT4_SPLIT_PATTERN).findall("\u0558's") == ["\u0558'", "s"]
 
 
 @pytest.mark.parametrize("build", WINDOW_BUILDS)
@@ -175,13 +183,17 @@ def first_difference(text: str, want: list[int], have: list[int], reference) -> 
     return repr(text[max(0, at - 12) : at + 12])
 
 
-def test_sweep_ids_equal_llama3():
-    """Llama 3, through llama_models' own Tokenizer (tiktoken underneath)."""
+def test_sweep_ids_equal_llama3_and_tekken():
+    """Llama 3 through llama_models' own Tokenizer, Tekken through mistral_common's Tekkenizer
+    (both tiktoken underneath), where the classes differ."""
     from llama_models.llama3.tokenizer import Tokenizer as Llama3Reference
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
-    ours, reference = conversion.load(LLAMA3_MODEL), Llama3Reference(LLAMA3_MODEL)
-    for text in sweep_texts(DIFFERING, per_text=512):
-        assert ours.encode_ordinary(text) == reference.encode(text, bos=False, eos=False)
+    path = TEKKEN_FILES["tekken_240911"]
+    for ours, reference in ((conversion.load(LLAMA3_MODEL), Llama3Reference(LLAMA3_MODEL)),
+                            (conversion.load(path), Tekkenizer.from_file(path))):
+        for text in sweep_texts(DIFFERING, per_text=512):
+            assert ours.encode_ordinary(text) == reference.encode(text, bos=False, eos=False)
 
 
 @pytest.mark.parametrize("name", [*patterns.NATIVE_PATTERNS, *patterns.ISOLATED_PATTERNS])
@@ -209,17 +221,23 @@ def qwen2_trained(tmp_path_factory) -> tuple[RegexTokenizer, HFTokenizer]:
     return tok, HFTokenizer.from_file(str(path))
 
 
-def test_sweep_our_tokenizer_json_in_tokenizers(qwen2_trained, openai_pairs, tmp_path):
-    """Our tokenizer.json, run by tokenizers (Oniguruma's classes), gives our engine's ids where
-    the classes differ: one we trained with Qwen2's pattern, and cl100k and o200k converted (GPT-2
-    has cl100k's classes)."""
-    pairs = {"qwen2": qwen2_trained}
+def test_sweep_our_trained_tokenizer_json_in_tokenizers(qwen2_trained):
+    """Our tokenizer.json of a tokenizer trained with Qwen2's pattern, run by tokenizers
+    (Oniguruma's classes), gives our engine's ids where the classes differ."""
+    ours, hf = qwen2_trained
+    texts = sweep_texts(DIFFERING)
+    expected = [encoding.ids for encoding in hf.encode_batch(texts, add_special_tokens=False)]
+    assert ours.encode_batch(texts, num_workers=1, disallowed_special=()) == expected
+
+
+@pytest.mark.slow
+def test_sweep_converted_tokenizer_json_in_tokenizers(openai_pairs, tmp_path):
+    """The same for cl100k and o200k converted to tokenizer.json (GPT-2 has cl100k's classes)."""
+    texts = sweep_texts(DIFFERING)
     for name in ("cl100k_base", "o200k_base"):
         ours = openai_pairs[name][0]
         conversion.to_tokenizer_json(ours, tmp_path / f"{name}.json")
-        pairs[name] = (ours, HFTokenizer.from_file(str(tmp_path / f"{name}.json")))
-    texts = sweep_texts(DIFFERING)
-    for name, (ours, hf) in pairs.items():
+        hf = HFTokenizer.from_file(str(tmp_path / f"{name}.json"))
         expected = [encoding.ids for encoding in hf.encode_batch(texts, add_special_tokens=False)]
         assert ours.encode_batch(texts, num_workers=1, disallowed_special=()) == expected, name
 
