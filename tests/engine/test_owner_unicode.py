@@ -20,6 +20,7 @@ otherwise.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -111,11 +112,17 @@ def sweep_texts(code_points: list[int], per_text: int = 2048) -> list[str]:
     return texts
 
 
-DIFFERING = sorted(set(differing_code_points()) | set(range(0x300)))
-"""Where the classes differ (about 17,500 code points, with Unicode 17's regex module), and Latin
-up to U+02FF."""
-FAST_SWEEP = sorted(set(DIFFERING) | set(CODE_POINTS[::61]))
-"""And every 61st code point."""
+@functools.cache
+def differing() -> list[int]:
+    """Where the classes differ (about 17,500 code points, with Unicode 17's regex module), and
+    Latin up to U+02FF."""
+    return sorted(set(differing_code_points()) | set(range(0x300)))
+
+
+@functools.cache
+def fast_sweep() -> list[int]:
+    """:func:`differing`, and every 61st code point."""
+    return sorted(set(differing()) | set(CODE_POINTS[::61]))
 
 WINDOW_BUILDS = ["sse2", pytest.param("avx512", marks=needs_avx512)]
 
@@ -168,7 +175,7 @@ def test_issue_example_equals_tiktoken(openai_pairs, path):
 @pytest.mark.parametrize("name", list(OPENAI_FILES))
 def test_sweep_ids_equal_tiktoken(openai_pairs, name, build):
     ours, reference = openai_pairs[name]
-    texts = sweep_texts(FAST_SWEEP)
+    texts = sweep_texts(fast_sweep())
     expected = reference.encode_ordinary_batch(texts)
     with window_build(build):
         got = ours.encode_batch(texts, num_workers=1, disallowed_special=())
@@ -192,7 +199,7 @@ def test_sweep_ids_equal_llama3_and_tekken():
     path = TEKKEN_FILES["tekken_240911"]
     for ours, reference in ((conversion.load(LLAMA3_MODEL), Llama3Reference(LLAMA3_MODEL)),
                             (conversion.load(path), Tekkenizer.from_file(path))):
-        for text in sweep_texts(DIFFERING, per_text=512):
+        for text in sweep_texts(differing(), per_text=512):
             assert ours.encode_ordinary(text) == reference.encode(text, bos=False, eos=False)
 
 
@@ -202,7 +209,7 @@ def test_python_twin_cuts_the_sweep_as_the_c_scanner(name):
     does (the C scanner's ids are the owners', above)."""
     pattern = {**patterns.NATIVE_PATTERNS, **patterns.ISOLATED_PATTERNS}[name]
     twin = patterns.compile_pattern(pattern)
-    for text in sweep_texts(FAST_SWEEP, per_text=8192):
+    for text in sweep_texts(fast_sweep(), per_text=8192):
         if name in patterns.ISOLATED_PATTERNS:
             from hf_bbpe.pre_tokenizers import isolated_split
 
@@ -225,7 +232,7 @@ def test_sweep_our_trained_tokenizer_json_in_tokenizers(qwen2_trained):
     """Our tokenizer.json of a tokenizer trained with Qwen2's pattern, run by tokenizers
     (Oniguruma's classes), gives our engine's ids where the classes differ."""
     ours, hf = qwen2_trained
-    texts = sweep_texts(DIFFERING)
+    texts = sweep_texts(differing())
     expected = [encoding.ids for encoding in hf.encode_batch(texts, add_special_tokens=False)]
     assert ours.encode_batch(texts, num_workers=1, disallowed_special=()) == expected
 
@@ -233,7 +240,7 @@ def test_sweep_our_trained_tokenizer_json_in_tokenizers(qwen2_trained):
 @pytest.mark.slow
 def test_sweep_converted_tokenizer_json_in_tokenizers(openai_pairs, tmp_path):
     """The same for cl100k and o200k converted to tokenizer.json (GPT-2 has cl100k's classes)."""
-    texts = sweep_texts(DIFFERING)
+    texts = sweep_texts(differing())
     for name in ("cl100k_base", "o200k_base"):
         ours = openai_pairs[name][0]
         conversion.to_tokenizer_json(ours, tmp_path / f"{name}.json")
