@@ -1,10 +1,11 @@
 /*
  * Split text into chunks with the GPT-2, GPT-4 (cl100k), o200k, Llama 3, Qwen2 or Tekken pattern, in C: the same chunks as
- * regex.findall(pattern, text) (tests check it), several times faster. Used by patterns.py;
- * any other pattern goes to the regex module.
+ * the regex module's twin, patterns.compile_pattern(pattern).findall(text) (tests check it), several
+ * times faster. Used by patterns.py; any other pattern goes to the regex module.
  *
- * Character classes come from the regex module itself (patterns.py builds the table once per
- * process with set_classes), so \p{L}, \p{N} and \s mean exactly what they mean there.
+ * Character classes are the owners' (tiktoken's and tokenizers' regex engines, Unicode 16.0):
+ * unicode_tables.py holds them, patterns.py gives them to set_classes once per process, and the
+ * twin rewrites \p{L}, \p{N} and \s to mean the same in the regex module, whose Unicode is newer.
  *
  * GPT-4: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+
  *        |\s++$|\s*[\r\n]|\s+(?!\S)|\s

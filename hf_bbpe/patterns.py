@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 import regex
 
+from .unicode_tables import ranges as _class_ranges
+
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
     _native = importlib.import_module("._pretokenize", __package__)
 except ImportError:
@@ -222,7 +224,14 @@ threads slower than one (they contend for the GIL at every match)."""
 
 @functools.lru_cache(maxsize=32)
 def compile_pattern(pattern: str) -> regex.Pattern:
-    """Compile a split pattern once per process; a bad regex raises ValueError naming it."""
+    """Compile a split pattern once per process; a bad regex raises ValueError naming it.
+
+    A built-in pattern (or another spelling of one) is compiled with the owners' character
+    classes (:func:`owner_classes_pattern`), as its C scanner splits; any other pattern means what
+    it means in the ``regex`` module, whose Unicode may be newer than the one ``tokenizers`` runs a
+    saved tokenizer.json with (then they differ on the code points assigned in between)."""
+    if scanner_name(pattern) is not None or isolated_pattern_name(pattern) is not None:
+        return regex.compile(owner_classes_pattern(pattern))
     try:
         return regex.compile(pattern)
     except regex.error as exc:
@@ -267,7 +276,7 @@ def native_scanner(pattern: str | None, *, isolated: bool = False) -> object | N
 def part_scanner() -> object | None:
     """The C scanner that the chunk encoder cuts long pieces into words with (SuperBPE's stage-1
     pattern; see ``encode_by_parts`` in ``_chunk_bpe.c``), or None without the C module. Getting it
-    does not build the class table (a third of a second): the encoder uses it once a scanner has."""
+    does not build the class table: the encoder uses it once a scanner has."""
     return None if _native is None else getattr(_native, "scanner_superbpe_stage1", None)
 
 
@@ -285,22 +294,90 @@ def _whole_matches(compiled: regex.Pattern, text: str) -> list[str]:
     return [match.group() for match in compiled.finditer(text, **HOLD_GIL)]
 
 
-@functools.cache
-def _load_character_classes() -> None:
-    """Give the C scanner the regex module's own character classes, for every code point.
+# ---- The owners' character classes (unicode_tables.py), for the C scanners and the regex module
 
-    Built from the runs of each class (a few thousand matches, not a Python object per code
-    point), so that loading a tokenizer leaves no large high-water mark behind."""
+_CLASS_BITS = {"LETTER": 1, "NUMBER": 2, "SPACE": 4, "UPPERISH": 8, "LOWERISH": 16}
+"""Each class set of ``unicode_tables`` and its bit in the C scanners' table (``_pretokenize.c``)."""
+
+_CLASS_SPELLINGS = {"LETTER": r"\p{L}", "NUMBER": r"\p{N}", "SPACE": r"\s",
+                    "UPPERISH": r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", "LOWERISH": r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"}
+"""How the built-in patterns write each class (the only classes they use, with ``\\S``)."""
+
+
+def _owner_mask(name: str) -> bytearray:
+    """One byte per code point: 1 where the owners' class ``name`` has it."""
+    mask = bytearray(0x110000)
+    for first, last in _class_ranges(name):
+        mask[first : last + 1] = b"\x01" * (last + 1 - first)
+    return mask
+
+
+def _regex_module_mask(spelling: str) -> bytearray:
+    """One byte per code point: 1 where the ``regex`` module's class ``spelling`` has it; from the
+    runs of the class (a few thousand matches, not a Python object per code point)."""
     from array import array
 
     everything = array("I", range(0x110000)).tobytes().decode("utf-32-le", "surrogatepass")
+    mask = bytearray(0x110000)
+    for run in regex.finditer(spelling + "+", everything):
+        start, end = run.span()
+        mask[start:end] = b"\x01" * (end - start)
+    return mask
+
+
+def _set_of(points: list[int]) -> str:
+    """A ``[...]`` set of the code points ``points`` (sorted), in runs."""
+    parts, i = [], 0
+    while i < len(points):
+        j = i
+        while j + 1 < len(points) and points[j + 1] == points[j] + 1:
+            j += 1
+        parts.append(f"\\U{points[i]:08X}" + (f"-\\U{points[j]:08X}" if j > i else ""))
+        i = j + 1
+    return "[" + "".join(parts) + "]"
+
+
+@functools.cache
+def _corrected_classes() -> dict[str, str]:
+    """For each class whose code points differ between the ``regex`` module's Unicode and the
+    owners' (``unicode_tables``), a V1 set of exactly the owners' code points: the module's own
+    class (fast: a property lookup), less what only it has, plus what only the owners have. The
+    correction is tested first against the lowest code point it names, so text below it costs
+    one comparison more."""
+    corrected = {}
+    for name, spelling in _CLASS_SPELLINGS.items():
+        owner, module = _owner_mask(name), _regex_module_mask(spelling)
+        if owner == module:
+            continue
+        diff = (int.from_bytes(owner, "little") ^ int.from_bytes(module, "little")).to_bytes(0x110000, "little")
+        differing = [run.start() for run in regex.finditer(b"\x01", diff)]
+        only_module = [c for c in differing if module[c]]
+        only_owner = [c for c in differing if owner[c]]
+        inner = spelling[1:-1] if spelling.startswith("[") else spelling
+        less = f"--[[\\U{only_module[0]:08X}-\\U0010FFFF]&&{_set_of(only_module)}]" if only_module else ""
+        corrected[spelling] = f"[[{inner}{less}]{_set_of(only_owner) if only_owner else ''}]"
+    if r"\s" in corrected:
+        corrected[r"\S"] = "[^" + corrected[r"\s"] + "]"
+    return corrected
+
+
+def owner_classes_pattern(pattern: str) -> str:
+    """``pattern`` (a built-in pattern's spelling) for the ``regex`` module, with the classes of the
+    owners' engines (``unicode_tables``) instead of the module's own where its Unicode differs:
+    \\p{L}, \\p{N}, \\s, \\S and o200k's two case sets each become a V1 set of exactly the owners'
+    code points. The same pattern where they agree."""
+    corrected = _corrected_classes()
+    if not corrected:
+        return pattern
+    tokens = regex.compile("|".join(regex.escape(spelling) for spelling in sorted(corrected, key=len, reverse=True)))
+    return "(?V1)" + tokens.sub(lambda match: corrected[match.group()], pattern)
+
+
+@functools.cache
+def _load_character_classes() -> None:
+    """Give the C scanners the owners' character classes (``unicode_tables``), one byte of class
+    bits per code point."""
     table = 0
-    classes = ((1, r"\p{L}"), (2, r"\p{N}"), (4, r"\s"), (8, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"),
-               (16, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"))
-    for bit, char_class in classes:
-        mask = bytearray(0x110000)
-        for run in regex.finditer(char_class + "+", everything):
-            start, end = run.span()
-            mask[start:end] = b"\x01" * (end - start)
-        table += bit * int.from_bytes(mask, "little")  # bits apart: no carries
+    for name, bit in _CLASS_BITS.items():
+        table += bit * int.from_bytes(_owner_mask(name), "little")  # bits apart: no carries
     _native.set_classes(table.to_bytes(0x110000, "little"))

@@ -17,12 +17,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hf_bbpe import RegexTokenizer, _chunk_count, chunk_counting, native_counting, training
 from hf_bbpe.chunk_counting import count_chunks, paragraphs
+from hf_bbpe.patterns import compile_pattern
 from hf_bbpe.native_counting import ChunkCounts, collected, count_native
 from hf_bbpe.patterns import EQUIVALENT_PATTERNS, NATIVE_PATTERNS, native_scanner
 from hf_bbpe.text_files import iter_file_documents
@@ -49,10 +49,11 @@ def test_the_kernel_is_built():
 
 
 def regex_counts(docs, pattern: str) -> dict[str, int]:
-    """The regex module's chunks of each document, counted in order of first appearance."""
+    """The regex module's chunks of each document (the owners' classes: ``compile_pattern``),
+    counted in order of first appearance."""
     counts: dict[str, int] = {}
     for doc in docs:
-        for match in regex.finditer(pattern, doc):
+        for match in compile_pattern(pattern).finditer(doc):
             counts[match.group()] = counts.get(match.group(), 0) + 1
     return counts
 

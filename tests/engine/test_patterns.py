@@ -1,4 +1,5 @@
-"""The C pre-tokenizer splits exactly like the regex module does with the same pattern
+"""The C pre-tokenizer splits exactly like the regex module does with the same pattern and the
+owners' character classes (``patterns.compile_pattern``, see test_owner_unicode.py)
 (GPT-2, GPT-4, o200k and Llama 3), and the other spellings of those patterns that take the C
 scanner (``patterns.EQUIVALENT_PATTERNS``) split like their own spelling in the regex module."""
 
@@ -9,7 +10,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,7 +60,8 @@ def text_of_kind(kind: int, alphabet: list[str] = TRICKY, max_size: int = 30) ->
 
 
 def findall(pattern: str, text: str) -> list[str]:
-    return regex.findall(pattern, text)
+    """The regex module's chunks, with the owners' character classes (``patterns.compile_pattern``)."""
+    return patterns.compile_pattern(pattern).findall(text)
 
 
 def ends_of(chunks: list[str]) -> list[int]:

@@ -31,9 +31,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-import regex
 
 from hf_bbpe.byte_unicode import bytes_to_unicode
+from hf_bbpe.patterns import compile_pattern
 
 Pair = tuple[int, int]
 Merges = dict[Pair, int]
@@ -43,10 +43,11 @@ _SEPARATOR = -1
 
 def split_chunks(text: str, pattern: str | None) -> list[str]:
     """The chunks minbpe trains on and encodes: whole regex matches (as tiktoken; minbpe's findall
-    would return capturing groups instead), or the whole text if no pattern."""
+    would return capturing groups instead), or the whole text if no pattern. A built-in pattern
+    classifies characters as its owners' engines do (``patterns.compile_pattern``)."""
     if not pattern:
         return [text] if text else []
-    return [match.group() for match in regex.finditer(pattern, text)]
+    return [match.group() for match in compile_pattern(pattern).finditer(text)]
 
 
 def corpus_chunks(documents: Iterable[str], pattern: str | None) -> list[bytes]:
@@ -209,7 +210,7 @@ def isolated_chunks(text: str, pattern: str) -> list[str]:
     between two matches, in order."""
     pieces: list[str] = []
     at = 0
-    for match in regex.finditer(pattern, text):
+    for match in compile_pattern(pattern).finditer(text):
         if match.start() > at:
             pieces.append(text[at : match.start()])
         if match.end() > match.start():
