@@ -37,6 +37,7 @@ from ..analysis.foreign_tokenizers import (
     ViewTokenizer,
     is_sentencepiece_model,
 )
+from ..saved_folder import recover_and_check
 from ..tokenizer import Tokenizer
 from .errors import CommandError, one_line, with_flag_names
 
@@ -122,6 +123,7 @@ def load_tokenizer(spec: str, *, pattern: str | None = None, strict: bool = True
 
 def _load(spec: str, pattern: str | None, strict: bool, check_hash: bool) -> tuple[Tokenizer, str]:
     path = Path(spec)
+    recover_and_check(path)  # a killed save finished or rolled back; a folder of mixed files refused
     if not path.exists():
         preset = _PRESET_SPEC.match(spec)
         if preset:
