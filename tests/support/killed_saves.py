@@ -6,7 +6,7 @@ Run as ``python -m tests.support.killed_saves``; one JSON request a line on stdi
 (``{"argv": [...]}``: the CLI; ``{"save_pretrained": MODEL, "folder": DIR}``: BBPETokenizer's
 save_pretrained of the ``.model`` file MODEL; ``{"tok_save": MODEL, "prefix": P, "loop": N}``:
 ``Tokenizer.save`` of MODEL and of ``MODEL2`` alternately, N times; ``"env"`` for the child;
-``"kill_after"``: seconds after which the helper SIGKILLs the child itself), one JSON line back:
+``"kill_after"``: seconds after the child starts saving, when the helper SIGKILLs it), one JSON line back:
 ``{"signal": n or null, "code": n or null}``. :class:`SaveKiller` drives it from a test.
 """
 
@@ -44,7 +44,7 @@ class SaveKiller:
         self.proc.wait(timeout=30)
 
 
-def _save(request: dict) -> None:
+def _save(request: dict, started: int) -> None:
     if "argv" in request:
         from hf_bbpe.cli.main import main
 
@@ -58,34 +58,41 @@ def _save(request: dict) -> None:
         from hf_bbpe import Tokenizer
 
         toks = [Tokenizer.from_file(path) for path in request["tok_save"]]
+        os.write(started, b"s")  # "kill_after" counts from here, whatever the machine's load
         for i in range(request.get("loop", 1)):
             toks[i % len(toks)].save(request["prefix"])
 
 
 def serve() -> None:
-    import transformers  # noqa: F401  (imported once, before the forks)
+    import hf_bbpe.cli.main  # noqa: F401  (imported once, before the forks)
 
-    import hf_bbpe.cli.main  # noqa: F401
-    import hf_bbpe.tokenization_bbpe  # noqa: F401
+    try:
+        import hf_bbpe.tokenization_bbpe  # noqa: F401  (and transformers)
+    except ImportError:  # the engine's saves need neither
+        pass
 
     for line in sys.stdin:
         request = json.loads(line)
         sys.stdout.flush()
+        started_r, started_w = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
                 os.environ.update(request.get("env", {}))
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, 1)
-                _save(request)
+                _save(request, started_w)
             except BaseException as exc:  # noqa: BLE001 - a child reports by exit status only
                 print(repr(exc), file=sys.stderr)
                 os._exit(3)
             os._exit(0)
+        os.close(started_w)
         if "kill_after" in request:
+            os.read(started_r, 1)
             time.sleep(request["kill_after"])
             os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
+        os.close(started_r)
         result = {"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
                   "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None}
         print(json.dumps(result), flush=True)
