@@ -318,45 +318,58 @@ def folder_disagreement(folder: str | os.PathLike) -> str | None:
         except OSError:
             continue
         stats.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
-    if len(stats) < 2:
-        return None
+    present = {name for name, *_ in stats}
+    if "tokenizer.model" in present and not _is_model_file(folder / "tokenizer.model"):
+        present.discard("tokenizer.model")  # Meta's or sentencepiece's: not compared
+    kinds = ("tokenizer.json" in present) + ({"vocab.json", "merges.txt"} <= present) + ("tokenizer.model" in present)
+    if kinds < 2:
+        return None  # nothing to compare
     key = (str(folder.absolute()), tuple(stats))
     if key not in _agreement_cache:
-        _agreement_cache[key] = _disagreement(folder, {name for name, *_ in stats})
+        _agreement_cache[key] = _disagreement(folder, present)
     return _agreement_cache[key]
 
 
 def _disagreement(folder: Path, present: set[str]) -> str | None:
-    sources: dict[str, tuple[int | None, list[tuple[str, str]]]] = {}
+    # each source: (its normal vocabulary's size or None, its merges as merges.txt lines "a b")
+    sources: dict[str, tuple[int | None, list[str]]] = {}
     added: set = set()  # tokenizer.json's added tokens: not counted in either vocabulary
+    vocab: dict | None = None
     if "tokenizer.json" in present:
         try:
             data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
             model = data.get("model") or {}
         except (OSError, ValueError, AttributeError):
             data, model = {}, {}
-        if model.get("type") == "BPE" and isinstance(model.get("merges"), list):
+        if model.get("type") == "BPE" and isinstance(model.get("merges"), list) and isinstance(model.get("vocab"), dict):
             added = {entry.get("content") for entry in data.get("added_tokens") or () if isinstance(entry, dict)}
-            sources["tokenizer.json"] = (len(set(model.get("vocab") or {}) - added),
-                                         [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)
-                                          for m in model["merges"]])
+            vocab = model["vocab"]
+            sources["tokenizer.json"] = (len(vocab.keys() - added),
+                                         [m if isinstance(m, str) else " ".join(m) for m in model["merges"]])
     if {"vocab.json", "merges.txt"} <= present:
         try:
             with open(folder / "vocab.json", encoding="utf-8") as handle:
-                size = len(set(json.load(handle)) - added)
+                pair_vocab = json.load(handle)
             with open(folder / "merges.txt", encoding="utf-8") as handle:
-                lines = [line.rstrip("\r\n") for line in handle]
-            sources["vocab.json + merges.txt"] = (size, [tuple(line.split(" ", 1)) for number, line in enumerate(lines)
-                                                         if line and not (number == 0 and line.startswith("#version"))])
-        except (OSError, ValueError):
+                lines = handle.read().splitlines()
+            if lines and lines[0].startswith("#version"):
+                del lines[0]
+            sources["vocab.json + merges.txt"] = (len(pair_vocab.keys() - added), [line for line in lines if line])
+            vocab = pair_vocab if vocab is None else vocab
+        except (OSError, ValueError, AttributeError):
             pass
-    if "tokenizer.model" in present:
-        merges = _model_file_merges(folder / "tokenizer.model")
-        if merges is not None:
-            sources["tokenizer.model"] = (None, merges)
+    if "tokenizer.model" in present and sources:
+        reference = next(iter(sources.values()))[1]
+        same = _model_file_has_merges(folder / "tokenizer.model", reference, vocab)
+        if same:
+            sources["tokenizer.model"] = (None, reference)
+        elif same is not None:  # differs: read it whole, for the message
+            merges = _model_file_merges(folder / "tokenizer.model")
+            if merges is not None:
+                sources["tokenizer.model"] = (None, merges)
     if len(sources) < 2:
         return None
-    digests = {name: (len(merges), hashlib.sha256("\n".join(" ".join(pair) for pair in merges).encode()).hexdigest())
+    digests = {name: (len(merges), hashlib.sha256("\n".join(merges).encode()).hexdigest())
                for name, (_, merges) in sources.items()}
     if len(set(digests.values())) > 1:
         groups: dict[tuple[int, str], list[str]] = {}
@@ -377,7 +390,45 @@ def _disagreement(folder: Path, present: set[str]) -> str | None:
     return None
 
 
-def _model_file_merges(path: Path) -> list[tuple[str, str]] | None:
+def _is_model_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.readline().rstrip(b"\r\n").decode("ascii", "replace") in MODEL_FILE_HEADERS
+    except OSError:
+        return False
+
+
+def _model_file_has_merges(path: Path, merges: list[str], vocab: dict | None) -> bool | None:
+    """Whether the minbpe/hf_bbpe ``.model`` ``path`` holds exactly ``merges`` (``"a b"``, spelled as
+    in ``vocab``, token -> id), without parsing it whole: its last ``len(merges)`` lines must be
+    these merges by id, and the line before them no merge. None for another kind of file; False
+    may also mean "written otherwise" (the caller then parses the file)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            header = handle.readline().rstrip("\r\n")
+            if header not in MODEL_FILE_HEADERS:
+                return None
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    if vocab is None or len(lines) <= len(merges):
+        return False
+    width = 2 if header == MODEL_FILE_HEADERS[0] else 3  # minbpe v1: "a b"; ours: "a b new"
+    before = lines[len(lines) - len(merges) - 1].split()
+    if len(before) == width and all(field.isdigit() for field in before):
+        return False  # the file holds more merges
+    pairs = (merge.split(" ", 1) for merge in merges)
+    try:  # as save writes them; another spacing only costs the whole parse (the caller's)
+        if width == 2:
+            expected = [f"{vocab[left]} {vocab[right]}" for left, right in pairs]
+        else:
+            expected = [f"{vocab[left]} {vocab[right]} {vocab[left + right]}" for left, right in pairs]
+    except (KeyError, ValueError):
+        return False
+    return lines[len(lines) - len(merges):] == expected
+
+
+def _model_file_merges(path: Path) -> list[str] | None:
     """The merges of a minbpe/hf_bbpe ``.model`` spelled as in ``merges.txt``; None for another
     kind of file (Meta's or sentencepiece's ``tokenizer.model``) or one that does not read."""
     try:
@@ -389,8 +440,8 @@ def _model_file_merges(path: Path) -> list[tuple[str, str]] | None:
         return None
     tokens: dict[int, bytes] = {idx: bytes([byte]) for byte, idx in enumerate(contents.byte_ids) if idx >= 0}
     tokens.update(contents.unmerged)
-    spelled: list[tuple[str, str]] = []
+    spelled: list[str] = []
     for (a, b), new in contents.merges.items():
         tokens[new] = tokens[a] + tokens[b]
-        spelled.append((token_to_unicode(tokens[a]), token_to_unicode(tokens[b])))
+        spelled.append(f"{token_to_unicode(tokens[a])} {token_to_unicode(tokens[b])}")
     return spelled

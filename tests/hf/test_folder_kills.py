@@ -182,11 +182,12 @@ def test_save_pretrained_keeps_foreign_files_and_drops_stale_tokenizer_files(inp
     check_folder_agrees(folder)
 
 
-@pytest.mark.parametrize("stale", ["tokenizer.model", "tokenizer.json", "merges.txt"])
-def test_a_folder_of_mixed_files_is_refused_by_every_loader_of_ours(inputs, tmp_path, stale):
+@pytest.mark.parametrize("stale,into", [("tokenizer.model", "large"), ("tokenizer.model", "small"),
+                                        ("tokenizer.json", "large"), ("merges.txt", "large")])
+def test_a_folder_of_mixed_files_is_refused_by_every_loader_of_ours(inputs, tmp_path, stale, into):
     folder = tmp_path / "mixed"
-    shutil.copytree(inputs["large"], folder)
-    shutil.copy(inputs["small"] / stale, folder / stale)
+    shutil.copytree(inputs[into], folder)
+    shutil.copy(inputs["small" if into == "large" else "large"] / stale, folder / stale)
     with pytest.raises(MixedFolderError) as caught:
         check_folder_agrees(folder)
     message = str(caught.value)
