@@ -228,12 +228,15 @@ def replaced_folder(target: str | os.PathLike, ours: Collection[str] = (), *, ca
     those named in ``ours`` (the files this writer owns: a file it does not write again must not
     stay behind from another save): hard links for big files, copies for small ones (which
     writers may rewrite in place). Missing parents of ``target`` are made. A ``target`` that this
-    process is already building is yielded itself.
+    process is already building is yielded itself; a symbolic link to a folder stays, and the
+    folder it names is replaced.
     """
     target = Path(target)
     if str(target.absolute()) in _building:
         yield target
         return
+    if target.is_symlink() and target.is_dir():
+        target = Path(os.path.realpath(target))  # the link stays; the folder it names is replaced
     target.parent.mkdir(parents=True, exist_ok=True)
     recover_folder(target)
     if os.path.lexists(target) and not target.is_dir():

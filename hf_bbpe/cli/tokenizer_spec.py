@@ -151,7 +151,8 @@ def _load_own_folder(folder: Path) -> Tokenizer | None:
     model, config = folder / MODEL_FILE_IN_FOLDER, folder / "tokenizer_config.json"
     if model.is_file() and _is_model_file(model) and \
             not (config.is_file() and config.stat().st_mtime_ns > model.stat().st_mtime_ns):
-        # written by `hf-bbpe train` after save_pretrained; a later save_pretrained makes it stale
+        # written by `hf-bbpe train` beside save_pretrained files (which agree: recover_and_check);
+        # a save_pretrained by an older hf_bbpe may have left it older than them
         return Tokenizer.from_file(model)
     if config.is_file() and (folder / "vocab.json").is_file() and saved_by_bbpe(config):
         from ..tokenization_bbpe import BBPETokenizer

@@ -76,3 +76,16 @@ def test_stale_temps_of_dead_writers_go_and_live_ones_stay(tmp_path):
         path.write_text("x")
     assert remove_stale_temps(tmp_path / "f") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
+
+
+def test_a_link_to_a_folder_stays_a_link(tmp_path):
+    from hf_bbpe.atomic_write import replaced_folder
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "a").write_text("old")
+    (tmp_path / "link").symlink_to(real)
+    with replaced_folder(tmp_path / "link", {"a"}) as stage:
+        (stage / "a").write_text("new")
+    assert (tmp_path / "link").is_symlink() and (real / "a").read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["link", "real"]
