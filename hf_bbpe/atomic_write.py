@@ -10,7 +10,9 @@ one, nor a folder that mixes files of two saves.
   carried into the new folder first: hard links for files of 1 MiB or more, copies otherwise.
 * Temp names are ``.<name>.<pid>.<random>.<state>``: ``tmp`` (being written), ``new`` (a
   complete folder, about to be switched in), ``old`` (the old folder, renamed aside). The next
-  write of a path (and our loaders, :func:`recover_folder`) removes those of dead processes; a
+  write of a folder (and our loaders, :func:`recover_folder`) removes those of dead processes,
+  and so does ``Tokenizer.save`` for its two files (:func:`remove_stale_temps`; other file
+  writers do not scan their folder, which may hold thousands of shards); a
   folder left missing between the fallback's two renames is put back: the ``new`` one if there
   is one (the switch is finished), else the ``old`` one (rolled back), with one line saying which.
 
@@ -41,7 +43,6 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None =
     path = Path(path)
     if "b" in mode:
         encoding = None
-    remove_stale_temps(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent or ".")
     except OSError as exc:
@@ -258,9 +259,13 @@ def replaced_folder(target: str | os.PathLike, ours: Collection[str] = (), *, ca
             shutil.rmtree(stage, ignore_errors=True)
 
 
+_ANY_TEMP = re.compile(rf"\..+\.(\d+)\.[a-z0-9_]+\.({'|'.join(_STATES)})")
+
+
 def _carry_over(old: Path, new: Path, ours: frozenset[str]) -> None:
     for entry in os.scandir(old):
-        if entry.name in ours:
+        temp = _ANY_TEMP.fullmatch(entry.name)
+        if entry.name in ours or (temp and not _alive(int(temp.group(1)))):  # and no dead writer's temp file
             continue
         dest = new / entry.name
         if entry.is_symlink():

@@ -41,7 +41,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .atomic_write import write_bytes_atomic, write_text_atomic
+from .atomic_write import remove_stale_temps, write_bytes_atomic, write_text_atomic
 from .byte_unicode import render_token
 
 MINBPE_HEADER = "minbpe v1"
@@ -96,9 +96,12 @@ def save_model_files(prefix: str | os.PathLike, contents: ModelFileContents, voc
     ``.model``'s sha256), each atomically; see the module doc for what a kill between them leaves."""
     prefix = Path(prefix)
     model = prefix.with_name(prefix.name + ".model")
+    listing = prefix.with_name(prefix.name + ".vocab")
+    for path in (model, listing):
+        remove_stale_temps(path)  # what a killed save left
     data = model_file_text(model, contents).encode("utf-8")
     write_bytes_atomic(model, data)
-    write_vocab_file(prefix.with_name(prefix.name + ".vocab"), vocab, merges, listed=(model.name, data))
+    write_vocab_file(listing, vocab, merges, listed=(model.name, data))
 
 
 def repair_vocab_listing(model: str | os.PathLike, vocab: dict[int, bytes], merges: dict[tuple[int, int], int]) -> bool:
