@@ -343,9 +343,10 @@ def _disagreement(folder: Path, present: set[str]) -> str | None:
             data, model = {}, {}
         if model.get("type") == "BPE" and isinstance(model.get("merges"), list) and isinstance(model.get("vocab"), dict):
             added = {entry.get("content") for entry in data.get("added_tokens") or () if isinstance(entry, dict)}
-            vocab = model["vocab"]
-            sources["tokenizer.json"] = (len(vocab.keys() - added),
-                                         [m if isinstance(m, str) else " ".join(m) for m in model["merges"]])
+            merges = [m if isinstance(m, str) else " ".join(map(str, m)) for m in model["merges"]]
+            if all(_merge_of(merge, model["vocab"]) for merge in merges):  # else left to its reader
+                vocab = model["vocab"]
+                sources["tokenizer.json"] = (len(vocab.keys() - added), merges)
     if {"vocab.json", "merges.txt"} <= present:
         try:
             with open(folder / "vocab.json", encoding="utf-8") as handle:
@@ -354,8 +355,11 @@ def _disagreement(folder: Path, present: set[str]) -> str | None:
                 lines = handle.read().splitlines()
             if lines and lines[0].startswith("#version"):
                 del lines[0]
-            sources["vocab.json + merges.txt"] = (len(pair_vocab.keys() - added), [line for line in lines if line])
-            vocab = pair_vocab if vocab is None else vocab
+            lines = [line for line in lines if line]
+            if isinstance(pair_vocab, dict) and all(_merge_of(line, pair_vocab) for line in lines):
+                # (a malformed pair is left to its reader, whose error names the line)
+                sources["vocab.json + merges.txt"] = (len(pair_vocab.keys() - added), lines)
+                vocab = pair_vocab if vocab is None else vocab
         except (OSError, ValueError, AttributeError):
             pass
     if "tokenizer.model" in present and sources:
@@ -388,6 +392,12 @@ def _disagreement(folder: Path, present: set[str]) -> str | None:
                 "(one killed midway, or files copied in); save the tokenizer into the folder again or remove the "
                 "stale files")
     return None
+
+
+def _merge_of(line: str, vocab: dict) -> bool:
+    """Whether ``line`` is a merges.txt merge of two tokens of ``vocab``."""
+    left, space, right = line.partition(" ")
+    return bool(space) and left in vocab and right in vocab
 
 
 def _is_model_file(path: Path) -> bool:
