@@ -89,3 +89,17 @@ def test_a_link_to_a_folder_stays_a_link(tmp_path):
         (stage / "a").write_text("new")
     assert (tmp_path / "link").is_symlink() and (real / "a").read_text() == "new"
     assert sorted(os.listdir(tmp_path)) == ["link", "real"]
+
+
+def test_gpt2_files_are_replaced_as_a_pair(tmp_path):
+    """conversion.to_gpt2_files switches encoder.json and vocab.bpe in together; other files stay."""
+    import conversion
+    from hf_bbpe import Tokenizer
+
+    tok = Tokenizer.from_merges({(104, 105): 256}, pattern="gpt2")
+    out = tmp_path / "gpt2"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    conversion.to_gpt2_files(tok, out)
+    assert sorted(os.listdir(out)) == ["encoder.json", "notes.txt", "vocab.bpe"]
+    assert os.listdir(tmp_path) == ["gpt2"] and conversion.load(out).merges == tok.merges
