@@ -25,7 +25,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from hf_bbpe.atomic_write import write_bytes_atomic
+from hf_bbpe.atomic_write import replaced_folder, write_bytes_atomic
 from hf_bbpe.byte_unicode import bytes_to_unicode, spell_vocab
 from hf_bbpe.pre_tokenizers import PreTokenizer, resolve_pre_tokenizer
 from hf_bbpe.tokenizer import Tokenizer
@@ -154,11 +154,11 @@ def gpt2_file_contents(tok: Tokenizer) -> tuple[bytes, bytes]:
 def to_gpt2_files(tok: Tokenizer, out_dir: str | os.PathLike) -> None:
     """Write ``encoder.json`` and ``vocab.bpe`` into ``out_dir`` (created if missing).
 
-    Both files are computed before either is written, each is written atomically; merges
+    Both files are computed before either is written, and replace the old pair together; merges
     are listed by id, which is the engine's priority and GPT-2's line order.
     """
     encoder_bytes, vocab_bytes = gpt2_file_contents(tok)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(out / "encoder.json", encoder_bytes)
-    write_bytes_atomic(out / "vocab.bpe", vocab_bytes)
+    # the pair switched in together, the folder's other files kept (atomic_write.replaced_folder)
+    with replaced_folder(out_dir, ("encoder.json", "vocab.bpe")) as out:
+        write_bytes_atomic(out / "encoder.json", encoder_bytes)
+        write_bytes_atomic(out / "vocab.bpe", vocab_bytes)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_bbpe.patterns import resolve_pattern
+from hf_bbpe.saved_folder import MixedFolderError, recover_and_check
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
@@ -107,6 +108,10 @@ def load(
         path = files[0]
     else:
         path = Path(path)
+        try:
+            recover_and_check(path)  # a killed save finished or rolled back; a folder of mixed files refused
+        except MixedFolderError as exc:
+            raise FormatError(str(exc)) from None
         if not path.exists():
             raise FormatError(f"{path}: no such file or folder")
         kind, files = _resolve(path)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .atomic_write import write_text_atomic
 from .patterns import pattern_name
 from .special_tokens import is_reserved_token
 
@@ -147,9 +148,11 @@ def push_with_card(tok: Any, repo_id: str, *, model_card: str | None = None,
     else:
         text, added = with_metadata(card, metadata)
         note = f"kept {source}" + (f", added metadata: {', '.join(added)}" if added else " unchanged")
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as staging:
+        # the commit is made from a complete folder: the whole save and the card, then one commit
+        folder = Path(staging, "upload")
         tok.save_pretrained(folder)
-        Path(folder, "README.md").write_text(text, encoding="utf-8")
+        write_text_atomic(folder / "README.md", text)
         if revision is not None and not revision.startswith("refs/pr"):
             api.create_branch(repo_id, branch=revision, token=token, exist_ok=True)
         files = sorted(path for path in Path(folder).rglob("*") if path.is_file())

@@ -22,17 +22,26 @@ transformers' roles (``Tokenizer.roles``).
 After the byte ids, a line ``mode <merges|ignore_merges|ranks>``, the number of tokens that no
 merge builds (Llama 3 has 678) and one ``<id> <base64 bytes>`` line for each. minbpe reads only
 its own layout; hf_bbpe reads all three, and writes the first one that holds the tokenizer.
+
+``.vocab`` is a listing derived from ``.model`` (minbpe never reads it). Ours starts with a line
+``# listing of <name>.model sha256 <hex>`` naming the ``.model`` it lists: :func:`save_model_files`
+writes ``.model`` and then ``.vocab``, each atomically, and a load (:func:`repair_vocab_listing`)
+rewrites a ``.vocab`` that lists another ``.model`` (a save killed between the two files), so the
+pair is one tokenizer after any kill. Temp files of a killed save are removed by the next save
+(atomic_write.remove_stale_temps).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .atomic_write import write_text_atomic
+from .atomic_write import remove_stale_temps, write_bytes_atomic, write_text_atomic
 from .byte_unicode import render_token
 
 MINBPE_HEADER = "minbpe v1"
@@ -40,6 +49,9 @@ EXTENDED_HEADER = "hf_bbpe v1"
 EXTENDED_HEADER_V2 = "hf_bbpe v2"
 HEADERS = (MINBPE_HEADER, EXTENDED_HEADER, EXTENDED_HEADER_V2)
 MODES = ("merges", "ignore_merges", "ranks")
+LISTING_HEADER = "# listing of "
+
+logger = logging.getLogger("hf_bbpe")
 
 
 class ModelFileError(ValueError):
@@ -75,6 +87,56 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
     The format is line-based, so a pattern or special token with a line break cannot be written:
     that raises ValueError naming it (write the pattern's line breaks as ``\\n`` instead).
     """
+    write_text_atomic(path, model_file_text(path, contents))
+
+
+def save_model_files(prefix: str | os.PathLike, contents: ModelFileContents, vocab: dict[int, bytes],
+                     merges: dict[tuple[int, int], int]) -> None:
+    """Write ``<prefix>.model``, then ``<prefix>.vocab`` listing it (its header names the
+    ``.model``'s sha256), each atomically; see the module doc for what a kill between them leaves."""
+    prefix = Path(prefix)
+    model = prefix.with_name(prefix.name + ".model")
+    listing = prefix.with_name(prefix.name + ".vocab")
+    for path in (model, listing):
+        remove_stale_temps(path)  # what a killed save left
+    data = model_file_text(model, contents).encode("utf-8")
+    write_bytes_atomic(model, data)
+    write_vocab_file(listing, vocab, merges, listed=(model.name, data))
+
+
+def repair_vocab_listing(model: str | os.PathLike, vocab: dict[int, bytes], merges: dict[tuple[int, int], int]) -> bool:
+    """Rewrite the ``.vocab`` beside ``model`` if its header names another ``.model`` content (a
+    save killed between its two files), saying so in one line; True if it was rewritten. A
+    ``.vocab`` without our header (minbpe's) is left alone; a read-only folder only warns."""
+    model = Path(model)
+    listing = model.with_suffix(".vocab")
+    try:
+        with open(listing, encoding="utf-8", errors="replace") as handle:
+            header = handle.readline().rstrip("\n")
+    except OSError:
+        return False
+    if not header.startswith(LISTING_HEADER):
+        return False
+    data = model.read_bytes()
+    if header == _listing_header(model.name, data):
+        return False
+    try:
+        write_vocab_file(listing, vocab, merges, listed=(model.name, data))
+    except OSError as exc:
+        logger.warning("%s lists another %s (a save was killed between the two files); cannot rewrite it: %s",
+                       listing, model.name, exc.strerror)
+        return False
+    logger.warning("%s listed another %s (a save was killed between the two files): rewrote it from %s",
+                   listing, model.name, model)
+    return True
+
+
+def _listing_header(model_name: str, data: bytes) -> str:
+    return f"{LISTING_HEADER}{model_name} sha256 {hashlib.sha256(data).hexdigest()}"
+
+
+def model_file_text(path: str | os.PathLike, contents: ModelFileContents) -> str:
+    """The text of the ``.model`` file ``path`` holding ``contents`` (see :func:`write_model_file`)."""
     for what, text in [("split pattern", contents.pattern), *(("special token", t) for t in contents.special_tokens)]:
         if "\n" in text or "\r" in text:
             raise ValueError(
@@ -104,7 +166,7 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
             lines += [f"mode {contents.mode}", str(len(contents.unmerged))]
             lines += [f"{idx} {base64.b64encode(data).decode('ascii')}" for idx, data in contents.unmerged.items()]
         lines += [f"{a} {b} {new}" for (a, b), new in contents.merges.items()]
-    write_text_atomic(path, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def model_file_path(path: str | os.PathLike) -> Path:
@@ -235,10 +297,12 @@ def _read_v2_section(lines: list[str], lineno: int, contents: ModelFileContents,
     return lineno
 
 
-def write_vocab_file(path: str | os.PathLike, vocab: dict[int, bytes], merges: dict[tuple[int, int], int]) -> None:
-    """minbpe's ``.vocab`` listing: ``[left][right] -> [token] id`` for merges, ``[token] id`` else."""
+def write_vocab_file(path: str | os.PathLike, vocab: dict[int, bytes], merges: dict[tuple[int, int], int],
+                     listed: tuple[str, bytes] | None = None) -> None:
+    """minbpe's ``.vocab`` listing: ``[left][right] -> [token] id`` for merges, ``[token] id`` else;
+    ``listed`` (the ``.model``'s name and content) puts our header line first."""
     parents = {new: pair for pair, new in merges.items()}
-    lines = []
+    lines = [] if listed is None else [_listing_header(*listed)]
     for idx, token in vocab.items():
         shown = render_token(token)
         if idx in parents:

@@ -11,19 +11,29 @@
 * ``generation_config.json`` with the stop tokens (a chat preset's end of turn) as eos ids;
 * the remote code: exactly the modules of :data:`REMOTE_CODE_MODULES`.
 
+A save owns the files of :func:`saved_files` (a tokenizer's files and the remote code): saving
+into a folder replaces the folder whole (atomic_write.replaced_folder), keeping every other file
+(weights, ``config.json``, a README, ``generation_config.json``, which the save updates) and
+dropping the owned files it does not write again. :func:`check_folder_agrees` refuses a folder
+whose tokenizer files come from different tokenizers.
+
 This module is also copied into model folders as remote code: it imports only flat sibling
 modules, relatively, and third-party libraries that transformers already needs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .atomic_write import write_bytes_atomic, write_text_atomic
+from .atomic_write import recover_folder, write_bytes_atomic, write_text_atomic
+from .byte_unicode import token_to_unicode
+from .model_file import HEADERS as MODEL_FILE_HEADERS
+from .model_file import read_model_file
 from .special_tokens import TokenRoles
 from .tokenizer_json_writer import template_bos_eos, tokenizer_json_dict
 
@@ -82,6 +92,24 @@ REMOTE_CODE_CLASS = "tokenization_bbpe.BBPETokenizer"
 REMOTE_CODE_FAST_CLASS = "tokenization_bbpe.BBPETokenizerFast"
 """What ``auto_map`` names: ``AutoTokenizer.from_pretrained(folder, trust_remote_code=True)``
 takes the fast one unless ``use_fast=False`` (4.57; 5.x always takes the fast one)."""
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
+                   "added_tokens.json", "chat_template.jinja", "chat_template.json", "additional_chat_templates",
+                   "tokenizer.model", "tokenizer.vocab")
+"""The tokenizer files a folder holds (names after the prefix): transformers' (both majors), ours,
+and the minbpe-style pair ``hf-bbpe train`` adds."""
+
+
+class MixedFolderError(ValueError):
+    """A folder whose tokenizer files come from different tokenizers; the message names them."""
+
+
+def saved_files(prefix: str = "") -> frozenset[str]:
+    """The names a save of a tokenizer owns in its folder (``prefix``: ``save_pretrained``'s
+    ``filename_prefix`` with its dash): :data:`TOKENIZER_FILES` and the remote code. Every other
+    file of a folder saved into is kept."""
+    return frozenset(prefix + name for name in TOKENIZER_FILES) | {f"{name}.py" for name in REMOTE_CODE_MODULES}
+
 
 _ADDED_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
 # what transformers writes but a folder must not carry: machine paths, 5.x-only keys
@@ -251,3 +279,179 @@ def bos_eos_from_tokenizer_json(path: str | os.PathLike | None) -> tuple[bool, b
     with open(path, encoding="utf-8") as handle:
         bos, eos = template_bos_eos(json.load(handle).get("post_processor"))
     return bos is not None, eos is not None
+
+
+# ---------------------------------------------------------------- do a folder's files agree?
+
+_agreement_cache: dict[tuple, str | None] = {}
+
+
+def recover_and_check(path: str | os.PathLike) -> None:
+    """What our loaders do before reading a local folder: finish or roll back a save that was
+    killed while switching folders (atomic_write.recover_folder), then :func:`check_folder_agrees`."""
+    path = Path(path)
+    if path.is_dir() or (not path.exists() and path.parent.is_dir()):
+        recover_folder(path)
+    if path.is_dir():
+        check_folder_agrees(path)
+
+
+def check_folder_agrees(folder: str | os.PathLike) -> None:
+    """Raise :class:`MixedFolderError` (one line naming the files) if the merges of the folder's
+    ``tokenizer.json``, ``vocab.json`` + ``merges.txt`` and ``tokenizer.model`` (minbpe/hf_bbpe
+    form), or the vocabulary sizes of the first two, disagree: files of two tokenizers, which
+    loaders would read differently. Files that are absent, or of other kinds, are not compared.
+    The answer is cached by the files' sizes and modification times."""
+    problem = folder_disagreement(folder)
+    if problem:
+        raise MixedFolderError(problem)
+
+
+def folder_disagreement(folder: str | os.PathLike) -> str | None:
+    """:func:`check_folder_agrees`'s message, or None when the files agree."""
+    folder = Path(folder)
+    names = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer.model")
+    stats = []
+    for name in names:
+        try:
+            st = os.stat(folder / name)
+        except OSError:
+            continue
+        stats.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
+    present = {name for name, *_ in stats}
+    if "tokenizer.model" in present and not _is_model_file(folder / "tokenizer.model"):
+        present.discard("tokenizer.model")  # Meta's or sentencepiece's: not compared
+    kinds = ("tokenizer.json" in present) + ({"vocab.json", "merges.txt"} <= present) + ("tokenizer.model" in present)
+    if kinds < 2:
+        return None  # nothing to compare
+    key = (str(folder.absolute()), tuple(stats))
+    if key not in _agreement_cache:
+        _agreement_cache[key] = _disagreement(folder, present)
+    return _agreement_cache[key]
+
+
+def _disagreement(folder: Path, present: set[str]) -> str | None:
+    # each source: (its normal vocabulary's size or None, its merges as merges.txt lines "a b")
+    sources: dict[str, tuple[int | None, list[str]]] = {}
+    added: set = set()  # tokenizer.json's added tokens: not counted in either vocabulary
+    vocab: dict | None = None
+    if "tokenizer.json" in present:
+        try:
+            data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+            model = data.get("model") or {}
+        except (OSError, ValueError, AttributeError):
+            data, model = {}, {}
+        if model.get("type") == "BPE" and isinstance(model.get("merges"), list) and isinstance(model.get("vocab"), dict):
+            added = {entry.get("content") for entry in data.get("added_tokens") or () if isinstance(entry, dict)}
+            merges = [m if isinstance(m, str) else " ".join(map(str, m)) for m in model["merges"]]
+            if all(_merge_of(merge, model["vocab"]) for merge in merges):  # else left to its reader
+                vocab = model["vocab"]
+                sources["tokenizer.json"] = (len(vocab.keys() - added), merges)
+    if {"vocab.json", "merges.txt"} <= present:
+        try:
+            with open(folder / "vocab.json", encoding="utf-8") as handle:
+                pair_vocab = json.load(handle)
+            with open(folder / "merges.txt", encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+            if lines and lines[0].startswith("#version"):
+                del lines[0]
+            lines = [line for line in lines if line]
+            if isinstance(pair_vocab, dict) and all(_merge_of(line, pair_vocab) for line in lines):
+                # (a malformed pair is left to its reader, whose error names the line)
+                sources["vocab.json + merges.txt"] = (len(pair_vocab.keys() - added), lines)
+                vocab = pair_vocab if vocab is None else vocab
+        except (OSError, ValueError, AttributeError):
+            pass
+    if "tokenizer.model" in present and sources:
+        reference = next(iter(sources.values()))[1]
+        same = _model_file_has_merges(folder / "tokenizer.model", reference, vocab)
+        if same:
+            sources["tokenizer.model"] = (None, reference)
+        elif same is not None:  # differs: read it whole, for the message
+            merges = _model_file_merges(folder / "tokenizer.model")
+            if merges is not None:
+                sources["tokenizer.model"] = (None, merges)
+    if len(sources) < 2:
+        return None
+    digests = {name: (len(merges), hashlib.sha256("\n".join(merges).encode()).hexdigest())
+               for name, (_, merges) in sources.items()}
+    if len(set(digests.values())) > 1:
+        groups: dict[tuple[int, str], list[str]] = {}
+        for name, digest in digests.items():
+            groups.setdefault(digest, []).append(name)
+        counts = {count for count, _ in groups}
+        parts = [f"{', '.join(names)}: {count:,} merges" + ("" if len(counts) > 1 else f" (sha256 {digest[:12]})")
+                 for (count, digest), names in groups.items()]
+        return (f"{folder}: its tokenizer files hold different tokenizers ({'; '.join(parts)}): files of two saves "
+                "(one killed midway, or files copied in); save the tokenizer into the folder again or remove the "
+                "stale files")
+    sizes = {name: size for name, (size, _) in sources.items() if size is not None}
+    if len(set(sizes.values())) > 1:
+        parts = [f"{name}: {size:,} tokens" for name, size in sizes.items()]
+        return (f"{folder}: its tokenizer files hold different vocabularies ({'; '.join(parts)}): files of two saves "
+                "(one killed midway, or files copied in); save the tokenizer into the folder again or remove the "
+                "stale files")
+    return None
+
+
+def _merge_of(line: str, vocab: dict) -> bool:
+    """Whether ``line`` is a merges.txt merge of two tokens of ``vocab``."""
+    left, space, right = line.partition(" ")
+    return bool(space) and left in vocab and right in vocab
+
+
+def _is_model_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.readline().rstrip(b"\r\n").decode("ascii", "replace") in MODEL_FILE_HEADERS
+    except OSError:
+        return False
+
+
+def _model_file_has_merges(path: Path, merges: list[str], vocab: dict | None) -> bool | None:
+    """Whether the minbpe/hf_bbpe ``.model`` ``path`` holds exactly ``merges`` (``"a b"``, spelled as
+    in ``vocab``, token -> id), without parsing it whole: its last ``len(merges)`` lines must be
+    these merges by id, and the line before them no merge. None for another kind of file; False
+    may also mean "written otherwise" (the caller then parses the file)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            header = handle.readline().rstrip("\r\n")
+            if header not in MODEL_FILE_HEADERS:
+                return None
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    if vocab is None or len(lines) <= len(merges):
+        return False
+    width = 2 if header == MODEL_FILE_HEADERS[0] else 3  # minbpe v1: "a b"; ours: "a b new"
+    before = lines[len(lines) - len(merges) - 1].split()
+    if len(before) == width and all(field.isdigit() for field in before):
+        return False  # the file holds more merges
+    pairs = (merge.split(" ", 1) for merge in merges)
+    try:  # as save writes them; another spacing only costs the whole parse (the caller's)
+        if width == 2:
+            expected = [f"{vocab[left]} {vocab[right]}" for left, right in pairs]
+        else:
+            expected = [f"{vocab[left]} {vocab[right]} {vocab[left + right]}" for left, right in pairs]
+    except (KeyError, ValueError):
+        return False
+    return lines[len(lines) - len(merges):] == expected
+
+
+def _model_file_merges(path: Path) -> list[str] | None:
+    """The merges of a minbpe/hf_bbpe ``.model`` spelled as in ``merges.txt``; None for another
+    kind of file (Meta's or sentencepiece's ``tokenizer.model``) or one that does not read."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.readline().rstrip(b"\r\n").decode("ascii", "replace") not in MODEL_FILE_HEADERS:
+                return None
+        contents = read_model_file(path)
+    except (OSError, ValueError):
+        return None
+    tokens: dict[int, bytes] = {idx: bytes([byte]) for byte, idx in enumerate(contents.byte_ids) if idx >= 0}
+    tokens.update(contents.unmerged)
+    spelled: list[str] = []
+    for (a, b), new in contents.merges.items():
+        tokens[new] = tokens[a] + tokens[b]
+        spelled.append(f"{token_to_unicode(tokens[a])} {token_to_unicode(tokens[b])}")
+    return spelled

@@ -46,7 +46,7 @@ from .added_tokens import (
     refuse_id_holes,
     reserved_tokens_for_holes,
 )
-from .atomic_write import write_text_atomic
+from .atomic_write import replaced_folder, write_text_atomic
 from .byte_unicode import spell_vocab, unicode_to_token
 from .chat_presets import chat_preset as resolve_chat_preset
 from .encode_outputs import (
@@ -72,6 +72,8 @@ from .saved_folder import (
     copy_slow_files,
     fast_twin_json,
     finish_saved_folder,
+    recover_and_check,
+    saved_files,
 )
 from .special_tokens import TokenRoles, is_reserved_token
 from .token_ids import single_token_id, token_id_list
@@ -137,10 +139,16 @@ class _PortableFolder:
             self.push_to_hub(hub.pop("repo_id", Path(save_directory).name), **hub)
             return files
         self._check_savable()
-        files = super().save_pretrained(save_directory, legacy_format=legacy_format,  # type: ignore[misc]
-                                        filename_prefix=filename_prefix, **kwargs)
         prefix = f"{filename_prefix}-" if filename_prefix else ""
-        return tuple(files) + self._finish_folder(Path(save_directory), prefix)
+        target = Path(save_directory)
+        # the whole folder is built beside the target and switched in at once (atomic_write.py);
+        # files that are not a tokenizer's (weights, a README) are carried over
+        with replaced_folder(target, saved_files(prefix)) as stage:
+            files = super().save_pretrained(str(stage), legacy_format=legacy_format,  # type: ignore[misc]
+                                            filename_prefix=filename_prefix, **kwargs)
+            files = tuple(files) + self._finish_folder(stage, prefix)
+        return tuple(str(target / Path(file).relative_to(stage)) if Path(file).is_relative_to(stage) else file
+                     for file in files)
 
     def _check_savable(self) -> None:
         """Raise before anything is written if the folder could not be whole."""
@@ -293,7 +301,11 @@ class BBPETokenizer(_PortableFolder, TransformersHooks, SlowTokenizerBase):
     @classmethod
     def from_pretrained(cls, *args: Any, **kwargs: Any) -> BBPETokenizer:
         """transformers' ``from_pretrained``; the folder's ``PreTrainedTokenizerFast`` class name
-        is expected, so 4.57's warning that it differs from this class is silenced."""
+        is expected, so 4.57's warning that it differs from this class is silenced. A local folder
+        is put in order first if a save into it was killed (saved_folder.recover_and_check), and
+        refused (MixedFolderError, one line) if its tokenizer files disagree."""
+        if args:
+            recover_and_check(args[0])  # a killed save finished or rolled back; mixed files refused
         with loading_saved_folder(PORTABLE_TOKENIZER_CLASS):
             return super().from_pretrained(*args, **kwargs)
 
@@ -745,7 +757,10 @@ class BBPETokenizerFast(_PortableFolder, PreTrainedTokenizerFast):
 
     @classmethod
     def from_pretrained(cls, *args: Any, **kwargs: Any) -> BBPETokenizerFast:
-        """transformers' ``from_pretrained``, without 4.57's warning that the folder's class name differs."""
+        """transformers' ``from_pretrained``, without 4.57's warning that the folder's class name differs;
+        a local folder is checked first as :meth:`BBPETokenizer.from_pretrained` checks it."""
+        if args:
+            recover_and_check(args[0])
         with loading_saved_folder(PORTABLE_TOKENIZER_CLASS):
             return super().from_pretrained(*args, **kwargs)
 

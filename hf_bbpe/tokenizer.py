@@ -31,8 +31,8 @@ from .model_file import (
     ModelFileError,
     model_file_path,
     read_model_file,
-    write_model_file,
-    write_vocab_file,
+    repair_vocab_listing,
+    save_model_files,
 )
 from .normalizers import Normalizer, original_span, resolve_normalizer
 from .patterns import resolve_pattern
@@ -1023,8 +1023,7 @@ class Tokenizer:
         if not self.is_plain:
             contents.normalizer = None if self.normalizer is None else self.normalizer.to_json()
             contents.pre_tokenizer = None if self.pre_tokenizer is None else self.pre_tokenizer.to_json()
-        write_model_file(prefix.with_name(prefix.name + ".model"), contents)
-        write_vocab_file(prefix.with_name(prefix.name + ".vocab"), self.vocab, self._merges)
+        save_model_files(prefix, contents, self.vocab, self._merges)
 
     def load(self, model_file: str | os.PathLike) -> None:
         """Read a ``.model`` file written by minbpe or by :meth:`save` into this tokenizer.
@@ -1060,6 +1059,7 @@ class Tokenizer:
         self._normalized_specials = frozenset(contents.normalized_specials)
         self._roles = roles
         self._rebuild()
+        repair_vocab_listing(model_file, self.vocab, self._merges)
 
     @classmethod
     def from_file(cls, model_file: str | os.PathLike) -> Tokenizer:

@@ -6,8 +6,8 @@ Every command that writes files calls :func:`check_output` on each output path f
 ``--out`` fails at once instead of after training or converting.
 
 Everything is written into a temporary folder beside the target; only when all files are there
-are they moved in (the whole folder is renamed when the target does not exist yet, else file by
-file with ``os.replace``, each atomic).
+is it switched in, whole, in one atomic step (atomic_write.replaced_folder), so that a killed run
+leaves the old folder or the new one, never a mix.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..atomic_write import temp_dir_beside
+from ..atomic_write import replaced_folder, temp_dir_beside
 from ..chat_presets import chat_preset
+from ..saved_folder import saved_files
 from ..tokenizer import Tokenizer
 from .arguments import apply_roles, register_new_specials
 from .errors import CommandError
@@ -54,29 +54,18 @@ def check_output(path: str | os.PathLike, *, folder: bool, make_parents: bool = 
 
 @contextlib.contextmanager
 def staged_folder(target: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary folder to fill; on success its files replace those in ``target``."""
+    """Yield a new folder to fill; on success it replaces ``target`` whole, in one atomic step, with
+    the files of ``target`` that are not a tokenizer's (saved_folder.saved_files) carried over
+    (atomic_write.replaced_folder)."""
     target = check_output(target, folder=True)
-    stage = temp_dir_beside(target)
-    try:
+    with replaced_folder(target, saved_files()) as stage:
         yield stage
-        if not target.exists():
-            os.replace(stage, target)
-            return
-        for item in sorted(stage.rglob("*")):
-            dest = target / item.relative_to(stage)
-            if item.is_dir():
-                dest.mkdir(exist_ok=True)
-            else:
-                os.replace(item, dest)
-    finally:
-        if stage.exists():
-            shutil.rmtree(stage, ignore_errors=True)
 
 
 def save_folder(tok: Tokenizer, out: str, *, chat: dict | None = None) -> list[str]:
     """Write the save_pretrained files (when transformers is there; the tokenizer's roles give its
-    bos/eos/pad tokens and add-BOS rule), then ``tokenizer.model`` + ``.vocab`` last, so the .model
-    file is the newest (the folder loader relies on it). ``chat`` is a ``--chat-template`` value
+    bos/eos/pad tokens and add-BOS rule) and ``tokenizer.model`` + ``.vocab`` into a new folder
+    that replaces ``out`` whole (:func:`staged_folder`); returns the names written. ``chat`` is a ``--chat-template`` value
     (arguments.chat_template_value): a preset's special tokens become special tokens of ``tok``
     (next free ids), so ``tokenizer.model`` holds them too."""
     prefix = MODEL_FILE_IN_FOLDER.removesuffix(".model")
@@ -84,13 +73,14 @@ def save_folder(tok: Tokenizer, out: str, *, chat: dict | None = None) -> list[s
     if "chat_preset" in chat:
         register_new_specials(tok, list(chat_preset(chat["chat_preset"]).special_tokens))
     with staged_folder(out) as stage:
+        carried = set(os.listdir(stage))
         hf_class = transformers_class()
         if hf_class is not None:
             hf_class.from_engine(tok, **chat).save_pretrained(str(stage))
         elif chat:
             raise CommandError("--chat-template needs the transformers integration (hf_bbpe.tokenization_bbpe)")
         tok.save(stage / prefix)
-        names = sorted(p.name for p in stage.iterdir())
+        names = sorted(name for name in os.listdir(stage) if name not in carried or name in saved_files())
     return names
 
 

@@ -37,6 +37,7 @@ from ..analysis.foreign_tokenizers import (
     ViewTokenizer,
     is_sentencepiece_model,
 )
+from ..saved_folder import recover_and_check
 from ..tokenizer import Tokenizer
 from .errors import CommandError, one_line, with_flag_names
 
@@ -122,6 +123,7 @@ def load_tokenizer(spec: str, *, pattern: str | None = None, strict: bool = True
 
 def _load(spec: str, pattern: str | None, strict: bool, check_hash: bool) -> tuple[Tokenizer, str]:
     path = Path(spec)
+    recover_and_check(path)  # a killed save finished or rolled back; a folder of mixed files refused
     if not path.exists():
         preset = _PRESET_SPEC.match(spec)
         if preset:
@@ -149,7 +151,8 @@ def _load_own_folder(folder: Path) -> Tokenizer | None:
     model, config = folder / MODEL_FILE_IN_FOLDER, folder / "tokenizer_config.json"
     if model.is_file() and _is_model_file(model) and \
             not (config.is_file() and config.stat().st_mtime_ns > model.stat().st_mtime_ns):
-        # written by `hf-bbpe train` after save_pretrained; a later save_pretrained makes it stale
+        # written by `hf-bbpe train` beside save_pretrained files (which agree: recover_and_check);
+        # a save_pretrained by an older hf_bbpe may have left it older than them
         return Tokenizer.from_file(model)
     if config.is_file() and (folder / "vocab.json").is_file() and saved_by_bbpe(config):
         from ..tokenization_bbpe import BBPETokenizer

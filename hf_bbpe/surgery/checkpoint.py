@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import ctypes
-import errno
 import json
 import math
 import os
 import shutil
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,7 +40,7 @@ from .token_adding import (
     rows_needed,
 )
 from .row_owners import checkpoint_row_owners, rows_to_keep
-from ..atomic_write import new_file_mode, temp_dir_beside, write_text_atomic
+from ..atomic_write import new_file_mode, replaced_folder, write_text_atomic
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
@@ -227,46 +224,12 @@ def _copy_file(src: Path, dst: Path, link: bool) -> None:
     shutil.copyfile(src, dst)
 
 
-def _temp_dir_beside(out: Path) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return temp_dir_beside(out)
-
-
 def _normal_permissions(tmp: Path) -> None:
     """Files from mkstemp are 0600; give the ones we wrote (not hard links into ckpt_dir) the umask's mode."""
     mode = new_file_mode()
     for entry in tmp.iterdir():
         if entry.is_file() and entry.stat().st_nlink == 1:
             os.chmod(entry, mode)
-
-
-def _move_into_place(tmp: Path, out: Path) -> None:
-    """Rename the finished folder to ``out``; an existing ``out`` is swapped out in one atomic step
-    where the system can (Linux), so that ``out`` is never missing or half old, half new."""
-    if not out.exists():
-        os.replace(tmp, out)
-        return
-    if _exchange_paths(tmp, out):  # tmp now holds the old output
-        shutil.rmtree(tmp, ignore_errors=True)
-        return
-    trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-    os.replace(out, trash / out.name)
-    os.replace(tmp, out)
-    shutil.rmtree(trash, ignore_errors=True)
-
-
-def _exchange_paths(a: Path, b: Path) -> bool:
-    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False where unsupported."""
-    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if renameat2 is None:
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
 
 
 def write_grown_checkpoint(
@@ -373,8 +336,9 @@ def extend_checkpoint(
     plan = plan_for_tokens(rows, new_rows, min(rows, added.old_len), prepared.method, to_init, added.sources_by_id,
                            output_rows_for(prepared.init))
 
-    tmp = _temp_dir_beside(out)
-    try:
+    # built beside ``out`` and switched in whole (atomic_write.replaced_folder); an old ``out`` is
+    # replaced, not merged: nothing of it is carried over
+    with replaced_folder(out, carry_over=False) as tmp:
         write_grown_checkpoint(ckpt, tmp, layout, groups, headers, plan, seed, link)
         write_text_atomic(tmp / CONFIG_FILE, _updated_config(ckpt / CONFIG_FILE, config, new_rows, added.role_ids))
         generation_config = ckpt / GENERATION_CONFIG_FILE
@@ -385,8 +349,4 @@ def extend_checkpoint(
         _copy_other_files(ckpt, tmp, set(layout.weight_map.values()), new_tokenizer, link)
         new_tokenizer.save_pretrained(str(tmp))
         _normal_permissions(tmp)
-        _move_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return NewTokens(added, new_rows, new_tokenizer)

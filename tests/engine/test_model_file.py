@@ -8,6 +8,7 @@ special-token lines, merge ids implied 256, 257, ... in file order).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import unicodedata
@@ -84,7 +85,9 @@ def test_round_trip(tmp_path, trained):
 
 def test_vocab_file_lists_tokens_as_minbpe(tmp_path, trained):
     trained.save(tmp_path / "v")
-    lines = (tmp_path / "v.vocab").read_text(encoding="utf-8").splitlines()
+    header, *lines = (tmp_path / "v.vocab").read_text(encoding="utf-8").splitlines()
+    model_hash = hashlib.sha256((tmp_path / "v.model").read_bytes()).hexdigest()
+    assert header == f"# listing of v.model sha256 {model_hash}"  # which .model it lists (a kill between them)
     assert len(lines) == len(trained.vocab)
     assert "[a] 97" in lines
     assert "[\\u000a] 10" in lines  # control characters escaped as minbpe's render_token does

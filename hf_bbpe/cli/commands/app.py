@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ...atomic_write import write_text_atomic
+from ...atomic_write import replaced_folder, write_text_atomic
 from ..arguments import add_tokenizers, load_any, positive_int
 from ..errors import CommandError
 from ..output_dir import check_output
@@ -55,7 +55,12 @@ def run(args: argparse.Namespace) -> int:
 def write_space(folder: Path, specs: list[str], title: str) -> None:
     """A Space folder: the tokenizer files copied under ``tokenizers/``, an ``app.py`` that opens
     them as ``hf-bbpe app`` does, its requirements and the Space card."""
-    folder.mkdir(parents=True, exist_ok=True)
+    # built beside ``folder`` and switched in whole (atomic_write.replaced_folder); other files stay
+    with replaced_folder(folder, (SPACE_TOKENIZERS, "app.py", "requirements.txt", "README.md")) as stage:
+        _fill_space(stage, specs, title)
+
+
+def _fill_space(folder: Path, specs: list[str], title: str) -> None:
     space_specs = []
     for i, spec in enumerate(specs):
         source, preset = Path(spec), None
