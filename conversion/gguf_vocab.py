@@ -26,7 +26,7 @@ from pathlib import Path
 import regex
 
 from hf_bbpe.atomic_write import write_bytes_atomic
-from hf_bbpe.patterns import scanner_name
+from hf_bbpe.patterns import isolated_scanner_name, scanner_name
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
@@ -51,6 +51,17 @@ hash table gives the family: ``dbrx`` for cl100k, ``llama-bpe`` for Llama 3). ``
 llama.cpp splits cl100k tokenizers with Llama 3's regex, which differs only where a text ends in
 a line break followed by spaces (:data:`GPT4_NOTE`). ``llama4`` is ``gpt-4o`` under Llama 4's
 name (:data:`LLAMA_CPP_HASH_NAMES`)."""
+
+SUPERBPE_NOTE = ("llama.cpp's 'superbpe' pre-tokenizer (made for the paper's released OLMo2 SuperBPE model) cuts "
+                 "only numbers, in groups of three digits from the right, and leaves all other text whole")
+"""What llama.cpp's ``superbpe`` (``LLAMA_VOCAB_PRE_TYPE_SUPERBPE`` in ``llama-vocab.cpp``: the
+regexes ``\\p{N}+`` and ``(?=(\\d{3})+(?!\\d))``) splits: neither SuperBPE stage's pattern."""
+
+LLAMA_CPP_UNMAPPED: dict[str, str] = {
+    "superbpe_stage1": "it is o200k's without contractions, which none of llama.cpp's regexes is (its o200k regex keeps "
+                       "contractions, its Tekken regex cuts digits one by one), and " + SUPERBPE_NOTE,
+}
+"""Our built-in patterns that llama.cpp has no pre-tokenizer for, with why (one clause each)."""
 
 LLAMA_CPP_HASH_NAMES: dict[str, str] = {
     "3ce83efda5659b07b1ad37ca97ca5797ea4285d9b9ab0dc679e4a720c9da7454": "gpt-2",  # openai-community/gpt2
@@ -131,6 +142,10 @@ def llama_cpp_pre_tokenizer(tok: Tokenizer, source: str = "tokenizer") -> tuple[
     """
     pattern = tok.plain_pattern
     if pattern is None:
+        if isolated_scanner_name(tok.pre_tokenizer.split_pattern) == "superbpe_stage2":
+            raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for SuperBPE's stage-2 split (superwords): "
+                              f"{SUPERBPE_NOTE}, where this one also cuts runs of punctuation and of spaces and "
+                              "numbers in groups of three from the left")
         raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for this pipeline "
                           f"({tok.pre_tokenizer.to_json()['type']}); it knows only single split patterns "
                           f"({', '.join(LLAMA_CPP_PRE_TOKENIZERS)})")
@@ -138,7 +153,10 @@ def llama_cpp_pre_tokenizer(tok: Tokenizer, source: str = "tokenizer") -> tuple[
         raise FormatError(f"{source}: this tokenizer does not split text (no pattern, as minbpe's BasicTokenizer); "
                           "every llama.cpp pre-tokenizer splits")
     name = scanner_name(pattern)
-    if name is None:
+    if name in LLAMA_CPP_UNMAPPED:
+        raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for the {name} pattern: "
+                          f"{LLAMA_CPP_UNMAPPED[name]}; it knows these patterns: {', '.join(LLAMA_CPP_PRE_TOKENIZERS)}")
+    if name is None or name not in LLAMA_CPP_PRE_TOKENIZERS:
         shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
         raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for the split pattern {shown!r}; it knows "
                           f"these patterns: {', '.join(LLAMA_CPP_PRE_TOKENIZERS)}")

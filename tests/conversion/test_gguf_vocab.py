@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -112,6 +113,44 @@ def test_pattern_without_llama_cpp_name_is_refused(tmp_path):
         conversion.write_gguf_vocab(folder, tmp_path / "x.gguf")
     assert "\n" not in str(info.value)
     assert not (tmp_path / "x.gguf").exists()
+
+
+@pytest.fixture(scope="module")
+def superbpe_folders(tmp_path_factory) -> dict[str, Path]:
+    """Tokenizers trained with SuperBPE's stage-1 pattern: plain BPE, and SuperBPE (superwords:
+    the stage-2 pipeline), saved with an EOS."""
+    text = (TEXT_DIR / "mix-sample.txt").read_text(encoding="utf-8")
+    folders = {}
+    for name, superwords in (("stage1", None), ("superwords", True)):
+        tok = RegexTokenizer(pattern="superbpe_stage1")
+        tok.train(text, 900, progress=False, superwords=superwords)
+        tok.register_special_tokens({"<|endoftext|>": 900})
+        folders[name] = save(tok, tmp_path_factory.mktemp("superbpe") / name, eos_token="<|endoftext|>")
+    return folders
+
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("stage1", "no pre-tokenizer for the superbpe_stage1 pattern: it is o200k's without contractions"),
+    ("superwords", "no pre-tokenizer for SuperBPE's stage-2 split (superwords): llama.cpp's 'superbpe'")])
+def test_superbpe_is_refused_saying_why(superbpe_folders, kind, said, tmp_path):
+    """A tokenizer trained with ``--pattern superbpe_stage1`` (issue 36: a bare KeyError) and a
+    SuperBPE one: one line that says why llama.cpp cannot split as they do, and no file."""
+    with pytest.raises(FormatError, match=re.escape(said)) as info:
+        conversion.write_gguf_vocab(superbpe_folders[kind], tmp_path / "x.gguf")
+    assert "\n" not in str(info.value) and "'superbpe' pre-tokenizer" in str(info.value)
+    assert not (tmp_path / "x.gguf").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["stage1", "superwords"])
+def test_llama_cpp_superbpe_pre_tokenizer_gives_other_ids(superbpe_folders, kind, llama_cpp, tmp_path, monkeypatch):
+    """Why SuperBPE is refused: llama.cpp's own 'superbpe' pre-tokenizer (llama.cpp PR #12532),
+    forced into the GGUF, gives other ids than ours on the sample, for both kinds."""
+    monkeypatch.setattr("conversion.gguf_vocab.llama_cpp_pre_tokenizer", lambda tok, source: ("superbpe", []))
+    folder = superbpe_folders[kind]
+    assert conversion.write_gguf_vocab(folder, tmp_path / "vocab.gguf").pre == "superbpe"
+    theirs, ours = llama_cpp_ids(llama_cpp, tmp_path / "vocab.gguf", DOCS, tmp_path), hf_ids(folder, DOCS)
+    assert sum(a != b for a, b in zip(theirs, ours)) > len(DOCS) // 2
 
 
 def test_mode_llama_cpp_would_not_follow_is_refused():
