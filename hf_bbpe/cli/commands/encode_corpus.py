@@ -24,6 +24,8 @@ from ..output_dir import check_output
 from ..text_input import DOCUMENT_MODES, STDIN, expand_inputs, iter_corpus_documents
 
 DEFAULT_EOS = "<|endoftext|>"
+INTERRUPTED_HINT = ("the shards written so far are kept: run the same command again to resume where it stopped "
+                    "(the finished folder is byte for byte the same)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -67,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "cluster's CPUs but one)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, interrupted_hint=INTERRUPTED_HINT)
 
 
 def run(args: argparse.Namespace) -> int:
