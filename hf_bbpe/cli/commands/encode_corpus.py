@@ -18,7 +18,7 @@ from ...token_shards import FORMATS, local_encoder, read_manifest, write_token_s
 from ...token_shards.val_split import DEFAULT_VAL_FRACTION, DEFAULT_VAL_SEED
 from ...token_shards.writer import DEFAULT_SHARD_BYTES, discard_new_run
 from ...tokenizer import Tokenizer
-from ..arguments import add_pattern_for_ranks, add_text_column, load, open_fraction, positive_int
+from ..arguments import add_pattern_for_ranks, add_text_column, load, open_fraction, positive_int, positive_number
 from ..errors import CommandError
 from ..output_dir import check_output
 from ..text_input import DOCUMENT_MODES, STDIN, expand_inputs, iter_corpus_documents
@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"nanogpt, llmc: the seed of that choice (default {DEFAULT_VAL_SEED})")
     p.add_argument("--eos-token", metavar="TOKEN", default=None,
                    help=f"the special token put after every document (default: the folder's eos_token, else {DEFAULT_EOS})")
-    p.add_argument("--shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20,
+    p.add_argument("--shard-mb", type=positive_number, default=DEFAULT_SHARD_BYTES / 2**20,
                    help="MiB of UTF-8 text per shard: a shard ends with the document that reaches it "
                         f"(default {DEFAULT_SHARD_BYTES // 2**20})")
     p.add_argument("--workers", type=positive_int, default=None,
