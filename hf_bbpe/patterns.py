@@ -390,25 +390,25 @@ PROBE_TEXT = (
     "你好，世界。こんにちは世界。안녕하세요 세계. 1,234,567.89 ١٢٣ 😀👍🏽\t\r\n"
 )
 """A sample of common text (words in several scripts, code, numbers, punctuation, spaces, line
-breaks) that :func:`check_split_pattern` splits to find patterns no training could use."""
+breaks) on which :func:`check_split_pattern` looks for empty matches."""
 
 
 @functools.lru_cache(maxsize=32)
 def check_split_pattern(pattern: str) -> None:
     """Refuse, before any counting, a split pattern that training cannot use; one-line ValueError.
 
-    A regex that can match the empty string (``a*``) makes empty chunks; one that makes no chunk of
-    two or more bytes on :data:`PROBE_TEXT` (``(?<=a)b``, ``(?m)^x``) leaves BPE nothing to merge
-    (merges never cross chunks); one that Oniguruma and JavaScript cannot read as it means
-    (``(?m)``, ``(a)\\1``) could not be saved as ``tokenizer.json`` after training. The built-in
-    patterns pass. An empty pattern is the caller's to refuse (it means "no split" or the default).
+    A regex that Oniguruma and JavaScript cannot read as it means (``(?m)``, ``(a)\\1``) could not
+    be saved as ``tokenizer.json`` after training; one that can match the empty string (``a*``, found
+    on :data:`PROBE_TEXT`) makes empty chunks. The built-in patterns pass. An empty pattern is the
+    caller's to refuse (it means "no split" or the default); a pattern that leaves training nothing
+    to merge shows only on the text (``training.check_counted``).
     """
     if not pattern or scanner_name(pattern) is not None or isolated_pattern_name(pattern) is not None:
         return
-    compiled = compile_pattern(pattern)
-    shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
     from .onig_regex import translate_pattern_for_onig
 
+    compiled = compile_pattern(pattern)
+    shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
     try:
         translate_pattern_for_onig(pattern)
     except ValueError as exc:
@@ -420,7 +420,3 @@ def check_split_pattern(pattern: str) -> None:
         where = PROBE_TEXT[max(0, empty.start() - 8):empty.start() + 8]
         raise ValueError(f"split pattern {shown!r} can match the empty string (e.g. in {where!r}): every chunk must "
                          "hold a character (write '+' for '*', or drop the alternative that can match nothing)")
-    if not any(len(m.group().encode("utf-8")) >= 2 for m in compiled.finditer(PROBE_TEXT)):
-        raise ValueError(f"split pattern {shown!r} makes no chunk of two or more bytes on common text (words, "
-                         "numbers, spaces): BPE merges only inside chunks, so training could learn nothing; write a "
-                         "pattern whose matches cover the text, e.g. end it with '|\\s+|\\S'")

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from .chunk_counting import count_chunks, warn_if_mostly_control
 from .counts_file import check_pattern, load_counts
 from .native_counting import ChunkCounts, available, count_native, is_arrow_dataset
-from .patterns import check_split_pattern
+from .patterns import check_split_pattern, isolated_scanner_name
 from .progress import progress_bar
 from .superwords import SuperwordConfig, superword_config
 from .text_files import check_doc_mode, iter_file_documents, training_files
@@ -71,7 +71,7 @@ def train_tokenizer(
     stage1 = vocab_size if config is None else config.stage1_vocab_size(vocab_size)
     counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
                           max_memory=max_memory)
-    check_counted(counts, source_names(text, files))
+    check_counted(counts, source_names(text, files), tok if stage1 > 256 else None)
     train_tokenizer_from_counts(tok, counts, stage1, verbose, tie_break=tie_break,
                                 min_frequency=min_frequency, progress=progress, consume=True)
     if config is None:
@@ -460,16 +460,33 @@ EMPTY_INPUT = "empty input (no text to work on)"
 """What training says of input without text: the words the command line uses (cli/text_input.py)."""
 
 
-def check_counted(counts: Mapping[str | bytes, int] | ChunkCounts, names: list[str]) -> None:
+def check_counted(counts: Mapping[str | bytes, int] | ChunkCounts, names: list[str], tok: Tokenizer | None = None
+                  ) -> None:
     """Refuse counts without a chunk: empty input, or text the split pattern matches none of (a
-    ValueError naming the files ``names``, if any). Training would return the 256 bytes alone."""
-    if len(counts):
-        return
+    ValueError naming the files ``names``, if any). Training would return the 256 bytes alone. With
+    ``tok`` (merges are asked for), also refuse a user's split pattern whose chunks are all single
+    bytes (e.g. ``(?<=a)b``): BPE merges only inside chunks, so there is nothing to learn (with a
+    built-in pattern, which matches every character, that is a text too small, and only warned)."""
     where = f"{', '.join(names[:3])}{f' and {len(names) - 3} more' if len(names) > 3 else ''}: " if names else ""
+    if len(counts):
+        pattern = tok._chunker.plain_pattern if tok is not None else None
+        if pattern and isolated_scanner_name(pattern) is None and _longest_chunk(counts) < 2:
+            shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+            raise ValueError(f"split pattern {shown!r} makes no chunk of two or more bytes of the training text: "
+                             "BPE merges only inside chunks, so there is nothing to learn (does the pattern leave most "
+                             "of the text unmatched? end it with '|\\s+|\\S' to match the rest)")
+        return
     if getattr(counts, "input_bytes", 0) or getattr(counts, "characters", 0):
         raise ValueError(f"{where}no chunk to train on: the split pattern matches none of the input")
     raise ValueError(f"{where}{EMPTY_INPUT}" if isinstance(counts, ChunkCounts) else
                      f"{where}{EMPTY_INPUT[:-1]}, or none that the split pattern matches)")
+
+
+def _longest_chunk(counts: Mapping[str | bytes, int] | ChunkCounts) -> int:
+    """The most bytes a counted chunk holds."""
+    if isinstance(counts, ChunkCounts):
+        return max(counts.lengths, default=0)
+    return max((len(c.encode("utf-8")) if isinstance(c, str) else len(c) for c in counts), default=0)
 
 
 def source_names(text: Any, files: Any) -> list[str]:

@@ -14,7 +14,6 @@ from hf_bbpe import RegexTokenizer, Tokenizer
 from tests.support.cli import CLI, MIX, TAYLOR, assert_one_line_error, cli_env, run_cli
 
 PATTERNS = {  # pattern -> what the one line says
-    "(?<=a)b": "makes no chunk of two or more bytes",
     "(?m)^x": "tokenizer.json could not hold it",
     r"(a)\1": "tokenizer.json could not hold it",
     "a*": "can match the empty string",
@@ -48,6 +47,20 @@ def test_the_api_refuses_the_same_patterns_before_reading(pattern):
     assert "\n" not in str(info.value) and not read
     with pytest.raises(ValueError, match=PATTERNS[pattern]):
         RegexTokenizer(pattern).count_chunks(documents(), progress=False)
+
+
+def test_a_pattern_that_leaves_nothing_to_merge_is_refused(tmp_path):
+    """``(?<=a)b`` matches single letters: training on it warned that the corpus was too small.
+    Found on the text (counting shows it): one line naming the pattern, in the CLI and the API."""
+    proc = run_cli("train", TAYLOR, "--vocab-size", 1000, "--pattern", "(?<=a)b", "--out", tmp_path / "out",
+                   "--no-progress", check=False)
+    err = proc.stderr.decode("utf-8").strip().splitlines()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr.decode("utf-8")
+    assert err[-1].startswith("hf-bbpe train: error: split pattern '(?<=a)b' makes no chunk of two or more bytes")
+    assert not any("too small" in line for line in err), err  # (the warning that the text is left out stays)
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match=r"^split pattern '\(\?<=a\)b' makes no chunk of two or more bytes"):
+        RegexTokenizer("(?<=a)b").train(TAYLOR.read_text(encoding="utf-8"), 1000, progress=False)
 
 
 def test_patterns_that_split_text_pass():
