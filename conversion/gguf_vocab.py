@@ -95,6 +95,9 @@ NORMALIZER_NOTE = ("llama.cpp does not normalize text: this tokenizer's NFC norm
 
 NO_EOS_NOTE = ("the tokenizer has no eos_token: llama.cpp then takes id 11 as BOS and EOS (its default for BPE "
                "vocabularies), and generation stops at that token; save the folder with an eos_token")
+"""Said when the folder has no EOS. With an EOS and no BOS, the EOS's id is written as BOS too:
+llama.cpp has no "no BOS" for BPE vocabularies (``llama-vocab.cpp`` keeps its default, id 11, for an
+absent or out-of-range ``tokenizer.ggml.bos_token_id``), and ``add_bos`` stays as the folder says."""
 
 _MARK = regex.compile(r"\p{M}")
 _TOKEN_NORMAL, _TOKEN_CONTROL, _TOKEN_USER_DEFINED, _TOKEN_UNUSED = 1, 3, 4, 5  # gguf.TokenType
@@ -193,7 +196,8 @@ def gguf_vocab_of(folder: str | os.PathLike, vocab_size: int | None = None) -> G
     ``vocab_size`` (the folder's ``config.json`` ``vocab_size`` when it has one, else the largest
     id + 1), a normal token spelled in GPT-2's byte-to-unicode alphabet (NORMAL), an added token as
     its text (CONTROL if special, else USER_DEFINED), an id without a token ``[PAD{id}]`` (UNUSED).
-    Merges are the tokenizer.json's, which is what the converter copies.
+    Merges are the tokenizer.json's, which is what the converter copies. A folder with an EOS and
+    no BOS gets the EOS as BOS (see :data:`NO_EOS_NOTE`).
     """
     from hf_bbpe.saved_folder import fast_twin_json
     from hf_bbpe.tokenization_bbpe import BBPETokenizer
@@ -236,6 +240,10 @@ def gguf_vocab_of(folder: str | os.PathLike, vocab_size: int | None = None) -> G
         raise FormatError(f"{folder}: add_bos_token is set but the tokenizer has no bos_token")
     if "eos" not in special_ids:
         notes.append(NO_EOS_NOTE)
+    if "bos" not in special_ids and "eos" in special_ids:
+        # llama.cpp cannot hold "no BOS" for a BPE vocabulary (an absent or out-of-range id means
+        # id 11, whatever token that is): the EOS is the BOS, as GPT-2's and OpenAI's folders say
+        special_ids = {"bos": special_ids["eos"], **special_ids}
     template = hf_tok.chat_template
     if isinstance(template, dict):  # several named templates: llama.cpp reads the default one
         template = template.get("default")

@@ -27,7 +27,8 @@ from hf_bbpe import BBPETokenizer, RegexTokenizer
 from hf_bbpe.byte_unicode import token_to_unicode
 from tests.support.cli import TAYLOR, run_cli
 from tests.support.families import LLAMA3_MODEL, TEXT_DIR
-from tests.support.llama_cpp import CONVERTER_HASHES, comparison_docs, llama_cpp_ids, tokenizer_fields
+from tests.support.llama_cpp import CONVERTER_HASHES, comparison_docs, llama_cpp_ids, llama_cpp_special, \
+    tokenizer_fields
 
 DOCS = comparison_docs()
 TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
@@ -83,7 +84,7 @@ def extended_llama3(tmp_path_factory) -> Path:
 
 def test_vocab_gguf_reads_back(trained, tmp_path):
     """What the gguf package reads back is the tokenizer: tokens in GPT-2's byte alphabet by id,
-    token types, merges in order, the EOS id, no BOS, the chat template, and llama.cpp's name for a
+    token types, merges in order, the EOS id (also the BOS: the folder has none), the chat template, and llama.cpp's name for a
     GPT-4-pattern tokenizer with plain merges (dbrx, cl100k's name there)."""
     tok, folder = trained
     path = tmp_path / "vocab.gguf"
@@ -98,7 +99,7 @@ def test_vocab_gguf_reads_back(trained, tmp_path):
     spelled = {i: token_to_unicode(data) for i, data in tok.vocab.items()}
     assert field(reader, "tokenizer.ggml.merges") == [f"{spelled[a]} {spelled[b]}" for a, b in tok.merges]
     assert field(reader, "tokenizer.ggml.eos_token_id") == 1500
-    assert "tokenizer.ggml.bos_token_id" not in reader.fields
+    assert field(reader, "tokenizer.ggml.bos_token_id") == 1500  # no BOS: the EOS (test_a_folder_without_bos...)
     assert field(reader, "tokenizer.ggml.add_bos_token") is False
     assert field(reader, "tokenizer.chat_template") == TEMPLATE
     assert vocab.notes == []  # no token spans the cut llama.cpp's split of GPT-4's pattern makes (below)
@@ -198,6 +199,24 @@ def test_llama_cpp_tokenizes_a_trained_tokenizer_as_we_do(trained, llama_cpp, tm
     _, folder = trained
     conversion.write_gguf_vocab(folder, tmp_path / "vocab.gguf")
     assert llama_cpp_ids(llama_cpp, tmp_path / "vocab.gguf", DOCS, tmp_path) == hf_ids(folder, DOCS)
+
+
+@pytest.mark.slow
+def test_a_folder_without_bos_gets_its_eos_as_bos_in_llama_cpp(trained, llama_cpp, tmp_path):
+    """Issue 36: a folder with no BOS was read by llama.cpp with BOS id 11 (an ordinary token here,
+    its default for BPE vocabularies: it has no "no BOS"). Its EOS is the BOS, as GPT-2's and
+    OpenAI's folders say; no BOS is added; a folder without an EOS either keeps llama.cpp's default
+    and gets the note that says so."""
+    _, folder = trained
+    conversion.write_gguf_vocab(folder, tmp_path / "vocab.gguf")
+    special = llama_cpp_special(llama_cpp, tmp_path / "vocab.gguf")
+    assert (special["bos"], special["eos"], special["add_bos"]) == (1500, 1500, 0)
+    assert llama_cpp_ids(llama_cpp, tmp_path / "vocab.gguf", DOCS[:50], tmp_path) == hf_ids(folder, DOCS[:50])
+    tok = RegexTokenizer(pattern="gpt4")
+    tok.train(TAYLOR.read_text(encoding="utf-8")[:20000], 300, progress=False)
+    bare = conversion.write_gguf_vocab(save(tok, tmp_path / "bare"), tmp_path / "bare.gguf")
+    assert bare.special_ids == {} and any("takes id 11 as BOS and EOS" in note for note in bare.notes)
+    assert llama_cpp_special(llama_cpp, tmp_path / "bare.gguf")["bos"] == 11
 
 
 @pytest.mark.slow
