@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..chat_presets import CHAT_PRESETS
 from ..patterns import NATIVE_PATTERNS, check_split_pattern
+from ..text_files import DOCS_RULE
 from ..superwords import DEFAULT_TRANSITION, SuperwordConfig
 from ..tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 from ..trainer import TIE_BREAKS
@@ -113,10 +114,7 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
 def add_counting_options(parser: argparse.ArgumentParser) -> None:
     """What counting chunks takes (``train``, ``extend``, ``count``): how to cut documents, the
     text column, threads, the memory bound, messages."""
-    parser.add_argument("--docs", choices=DOCUMENT_MODES, default="paragraph",
-                        help="how text files are cut into documents for counting: at blank lines (paragraph, default, "
-                             "as hf_bbpe.paragraphs cuts them), per line (as open(f) and tokenizers' train(files) give "
-                             "them; read in blocks by the counting threads), or whole files")
+    add_docs_option(parser, "paragraph")
     add_text_column(parser)
     parser.add_argument("--workers", type=positive_int, default=None,
                         help="counting threads (processes for a pattern the C counter does not know; default: all "
@@ -127,6 +125,13 @@ def add_counting_options(parser: argparse.ArgumentParser) -> None:
                              "not fit in memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+
+
+def add_docs_option(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--docs``: how text files are cut into documents; its help states the one rule
+    (``text_files.DOCS_RULE``) and this command's default."""
+    parser.add_argument("--docs", choices=DOCUMENT_MODES, default=default,
+                        help=f"{DOCS_RULE[0].upper()}{DOCS_RULE[1:]} (default here: {default})")
 
 
 def add_input_files(parser: argparse.ArgumentParser, nargs: str = "+") -> None:

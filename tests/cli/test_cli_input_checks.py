@@ -113,4 +113,5 @@ def test_superwords_default_to_the_papers_stage_1_pattern(tmp_path):
     run_cli("train", *common, "--pattern", "gpt4", "--out", tmp_path / "gpt4")
     default, paper, gpt4 = (Tokenizer.from_file(tmp_path / name / "tokenizer.model") for name in ("default", "paper", "gpt4"))
     assert default.merges == paper.merges != gpt4.merges
-    assert "with --superwords superbpe_stage1" in " ".join(run_cli("train", "--help").stdout.decode().split())
+    shown = " ".join(run_cli("train", "--help").stdout.decode().split())
+    assert "with --superwords the paper's stage-1 pattern" in shown and "by default superbpe_stage1" in shown

@@ -18,10 +18,10 @@ from ...token_shards import FORMATS, local_encoder, read_manifest, write_token_s
 from ...token_shards.val_split import DEFAULT_VAL_FRACTION, DEFAULT_VAL_SEED
 from ...token_shards.writer import DEFAULT_SHARD_BYTES, discard_new_run
 from ...tokenizer import Tokenizer
-from ..arguments import add_pattern_for_ranks, add_text_column, load, open_fraction, positive_int, positive_number
+from ..arguments import add_docs_option, add_pattern_for_ranks, add_text_column, load, open_fraction, positive_int, positive_number
 from ..errors import CommandError
 from ..output_dir import check_output
-from ..text_input import DOCUMENT_MODES, STDIN, expand_inputs, iter_corpus_documents
+from ..text_input import STDIN, expand_inputs, iter_corpus_documents
 
 DEFAULT_EOS = "<|endoftext|>"
 INTERRUPTED_HINT = ("the shards written so far are kept: run the same command again to resume where it stopped "
@@ -48,8 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="encode on a Ray cluster: its address ('auto' for the cluster this machine belongs to, "
                         "'ray://HOST:10001'), or 'local' to start one here (needs hf_bbpe[ray])")
     add_text_column(p)
-    p.add_argument("--docs", choices=DOCUMENT_MODES, default="file",
-                   help="how text files are cut into documents: whole files (default), per line, or at blank lines")
+    add_docs_option(p, "file")
     p.add_argument("--format", choices=list(FORMATS), default="npy",
                    help="the files' layout: npy (default: .npy tokens and document offsets), nanogpt "
                         "(train.bin/val.bin, uint16), llmc (llm.c / modded-nanogpt .bin shards), megatron "

@@ -43,8 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "counting again; its split pattern is the tokenizer's")
     p.add_argument("--vocab-size", type=bounded_int, required=True,
                    help="number of tokens before special tokens: 256 bytes + merges")
-    add_split_pattern(p, default=None, default_help=f"{DEFAULT_PATTERN}; with --superwords {SUPERWORDS_STAGE1_PATTERN}, "
-                                                    "the paper's stage 1; with --from-counts the counts file's")
+    add_split_pattern(p, default=None, default_help=f"{DEFAULT_PATTERN}; with --superwords the paper's stage-1 pattern; "
+                                                    "with --from-counts the counts file's")
     add_training_options(p)
     add_superword_options(p, transition=True)
     p.set_defaults(run=run)
