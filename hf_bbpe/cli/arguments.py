@@ -315,9 +315,10 @@ def memory_size_value(text: str) -> str:
 
     try:
         size = memory_size(text)
-    except (ValueError, OverflowError):
-        raise argparse.ArgumentTypeError(f"expected bytes or a number with K, M, G or T (e.g. 4G), got {text!r}") \
-            from None
+    except ValueError:  # not a size: the engine's own one-line error says what one is
+        return text
+    except OverflowError:  # e.g. 1e400G
+        size = MAX_MEMORY_BYTES + 1
     if size > MAX_MEMORY_BYTES:
         raise argparse.ArgumentTypeError(f"expected a size up to {MAX_MEMORY_BYTES // 2**60} EiB, got {text!r}")
     return text
