@@ -26,7 +26,7 @@ from pathlib import Path
 import regex
 
 from hf_bbpe.atomic_write import write_bytes_atomic
-from hf_bbpe.patterns import scanner_name
+from hf_bbpe.patterns import isolated_scanner_name, scanner_name
 from hf_bbpe.tokenizer import Tokenizer
 
 from .errors import FormatError
@@ -51,6 +51,17 @@ hash table gives the family: ``dbrx`` for cl100k, ``llama-bpe`` for Llama 3). ``
 llama.cpp splits cl100k tokenizers with Llama 3's regex, which differs only where a text ends in
 a line break followed by spaces (:data:`GPT4_NOTE`). ``llama4`` is ``gpt-4o`` under Llama 4's
 name (:data:`LLAMA_CPP_HASH_NAMES`)."""
+
+SUPERBPE_NOTE = ("llama.cpp's 'superbpe' pre-tokenizer (made for the paper's released OLMo2 SuperBPE model) cuts "
+                 "only numbers, in groups of three digits from the right, and leaves all other text whole")
+"""What llama.cpp's ``superbpe`` (``LLAMA_VOCAB_PRE_TYPE_SUPERBPE`` in ``llama-vocab.cpp``: the
+regexes ``\\p{N}+`` and ``(?=(\\d{3})+(?!\\d))``) splits: neither SuperBPE stage's pattern."""
+
+LLAMA_CPP_UNMAPPED: dict[str, str] = {
+    "superbpe_stage1": "it is o200k's without contractions, which none of llama.cpp's regexes is (its o200k regex keeps "
+                       "contractions, its Tekken regex cuts digits one by one), and " + SUPERBPE_NOTE,
+}
+"""Our built-in patterns that llama.cpp has no pre-tokenizer for, with why (one clause each)."""
 
 LLAMA_CPP_HASH_NAMES: dict[str, str] = {
     "3ce83efda5659b07b1ad37ca97ca5797ea4285d9b9ab0dc679e4a720c9da7454": "gpt-2",  # openai-community/gpt2
@@ -84,6 +95,9 @@ NORMALIZER_NOTE = ("llama.cpp does not normalize text: this tokenizer's NFC norm
 
 NO_EOS_NOTE = ("the tokenizer has no eos_token: llama.cpp then takes id 11 as BOS and EOS (its default for BPE "
                "vocabularies), and generation stops at that token; save the folder with an eos_token")
+"""Said when the folder has no EOS. With an EOS and no BOS, the EOS's id is written as BOS too:
+llama.cpp has no "no BOS" for BPE vocabularies (``llama-vocab.cpp`` keeps its default, id 11, for an
+absent or out-of-range ``tokenizer.ggml.bos_token_id``), and ``add_bos`` stays as the folder says."""
 
 _MARK = regex.compile(r"\p{M}")
 _TOKEN_NORMAL, _TOKEN_CONTROL, _TOKEN_USER_DEFINED, _TOKEN_UNUSED = 1, 3, 4, 5  # gguf.TokenType
@@ -131,6 +145,10 @@ def llama_cpp_pre_tokenizer(tok: Tokenizer, source: str = "tokenizer") -> tuple[
     """
     pattern = tok.plain_pattern
     if pattern is None:
+        if isolated_scanner_name(tok.pre_tokenizer.split_pattern) == "superbpe_stage2":
+            raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for SuperBPE's stage-2 split (superwords): "
+                              f"{SUPERBPE_NOTE}, where this one also cuts runs of punctuation and of spaces and "
+                              "numbers in groups of three from the left")
         raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for this pipeline "
                           f"({tok.pre_tokenizer.to_json()['type']}); it knows only single split patterns "
                           f"({', '.join(LLAMA_CPP_PRE_TOKENIZERS)})")
@@ -138,7 +156,10 @@ def llama_cpp_pre_tokenizer(tok: Tokenizer, source: str = "tokenizer") -> tuple[
         raise FormatError(f"{source}: this tokenizer does not split text (no pattern, as minbpe's BasicTokenizer); "
                           "every llama.cpp pre-tokenizer splits")
     name = scanner_name(pattern)
-    if name is None:
+    if name in LLAMA_CPP_UNMAPPED:
+        raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for the {name} pattern: "
+                          f"{LLAMA_CPP_UNMAPPED[name]}; it knows these patterns: {', '.join(LLAMA_CPP_PRE_TOKENIZERS)}")
+    if name is None or name not in LLAMA_CPP_PRE_TOKENIZERS:
         shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
         raise FormatError(f"{source}: llama.cpp has no pre-tokenizer for the split pattern {shown!r}; it knows "
                           f"these patterns: {', '.join(LLAMA_CPP_PRE_TOKENIZERS)}")
@@ -175,7 +196,8 @@ def gguf_vocab_of(folder: str | os.PathLike, vocab_size: int | None = None) -> G
     ``vocab_size`` (the folder's ``config.json`` ``vocab_size`` when it has one, else the largest
     id + 1), a normal token spelled in GPT-2's byte-to-unicode alphabet (NORMAL), an added token as
     its text (CONTROL if special, else USER_DEFINED), an id without a token ``[PAD{id}]`` (UNUSED).
-    Merges are the tokenizer.json's, which is what the converter copies.
+    Merges are the tokenizer.json's, which is what the converter copies. A folder with an EOS and
+    no BOS gets the EOS as BOS (see :data:`NO_EOS_NOTE`).
     """
     from hf_bbpe.saved_folder import fast_twin_json
     from hf_bbpe.tokenization_bbpe import BBPETokenizer
@@ -218,6 +240,10 @@ def gguf_vocab_of(folder: str | os.PathLike, vocab_size: int | None = None) -> G
         raise FormatError(f"{folder}: add_bos_token is set but the tokenizer has no bos_token")
     if "eos" not in special_ids:
         notes.append(NO_EOS_NOTE)
+    if "bos" not in special_ids and "eos" in special_ids:
+        # llama.cpp cannot hold "no BOS" for a BPE vocabulary (an absent or out-of-range id means
+        # id 11, whatever token that is): the EOS is the BOS, as GPT-2's and OpenAI's folders say
+        special_ids = {"bos": special_ids["eos"], **special_ids}
     template = hf_tok.chat_template
     if isinstance(template, dict):  # several named templates: llama.cpp reads the default one
         template = template.get("default")

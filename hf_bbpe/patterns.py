@@ -381,3 +381,42 @@ def _load_character_classes() -> None:
     for name, bit in _CLASS_BITS.items():
         table += bit * int.from_bytes(_owner_mask(name), "little")  # bits apart: no carries
     _native.set_classes(table.to_bytes(0x110000, "little"))
+
+
+PROBE_TEXT = (
+    "Hello world, it's 2024! The quick brown fox jumps over the lazy dog.\n\n"
+    "    def f(x):\n        return x ** 2  # square\n"
+    "Größe über Straße; naïve café. Привет, мир! Γειά σου κόσμε. مرحبا بالعالم. नमस्ते दुनिया।\n"
+    "你好，世界。こんにちは世界。안녕하세요 세계. 1,234,567.89 ١٢٣ 😀👍🏽\t\r\n"
+)
+"""A sample of common text (words in several scripts, code, numbers, punctuation, spaces, line
+breaks) on which :func:`check_split_pattern` looks for empty matches."""
+
+
+@functools.lru_cache(maxsize=32)
+def check_split_pattern(pattern: str) -> None:
+    """Refuse, before any counting, a split pattern that training cannot use; one-line ValueError.
+
+    A regex that Oniguruma and JavaScript cannot read as it means (``(?m)``, ``(a)\\1``) could not
+    be saved as ``tokenizer.json`` after training; one that can match the empty string (``a*``, found
+    on :data:`PROBE_TEXT`) makes empty chunks. The built-in patterns pass. An empty pattern is the
+    caller's to refuse (it means "no split" or the default); a pattern that leaves training nothing
+    to merge shows only on the text (``training.check_counted``).
+    """
+    if not pattern or scanner_name(pattern) is not None or isolated_pattern_name(pattern) is not None:
+        return
+    from .onig_regex import translate_pattern_for_onig
+
+    compiled = compile_pattern(pattern)
+    shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+    try:
+        translate_pattern_for_onig(pattern)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; tokenizer.json could not hold it, so it is refused before training") from None
+    empty = next((m for m in compiled.finditer(PROBE_TEXT) if m.end() == m.start()), None)
+    if empty is None and compiled.fullmatch(""):
+        empty = compiled.fullmatch("")
+    if empty is not None:
+        where = PROBE_TEXT[max(0, empty.start() - 8):empty.start() + 8]
+        raise ValueError(f"split pattern {shown!r} can match the empty string (e.g. in {where!r}): every chunk must "
+                         "hold a character (write '+' for '*', or drop the alternative that can match nothing)")

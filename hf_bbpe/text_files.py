@@ -37,6 +37,14 @@ from .chunk_counting import paragraphs
 TEXT, JSONL, PARQUET = "text", "jsonl", "parquet"
 DOC_MODES = ("line", "paragraph", "file")
 """How a text file is cut into documents (``docs=``): lines, paragraphs, or the whole file."""
+DOCS_RULE = ("a text file is cut into documents by lines ('line': each with its line break, as open(f) and "
+             "tokenizers' train(files) give them), paragraphs ('paragraph': lines up to a run of blank lines) or "
+             "not at all ('file'); a .jsonl or .parquet file holds a document per record. The default follows the "
+             "job: the Python API's train(files=...) reads lines, as tokenizers does; hf-bbpe train, extend and "
+             "count read paragraphs (almost every chunk of the whole file, counted in parallel); encode-corpus reads "
+             "whole files, so that EOS ends each file")
+"""The one statement of how text files become documents and of each job's default, which every
+``--docs`` help and ``Tokenizer.train``'s docstring show."""
 PARQUET_BATCH_ROWS = 1 << 16
 NOT_UTF8_HINT = "a binary file, or another encoding such as Latin-1?"
 

@@ -587,7 +587,9 @@ class Tokenizer:
         (with ``\r`` kept as it is), or with ``docs="paragraph"`` each paragraph (lines up to
         a run of blank lines, as :func:`hf_bbpe.paragraphs` cuts them), or with ``docs="file"``
         the whole file; each record's ``text_column`` of a ``.jsonl`` or ``.parquet`` file is
-        one (see text_files.py). A Hugging Face ``datasets.Dataset`` or
+        one (see text_files.py; ``text_files.DOCS_RULE`` states the rule once, with the command
+        line's defaults, which differ by job: ``hf-bbpe train`` reads paragraphs, ``encode-corpus``
+        whole files). A Hugging Face ``datasets.Dataset`` or
         streaming ``IterableDataset`` is read in batches (column ``text_column``); a
         ``ray.data.Dataset`` is counted on its Ray cluster (the same column; see
         ``hf_bbpe.distributed``).

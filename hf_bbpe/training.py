@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from .chunk_counting import count_chunks, warn_if_mostly_control
 from .counts_file import check_pattern, load_counts
 from .native_counting import ChunkCounts, available, count_native, is_arrow_dataset
+from .patterns import check_split_pattern, isolated_scanner_name
 from .progress import progress_bar
 from .superwords import SuperwordConfig, superword_config
 from .text_files import check_doc_mode, iter_file_documents, training_files
@@ -63,12 +64,14 @@ def train_tokenizer(
     corpus is then counted again with stage 2's chunking, which ``tok`` keeps, and its chunks,
     segmented by the stage-1 merges, train the rest of the merges."""
     check_vocab_size(vocab_size)
+    check_training_pattern(tok)
     config = superword_config(superwords)
     if config is not None:
         check_superword_corpus(tok, text)
     stage1 = vocab_size if config is None else config.stage1_vocab_size(vocab_size)
     counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
                           max_memory=max_memory)
+    check_counted(counts, source_names(text, files), tok if stage1 > 256 else None)
     train_tokenizer_from_counts(tok, counts, stage1, verbose, tie_break=tie_break,
                                 min_frequency=min_frequency, progress=progress, consume=True)
     if config is None:
@@ -262,6 +265,7 @@ def count_tokenizer_chunks(
     """``tok.count_chunks``: the chunk counts of ``text`` or ``files`` with ``tok``'s chunking, as
     :class:`~native_counting.ChunkCounts` (the C kernel's, or Python's counts made flat), written
     to the counts file ``out`` too if given (see counts_file.py)."""
+    check_training_pattern(tok)
     if out is not None:
         counted_pattern(tok, os.fspath(out))
     counts = chunk_counts(tok, text, num_workers, progress, "smallest_pair", text_column, files=files, docs=docs,
@@ -442,6 +446,58 @@ def hf_dataset_texts(data: Any, text_column: str) -> Any:
         raise ValueError(f"the dataset has no column {text_column!r} (its columns: {', '.join(columns)}); "
                          "pass text_column=")
     return (text for batch in data.select_columns([text_column]).iter(batch_size=1024) for text in batch[text_column])
+
+
+def check_training_pattern(tok: Tokenizer) -> None:
+    """Refuse, before counting, a split pattern training cannot use or a saved folder cannot hold
+    (:func:`patterns.check_split_pattern`: one line naming the pattern)."""
+    pattern = tok._chunker.plain_pattern
+    if pattern:
+        check_split_pattern(pattern)
+
+
+EMPTY_INPUT = "empty input (no text to work on)"
+"""What training says of input without text: the words the command line uses (cli/text_input.py)."""
+
+
+def check_counted(counts: Mapping[str | bytes, int] | ChunkCounts, names: list[str], tok: Tokenizer | None = None
+                  ) -> None:
+    """Refuse counts without a chunk: empty input, or text the split pattern matches none of (a
+    ValueError naming the files ``names``, if any). Training would return the 256 bytes alone. With
+    ``tok`` (merges are asked for), also refuse a user's split pattern whose chunks are all single
+    bytes (e.g. ``(?<=a)b``): BPE merges only inside chunks, so there is nothing to learn (with a
+    built-in pattern, which matches every character, that is a text too small, and only warned)."""
+    where = f"{', '.join(names[:3])}{f' and {len(names) - 3} more' if len(names) > 3 else ''}: " if names else ""
+    if len(counts):
+        pattern = tok._chunker.plain_pattern if tok is not None else None
+        if pattern and isolated_scanner_name(pattern) is None and _longest_chunk(counts) < 2:
+            shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+            raise ValueError(f"split pattern {shown!r} makes no chunk of two or more bytes of the training text: "
+                             "BPE merges only inside chunks, so there is nothing to learn (does the pattern leave most "
+                             "of the text unmatched? end it with '|\\s+|\\S' to match the rest)")
+        return
+    if getattr(counts, "input_bytes", 0) or getattr(counts, "characters", 0):
+        raise ValueError(f"{where}no chunk to train on: the split pattern matches none of the input")
+    raise ValueError(f"{where}{EMPTY_INPUT}" if isinstance(counts, ChunkCounts) else
+                     f"{where}{EMPTY_INPUT[:-1]}, or none that the split pattern matches)")
+
+
+def _longest_chunk(counts: Mapping[str | bytes, int] | ChunkCounts) -> int:
+    """The most bytes a counted chunk holds."""
+    if isinstance(counts, ChunkCounts):
+        return max(counts.lengths, default=0)
+    return max((len(c.encode("utf-8")) if isinstance(c, str) else len(c) for c in counts), default=0)
+
+
+def source_names(text: Any, files: Any) -> list[str]:
+    """The names of training's files (``files=``, or ``text`` given as ``os.PathLike``), for
+    messages; empty when training is on text."""
+    source = files if files is not None else text
+    if isinstance(source, (str, os.PathLike)):
+        return [os.fspath(source)] if files is not None or isinstance(source, os.PathLike) else []
+    if isinstance(source, (list, tuple)) and (files is not None or all(isinstance(s, os.PathLike) for s in source)):
+        return [os.fspath(s) for s in source if isinstance(s, (str, os.PathLike))]
+    return []
 
 
 def check_vocab_size(vocab_size: int) -> None:

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from ..chat_presets import CHAT_PRESETS
-from ..patterns import NATIVE_PATTERNS
+from ..patterns import NATIVE_PATTERNS, check_split_pattern
+from ..text_files import DOCS_RULE
 from ..superwords import DEFAULT_TRANSITION, SuperwordConfig
 from ..tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 from ..trainer import TIE_BREAKS
@@ -113,20 +114,24 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
 def add_counting_options(parser: argparse.ArgumentParser) -> None:
     """What counting chunks takes (``train``, ``extend``, ``count``): how to cut documents, the
     text column, threads, the memory bound, messages."""
-    parser.add_argument("--docs", choices=DOCUMENT_MODES, default="paragraph",
-                        help="how text files are cut into documents for counting: at blank lines (paragraph, default, "
-                             "as hf_bbpe.paragraphs cuts them), per line (as open(f) and tokenizers' train(files) give "
-                             "them; read in blocks by the counting threads), or whole files")
+    add_docs_option(parser, "paragraph")
     add_text_column(parser)
     parser.add_argument("--workers", type=positive_int, default=None,
                         help="counting threads (processes for a pattern the C counter does not know; default: all "
                              "CPUs)")
-    parser.add_argument("--max-memory", metavar="SIZE", default=None,
+    parser.add_argument("--max-memory", metavar="SIZE", type=memory_size_value, default=None,
                         help="bound the C counter's memory (e.g. 4G): its tables spill to disk in the system's "
                              "temporary folder (TMPDIR) and are merged back exactly, for corpora whose counts do "
                              "not fit in memory")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+
+
+def add_docs_option(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--docs``: how text files are cut into documents; its help states the one rule
+    (``text_files.DOCS_RULE``) and this command's default."""
+    parser.add_argument("--docs", choices=DOCUMENT_MODES, default=default,
+                        help=f"{DOCS_RULE[0].upper()}{DOCS_RULE[1:]} (default here: {default})")
 
 
 def add_input_files(parser: argparse.ArgumentParser, nargs: str = "+") -> None:
@@ -144,8 +149,16 @@ def add_split_pattern(parser: argparse.ArgumentParser, default: str | None = DEF
 
 
 def split_tokenizer(pattern: str | None) -> Tokenizer:
-    """A new tokenizer that splits with ``pattern``: ``--pattern none`` (or None) has no split."""
-    return BasicTokenizer() if pattern in (NO_SPLIT, None) else RegexTokenizer(pattern)
+    """A new tokenizer that splits with ``pattern``: ``--pattern none`` (or None) has no split.
+    A pattern training cannot use is refused here, before any file is read
+    (:func:`patterns.check_split_pattern`), and so is an empty one."""
+    if pattern == "":
+        raise CommandError(f"--pattern is empty: give a name ({PATTERN_NAMES}), a regex, or '{NO_SPLIT}' for no split")
+    if pattern in (NO_SPLIT, None):
+        return BasicTokenizer()
+    tok = RegexTokenizer(pattern)
+    check_split_pattern(tok.plain_pattern or "")
+    return tok
 
 
 def add_superword_options(parser: argparse.ArgumentParser, *, transition: bool) -> None:
@@ -154,7 +167,9 @@ def add_superword_options(parser: argparse.ArgumentParser, *, transition: bool) 
     group = parser.add_argument_group("superword tokens (SuperBPE: late merges may span words)")
     group.add_argument("--superwords", action="store_true",
                        help="learn superword tokens: " + ("plain BPE up to the transition, then merges across spaces "
-                                                          f"(default transition {DEFAULT_TRANSITION} of --vocab-size)"
+                                                          f"(default transition {DEFAULT_TRANSITION} of --vocab-size); "
+                                                          "stage 1 splits with --pattern, by default superbpe_stage1, "
+                                                          "the paper's"
                                                           if transition else
                                                           "the new merges may span words, on the chunks of the "
                                                           "superword pattern, which the tokenizer then uses"))
@@ -268,6 +283,14 @@ def use_color(choice: str) -> bool:
     return choice == "always"
 
 
+C_INT_MAX = 2**31 - 1
+"""The largest count an integer option takes: token ids, vocabulary sizes, merges, threads and
+the like are 32-bit ints in the C kernels; a larger number is refused naming its option (argparse
+puts the option's name before the type's message), not an OverflowError from inside them."""
+MAX_MEMORY_BYTES = 2**62
+"""The largest ``--max-memory`` (4 EiB): the C counter's budget is a signed 64-bit size."""
+
+
 def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
@@ -275,6 +298,40 @@ def _int_at_least(text: str, low: int) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
     if value < low:
         raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+    if value > C_INT_MAX:
+        raise argparse.ArgumentTypeError(f"expected an integer <= {C_INT_MAX:,} (2**31 - 1), got {value}")
+    return value
+
+
+def bounded_int(text: str) -> int:
+    """argparse type: an int up to :data:`C_INT_MAX` (the command checks the lower bound itself)."""
+    return _int_at_least(text, -C_INT_MAX - 1)
+
+
+def memory_size_value(text: str) -> str:
+    """argparse type for ``--max-memory``: a size the counter reads (``4G``), up to :data:`MAX_MEMORY_BYTES`;
+    kept as written (the engine parses it again)."""
+    from ..native_counting import memory_size
+
+    try:
+        size = memory_size(text)
+    except ValueError:  # not a size: the engine's own one-line error says what one is
+        return text
+    except OverflowError:  # e.g. 1e400G
+        size = MAX_MEMORY_BYTES + 1
+    if size > MAX_MEMORY_BYTES:
+        raise argparse.ArgumentTypeError(f"expected a size up to {MAX_MEMORY_BYTES // 2**60} EiB, got {text!r}")
+    return text
+
+
+def positive_number(text: str) -> float:
+    """argparse type: a finite float > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return value
 
 

@@ -64,7 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 1
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        hint = getattr(args, "interrupted_hint", None)
+        print(f"{PROG}: interrupted{f'; {hint}' if hint else ''}", file=sys.stderr)
         return 130
     except (CommandError, ValueError, KeyError, OSError) as exc:
         if os.environ.get("HF_BBPE_TRACEBACK"):

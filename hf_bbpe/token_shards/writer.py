@@ -27,7 +27,7 @@ from .formats import shard_format
 from .growing_file import PARTIAL
 from .layout import FORMAT, MANIFEST, VERSION, read_manifest, write_manifest
 from .shard_format import ShardFormat
-from .val_split import DEFAULT_VAL_FRACTION, DEFAULT_VAL_SEED, check_val_fraction
+from .val_split import DEFAULT_VAL_FRACTION, DEFAULT_VAL_SEED, check_both_splits, check_val_fraction
 
 DEFAULT_SHARD_BYTES = 256 << 20  # of UTF-8 text: about 64M tokens, 128 MB of uint16
 DEFAULT_BATCH_BYTES = 16 << 20  # text handed to the encoder at a time (the progress bar moves per batch)
@@ -103,6 +103,8 @@ def write_token_shards(
     }
     folder = Path(out)
     manifest = _start_or_resume(folder, settings)
+    # what the folder held before the first run: only temp and .partial files can be left then (ours)
+    before = None if not folder.is_dir() else set(os.listdir(folder)) if not manifest["shards"] else set()
     if manifest["complete"]:
         return manifest
     if manifest["shards"]:  # an interrupted run's growing files, back to what its manifest records
@@ -126,8 +128,14 @@ def write_token_shards(
                 pending = None
         if pending is not None:
             _commit_shard(fmt, folder, manifest, *pending, eos_id, n_vocab, bar)
-    if not manifest["documents"]:
-        raise ValueError("no documents to encode (empty input)")
+    try:
+        if not manifest["documents"]:
+            raise ValueError("no documents to encode (empty input)")
+        if fmt.has_splits:
+            check_both_splits(folder, manifest)
+    except ValueError:  # every run of the same command stops here again: its files can never be finished
+        discard_new_run(folder, before)
+        raise
     fmt.finish(folder, manifest)
     manifest["complete"] = True
     write_manifest(folder, manifest)
@@ -169,7 +177,8 @@ def discard_new_run(folder: str | os.PathLike, before: Iterable[str] | None) -> 
     """Remove what a run that started ``folder`` afresh wrote there: every entry but ``before``
     (the names it held when the run began; None: the folder did not exist, and goes too). For a
     run stopped by bad input, which every run of the same command would meet again, so that its
-    shards could never be resumed into a finished folder."""
+    shards could never be resumed into a finished folder (a resumed run that ends so passes an
+    empty ``before``: the folder held only this command's files)."""
     folder = Path(folder)
     if not folder.is_dir():
         return

@@ -244,3 +244,63 @@ def test_the_writer_makes_no_folder_before_a_whole_shard(tmp_path):
     with pytest.raises(ValueError, match="empty input"):
         write_token_shards([], trained_engine(1024), tmp_path / "out", eos_id=1030, progress=False)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fmt", ["nanogpt", "llmc"])
+def test_an_empty_val_split_leaves_nothing(fmt, mix_tok_dir, tmp_path):
+    """Issue 36: one text file with the default --docs file is one document, so the val split is
+    empty; every run stops there, so nothing stays (no manifest, no .partial files) to block the
+    rerun, which says the same; a folder the user made stays, empty."""
+    corpus = tmp_path / "one.txt"
+    corpus.write_text("\n".join(mix_docs()[:50]), encoding="utf-8")
+    command = ["encode-corpus", corpus, "--tokenizer", mix_tok_dir, "--out", tmp_path / "out", "--format", fmt,
+               "--no-progress"]
+    for _ in range(2):
+        assert_one_line_error(run_cli(*command, check=False), "no document of 1 fell in the val split",
+                              "larger val fraction")
+        assert not (tmp_path / "out").exists()
+    (tmp_path / "out").mkdir()
+    assert_one_line_error(run_cli(*command, check=False), "no document of 1 fell in the val split")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_resumed_run_ending_in_an_empty_split_leaves_nothing(tmp_path):
+    """The same when the run that meets the empty split resumed an interrupted one: the folder
+    holds only this command's files, and they go."""
+    tok = trained_engine(1024)
+    docs = mix_docs()[:40]
+    options = {"eos_id": 1030, "shard_bytes": 2_000, "progress": False, "format": "nanogpt", "val_fraction": 1e-9}
+
+    def failing_after(n):
+        yield from docs[:n]
+        raise OSError("the disk went away")
+
+    with pytest.raises(OSError, match="went away"):
+        write_token_shards(failing_after(30), tok, tmp_path / "out", **options)
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))["documents"] > 0
+    with pytest.raises(ValueError, match="no document of 40 fell in the val split"):
+        write_token_shards(docs, tok, tmp_path / "out", **options)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_an_interrupted_run_says_how_to_resume(mix_tok_dir, tmp_path):
+    """Ctrl-C (SIGINT) once shards are committed: exit status 130 and one line that says the same
+    command resumes (test_resume_after_sigkill shows that it does, byte for byte)."""
+    fifo = tmp_path / "corpus.txt"
+    os.mkfifo(fifo)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([*CLI, "encode-corpus", str(fifo), "--tokenizer", str(mix_tok_dir), "--docs", "line",
+                             "--shard-mb", "0.02", "--no-progress", "--out", str(out)], env=cli_env(),
+                            stderr=subprocess.PIPE)
+    with open(fifo, "wb") as pipe:
+        pipe.write("".join(doc.replace("\n", " ") + "\n" for doc in mix_docs()).encode("utf-8"))
+        pipe.flush()
+        deadline = time.monotonic() + 60
+        while not ((out / "manifest.json").exists() and json.loads((out / "manifest.json").read_text())["shards"]):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 130
+    err = proc.stderr.read().decode("utf-8").strip().splitlines()
+    assert err == ["hf-bbpe: interrupted; the shards written so far are kept: run the same command again to resume "
+                   "where it stopped (the finished folder is byte for byte the same)"], err

@@ -34,6 +34,16 @@ def test_gguf_refuses_a_pattern_llama_cpp_does_not_know(tmp_path):
     assert not (tmp_path / "x.gguf").exists()
 
 
+def test_gguf_refuses_superbpe_stage1_in_one_line(tmp_path):
+    """Issue 36: a tokenizer trained with --pattern superbpe_stage1 gave a bare KeyError."""
+    folder = tmp_path / "stage1"
+    run_cli("train", TAYLOR, "--vocab-size", 300, "--pattern", "superbpe_stage1", "--out", folder, "--quiet")
+    proc = run_cli("gguf", folder, "-o", tmp_path / "x.gguf", check=False)
+    assert_one_line_error(proc, "llama.cpp has no pre-tokenizer for the superbpe_stage1 pattern",
+                          "'superbpe' pre-tokenizer")
+    assert not (tmp_path / "x.gguf").exists()
+
+
 @pytest.mark.parametrize(("args", "needle"), [
     (["no-such-folder", "-o", "x.gguf"], "not a folder"),
     (["{tok}"], "give -o FILE for the vocabulary GGUF, or --llama-cpp DIR"),

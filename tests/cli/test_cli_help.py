@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from tests.support.cli import run_cli
+
 from hf_bbpe.cli.main import build_parser
 from hf_bbpe.patterns import NATIVE_PATTERNS
 
@@ -40,3 +42,17 @@ def test_extend_help_names_the_default_init(capsys):
     assert f"default init {default}" in said
     others = [init for init in surgery.EXTENSION_INIT_METHODS if init != default]
     assert not [init for init in others if re.search(rf"\b{init}\b", said)], said
+
+
+@pytest.mark.parametrize(("command", "default"), [("train", "paragraph"), ("extend", "paragraph"),
+                                                  ("count", "paragraph"), ("encode-corpus", "file")])
+def test_every_docs_option_states_the_one_rule(command, default):
+    """Issue 36: three commands cut files into documents by three defaults, each said differently.
+    One rule (text_files.DOCS_RULE) names every job's default; each --docs help shows it whole, with
+    the command's own default, and Tokenizer.train's docstring points to it."""
+    from hf_bbpe import Tokenizer
+    from hf_bbpe.text_files import DOCS_RULE
+
+    text = " ".join(run_cli(command, "--help").stdout.decode("utf-8").split())
+    assert " ".join(DOCS_RULE[1:].split()) in text and f"(default here: {default})" in text
+    assert "DOCS_RULE" in Tokenizer.train.__doc__

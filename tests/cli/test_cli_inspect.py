@@ -46,3 +46,22 @@ def test_llama3_reserved_special_tokens_are_one_line(llama3_summary):
 def test_a_trained_tokenizer_summary_adds_up(mix_tok_dir):
     n_vocab, tokens, merges, byte_tokens, unmerged, special = SIZES.search(_summary(mix_tok_dir)).groups()
     assert unmerged is None and int(merges) + int(byte_tokens) + int(special) == int(tokens) == int(n_vocab) == 513
+
+
+def test_a_pipeline_is_described_not_called_no_split(tmp_path):
+    """Issue 36: a tokenizer whose split is a pre-tokenizer pipeline (SuperBPE's isolated stage-2
+    Split), the paper's released one and one trained here, was summarised as ``(none: no split)``;
+    the summary names the pipeline's steps, as --json gives them."""
+    from tests.support.cli import TAYLOR
+    from tests.support.superbpe import released_folder
+
+    released = released_folder("superbpe_t180k", tmp_path / "released")
+    trained = tmp_path / "trained"
+    run_cli("train", TAYLOR, "--vocab-size", 400, "--superwords", "--out", trained, "--quiet")
+    for folder in (released, trained):
+        text = _summary(folder)
+        assert "pattern: (a pre-tokenizer pipeline: Split(superbpe_stage2, isolated))\n" in text, text[:400]
+        assert json.loads(_summary(folder, "--json"))["pre_tokenizer"]["type"] == "Split"
+    plain = tmp_path / "plain"
+    run_cli("train", TAYLOR, "--vocab-size", 300, "--pattern", "none", "--out", plain, "--quiet")
+    assert "pattern: (none: no split)\n" in _summary(plain)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,7 +27,8 @@ from hf_bbpe import BBPETokenizer, RegexTokenizer
 from hf_bbpe.byte_unicode import token_to_unicode
 from tests.support.cli import TAYLOR, run_cli
 from tests.support.families import LLAMA3_MODEL, TEXT_DIR
-from tests.support.llama_cpp import CONVERTER_HASHES, comparison_docs, llama_cpp_ids, tokenizer_fields
+from tests.support.llama_cpp import CONVERTER_HASHES, comparison_docs, llama_cpp_ids, llama_cpp_special, \
+    tokenizer_fields
 
 DOCS = comparison_docs()
 TEMPLATE = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
@@ -82,7 +84,7 @@ def extended_llama3(tmp_path_factory) -> Path:
 
 def test_vocab_gguf_reads_back(trained, tmp_path):
     """What the gguf package reads back is the tokenizer: tokens in GPT-2's byte alphabet by id,
-    token types, merges in order, the EOS id, no BOS, the chat template, and llama.cpp's name for a
+    token types, merges in order, the EOS id (also the BOS: the folder has none), the chat template, and llama.cpp's name for a
     GPT-4-pattern tokenizer with plain merges (dbrx, cl100k's name there)."""
     tok, folder = trained
     path = tmp_path / "vocab.gguf"
@@ -97,7 +99,7 @@ def test_vocab_gguf_reads_back(trained, tmp_path):
     spelled = {i: token_to_unicode(data) for i, data in tok.vocab.items()}
     assert field(reader, "tokenizer.ggml.merges") == [f"{spelled[a]} {spelled[b]}" for a, b in tok.merges]
     assert field(reader, "tokenizer.ggml.eos_token_id") == 1500
-    assert "tokenizer.ggml.bos_token_id" not in reader.fields
+    assert field(reader, "tokenizer.ggml.bos_token_id") == 1500  # no BOS: the EOS (test_a_folder_without_bos...)
     assert field(reader, "tokenizer.ggml.add_bos_token") is False
     assert field(reader, "tokenizer.chat_template") == TEMPLATE
     assert vocab.notes == []  # no token spans the cut llama.cpp's split of GPT-4's pattern makes (below)
@@ -112,6 +114,44 @@ def test_pattern_without_llama_cpp_name_is_refused(tmp_path):
         conversion.write_gguf_vocab(folder, tmp_path / "x.gguf")
     assert "\n" not in str(info.value)
     assert not (tmp_path / "x.gguf").exists()
+
+
+@pytest.fixture(scope="module")
+def superbpe_folders(tmp_path_factory) -> dict[str, Path]:
+    """Tokenizers trained with SuperBPE's stage-1 pattern: plain BPE, and SuperBPE (superwords:
+    the stage-2 pipeline), saved with an EOS."""
+    text = (TEXT_DIR / "mix-sample.txt").read_text(encoding="utf-8")
+    folders = {}
+    for name, superwords in (("stage1", None), ("superwords", True)):
+        tok = RegexTokenizer(pattern="superbpe_stage1")
+        tok.train(text, 900, progress=False, superwords=superwords)
+        tok.register_special_tokens({"<|endoftext|>": 900})
+        folders[name] = save(tok, tmp_path_factory.mktemp("superbpe") / name, eos_token="<|endoftext|>")
+    return folders
+
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("stage1", "no pre-tokenizer for the superbpe_stage1 pattern: it is o200k's without contractions"),
+    ("superwords", "no pre-tokenizer for SuperBPE's stage-2 split (superwords): llama.cpp's 'superbpe'")])
+def test_superbpe_is_refused_saying_why(superbpe_folders, kind, said, tmp_path):
+    """A tokenizer trained with ``--pattern superbpe_stage1`` (issue 36: a bare KeyError) and a
+    SuperBPE one: one line that says why llama.cpp cannot split as they do, and no file."""
+    with pytest.raises(FormatError, match=re.escape(said)) as info:
+        conversion.write_gguf_vocab(superbpe_folders[kind], tmp_path / "x.gguf")
+    assert "\n" not in str(info.value) and "'superbpe' pre-tokenizer" in str(info.value)
+    assert not (tmp_path / "x.gguf").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["stage1", "superwords"])
+def test_llama_cpp_superbpe_pre_tokenizer_gives_other_ids(superbpe_folders, kind, llama_cpp, tmp_path, monkeypatch):
+    """Why SuperBPE is refused: llama.cpp's own 'superbpe' pre-tokenizer (llama.cpp PR #12532),
+    forced into the GGUF, gives other ids than ours on the sample, for both kinds."""
+    monkeypatch.setattr("conversion.gguf_vocab.llama_cpp_pre_tokenizer", lambda tok, source: ("superbpe", []))
+    folder = superbpe_folders[kind]
+    assert conversion.write_gguf_vocab(folder, tmp_path / "vocab.gguf").pre == "superbpe"
+    theirs, ours = llama_cpp_ids(llama_cpp, tmp_path / "vocab.gguf", DOCS, tmp_path), hf_ids(folder, DOCS)
+    assert sum(a != b for a, b in zip(theirs, ours)) > len(DOCS) // 2
 
 
 def test_mode_llama_cpp_would_not_follow_is_refused():
@@ -159,6 +199,24 @@ def test_llama_cpp_tokenizes_a_trained_tokenizer_as_we_do(trained, llama_cpp, tm
     _, folder = trained
     conversion.write_gguf_vocab(folder, tmp_path / "vocab.gguf")
     assert llama_cpp_ids(llama_cpp, tmp_path / "vocab.gguf", DOCS, tmp_path) == hf_ids(folder, DOCS)
+
+
+@pytest.mark.slow
+def test_a_folder_without_bos_gets_its_eos_as_bos_in_llama_cpp(trained, llama_cpp, tmp_path):
+    """Issue 36: a folder with no BOS was read by llama.cpp with BOS id 11 (an ordinary token here,
+    its default for BPE vocabularies: it has no "no BOS"). Its EOS is the BOS, as GPT-2's and
+    OpenAI's folders say; no BOS is added; a folder without an EOS either keeps llama.cpp's default
+    and gets the note that says so."""
+    _, folder = trained
+    conversion.write_gguf_vocab(folder, tmp_path / "vocab.gguf")
+    special = llama_cpp_special(llama_cpp, tmp_path / "vocab.gguf")
+    assert (special["bos"], special["eos"], special["add_bos"]) == (1500, 1500, 0)
+    assert llama_cpp_ids(llama_cpp, tmp_path / "vocab.gguf", DOCS[:50], tmp_path) == hf_ids(folder, DOCS[:50])
+    tok = RegexTokenizer(pattern="gpt4")
+    tok.train(TAYLOR.read_text(encoding="utf-8")[:20000], 300, progress=False)
+    bare = conversion.write_gguf_vocab(save(tok, tmp_path / "bare"), tmp_path / "bare.gguf")
+    assert bare.special_ids == {} and any("takes id 11 as BOS and EOS" in note for note in bare.notes)
+    assert llama_cpp_special(llama_cpp, tmp_path / "bare.gguf")["bos"] == 11
 
 
 @pytest.mark.slow

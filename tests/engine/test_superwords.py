@@ -56,7 +56,7 @@ TEXT_CHARS = st.sampled_from(list("ab c:  \n.,!?-1234é日") + ["  ", ": ", "...
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    docs=st.lists(st.lists(TEXT_CHARS, max_size=40).map("".join), min_size=1, max_size=6),
+    docs=st.lists(st.lists(TEXT_CHARS, max_size=40).map("".join), min_size=1, max_size=6).filter(any),
     stage1=st.integers(0, 25),
     stage2=st.integers(0, 40),
     max_words=st.sampled_from([1, 2, 4, None]),

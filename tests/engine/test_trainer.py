@@ -107,7 +107,7 @@ def corpora(draw) -> list[str]:
     alphabet = draw(st.lists(st.sampled_from(CHAR_POOL), min_size=1, max_size=4, unique=True))
     piece = st.builds(lambda ch, n: ch * n, st.sampled_from(alphabet), st.integers(1, 7))  # runs like "aaaa"
     doc = st.lists(piece, max_size=25).map("".join)
-    return draw(st.lists(doc, min_size=1, max_size=5))
+    return draw(st.lists(doc, min_size=1, max_size=5).filter(any))  # training refuses empty input
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

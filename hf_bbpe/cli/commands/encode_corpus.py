@@ -18,12 +18,14 @@ from ...token_shards import FORMATS, local_encoder, read_manifest, write_token_s
 from ...token_shards.val_split import DEFAULT_VAL_FRACTION, DEFAULT_VAL_SEED
 from ...token_shards.writer import DEFAULT_SHARD_BYTES, discard_new_run
 from ...tokenizer import Tokenizer
-from ..arguments import add_pattern_for_ranks, add_text_column, load, open_fraction, positive_int
+from ..arguments import add_docs_option, add_pattern_for_ranks, add_text_column, load, open_fraction, positive_int, positive_number
 from ..errors import CommandError
 from ..output_dir import check_output
-from ..text_input import DOCUMENT_MODES, STDIN, expand_inputs, iter_corpus_documents
+from ..text_input import STDIN, expand_inputs, iter_corpus_documents
 
 DEFAULT_EOS = "<|endoftext|>"
+INTERRUPTED_HINT = ("the shards written so far are kept: run the same command again to resume where it stopped "
+                    "(the finished folder is byte for byte the same)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,8 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="encode on a Ray cluster: its address ('auto' for the cluster this machine belongs to, "
                         "'ray://HOST:10001'), or 'local' to start one here (needs hf_bbpe[ray])")
     add_text_column(p)
-    p.add_argument("--docs", choices=DOCUMENT_MODES, default="file",
-                   help="how text files are cut into documents: whole files (default), per line, or at blank lines")
+    add_docs_option(p, "file")
     p.add_argument("--format", choices=list(FORMATS), default="npy",
                    help="the files' layout: npy (default: .npy tokens and document offsets), nanogpt "
                         "(train.bin/val.bin, uint16), llmc (llm.c / modded-nanogpt .bin shards), megatron "
@@ -59,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help=f"nanogpt, llmc: the seed of that choice (default {DEFAULT_VAL_SEED})")
     p.add_argument("--eos-token", metavar="TOKEN", default=None,
                    help=f"the special token put after every document (default: the folder's eos_token, else {DEFAULT_EOS})")
-    p.add_argument("--shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20,
+    p.add_argument("--shard-mb", type=positive_number, default=DEFAULT_SHARD_BYTES / 2**20,
                    help="MiB of UTF-8 text per shard: a shard ends with the document that reaches it "
                         f"(default {DEFAULT_SHARD_BYTES // 2**20})")
     p.add_argument("--workers", type=positive_int, default=None,
@@ -67,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "cluster's CPUs but one)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, interrupted_hint=INTERRUPTED_HINT)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import re
 
 from ...byte_unicode import render_token
 from ...counts_file import is_counts_file, load_counts
-from ...patterns import pattern_name
+from ...patterns import isolated_scanner_name, pattern_name
 from ...analysis.text_table import format_table
 from ...analysis.token_text import token_literal
 from ...tokenizer import Tokenizer
@@ -166,7 +166,7 @@ def _text(info: dict) -> str:
         f"n_vocab: {info['n_vocab']} ({info['tokens']} tokens: {info['merges']} merges, {info['byte_tokens']} bytes, "
         + (f"{unmerged} that no merge builds, " if unmerged else "") + f"{len(info['special_tokens'])} special)",
         f"byte ids: {info['byte_ids']}",
-        f"pattern: {info['pattern'] if info['pattern'] is not None else '(none: no split)'}",
+        f"pattern: {pattern_text(info)}",
         f"special tokens: {len(info['special_tokens'])}",
     ]
     lines += special_token_lines(info["special_tokens"])
@@ -178,6 +178,39 @@ def _text(info: dict) -> str:
     lines.append(f"merged tokens that are not valid UTF-8 alone: {info['partial_utf8_tokens']}")
     lines += [f"  {t['id']:>7}  {t['bytes']}  {_literal(t)}" for t in info["partial_utf8_examples"]]
     return "\n".join(lines) + "\n"
+
+
+def pattern_text(info: dict) -> str:
+    """How the summary's tokenizer cuts text, in words: its pattern's name (or regex), its
+    pre-tokenizer pipeline step by step when no one pattern says it, or no split."""
+    if info["pattern"] is not None:
+        return info["pattern"]
+    if info["pre_tokenizer"] is None:
+        return "(none: no split)"
+    steps = info["pre_tokenizer"]
+    steps = steps["pretokenizers"] if steps.get("type") == "Sequence" else [steps]
+    return f"(a pre-tokenizer pipeline: {' then '.join(map(step_text, steps))})"
+
+
+def step_text(step: dict) -> str:
+    """One step of a pre-tokenizer pipeline (``tokenizers``' JSON form) on one line: a Split's
+    pattern by its name where it is a built-in one, its behaviour, and any other setting."""
+    kind = step.get("type", "?")
+    if kind == "Sequence":
+        return " then ".join(step_text(inner) for inner in step.get("pretokenizers", []))
+    settings = []
+    if kind == "Split":
+        pattern = step.get("pattern", {})
+        if "Regex" in pattern:
+            settings.append(isolated_scanner_name(pattern["Regex"]) or repr(pattern["Regex"]))
+        else:
+            settings.append(f"string {pattern.get('String')!r}")
+        settings.append(str(step.get("behavior", "")).lower())
+        if step.get("invert"):
+            settings.append("inverted")
+    else:
+        settings += [f"{key}={value}" for key, value in step.items() if key != "type"]
+    return f"{kind}({', '.join(settings)})"
 
 
 def _token_text(info: dict) -> str:

@@ -19,11 +19,14 @@ import sys
 
 from ...counts_file import load_counts
 from ...superwords import count_superwords
-from ..arguments import DEFAULT_PATTERN, NO_SPLIT, add_input_files, add_split_pattern, add_superword_options, \
+from ..arguments import DEFAULT_PATTERN, NO_SPLIT, add_input_files, bounded_int, add_split_pattern, add_superword_options, \
     add_training_options, check_add_bos, split_tokenizer, superword_config
 from ..errors import CommandError
 from ..output_dir import check_output, describe_folder, save_trained_folder
 from ..text_input import expand_inputs, train_on_inputs
+
+SUPERWORDS_STAGE1_PATTERN = "superbpe_stage1"
+"""Stage 1's pattern with --superwords and no --pattern: the paper's (scripts/train_tokenizer.sh)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,9 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--from-counts", metavar="COUNTS", default=None,
                    help="train from this counts file ('hf-bbpe count' writes them) instead of FILEs, without "
                         "counting again; its split pattern is the tokenizer's")
-    p.add_argument("--vocab-size", type=int, required=True,
+    p.add_argument("--vocab-size", type=bounded_int, required=True,
                    help="number of tokens before special tokens: 256 bytes + merges")
-    add_split_pattern(p, default=None, default_help=f"{DEFAULT_PATTERN}, or with --from-counts the counts file's")
+    add_split_pattern(p, default=None, default_help=f"{DEFAULT_PATTERN}; with --superwords the paper's stage-1 pattern; "
+                                                    "with --from-counts the counts file's")
     add_training_options(p)
     add_superword_options(p, transition=True)
     p.set_defaults(run=run)
@@ -60,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
         return _train_from_counts(args, superwords is not None)
     if not args.files:
         raise CommandError("nothing to train on: give FILEs, or a counts file with --from-counts")
-    pattern = DEFAULT_PATTERN if args.pattern is None else args.pattern
+    pattern = args.pattern
+    if pattern is None:
+        pattern = DEFAULT_PATTERN if superwords is None else SUPERWORDS_STAGE1_PATTERN
     if superwords is not None and pattern == NO_SPLIT:
         raise CommandError(f"--superwords needs a split pattern for stage 1, not --pattern {NO_SPLIT}")
     if superwords is not None:
@@ -68,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
             superwords.stage1_vocab_size(args.vocab_size)
         except ValueError as exc:
             raise CommandError(f"--superword-transition: {exc}") from None
-    paths = expand_inputs(args.files)
     tok = split_tokenizer(pattern)
+    paths = expand_inputs(args.files)
     train_on_inputs(tok.train, paths, args, args.vocab_size, superwords=superwords)
     if not tok.merges and args.vocab_size > 256:
         raise CommandError(f"no merges learned from {', '.join(paths)}: the input has no two adjacent bytes "
