@@ -96,12 +96,29 @@ def iter_file_documents(paths: Iterable[str], text_column: str = "text", docs: s
 
 
 def _lines(path: str) -> Iterator[tuple[int, int, bytes]]:
-    """``(line number, byte offset, line)`` of a file, its lines ending after each ``\\n``."""
+    """``(line number, byte offset, line)`` of a file, its lines ending after each ``\\n``; a
+    ValueError (:func:`changed_while_read`) if the file changes while it is read."""
     offset = 0
     with open(path, "rb") as handle:
+        before = os.fstat(handle.fileno())
         for number, line in enumerate(handle, 1):
             yield number, offset, line
             offset += len(line)
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        now = None
+    if offset != before.st_size or now is None or (now.st_size, now.st_mtime_ns) != (before.st_size,
+                                                                                      before.st_mtime_ns):
+        raise ValueError(changed_while_read(path, before.st_size, None if now is None else now.st_size))
+
+
+def changed_while_read(source: str, before: int, now: int | None) -> str:
+    """The message for a file that was written to while it was read (``before``: its size when
+    reading began, ``now``: its size now, None if it is gone): its counts would be of no one
+    version of it. The C kernel words it the same."""
+    return (f"{source}: changed while it was read ({before} bytes when counting began, "
+            f"{'gone' if now is None else now} now); count it again once nothing writes to it")
 
 
 def not_utf8(source: str, line: int, offset: int, found: bytes) -> str:
