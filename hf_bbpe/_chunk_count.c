@@ -2027,7 +2027,7 @@ static int part_next(PartReader *pr) {
         }
         uint64_t keep = pr->len - pr->pos, want = keep + READ_STEP;
         if (pr->r.len + RECORD_HEAD > want) want = pr->r.len + RECORD_HEAD; /* (a long chunk, whose length was read) */
-        memmove(pr->buf, pr->buf + pr->pos, keep);
+        if (keep) memmove(pr->buf, pr->buf + pr->pos, keep); /* (the first read: no buffer yet) */
         pr->pos = 0;
         pr->len = keep;
         if (ensure(&pr->buf, &pr->cap, (size_t)want) < 0) {
@@ -3140,7 +3140,59 @@ static PyObject *set_part_bytes(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(part_bytes);
 }
 
+/* first_bad_record(symbols, lengths, counts): the first record of three flat buffers (a counts file's:
+ * uint8 symbols, int32 lengths, int64 counts) that no counting makes, as (record, what), or None:
+ * "empty" (a chunk of no bytes), "negative length", "negative count", "not UTF-8" (its chunk's bytes, each chunk on its
+ * own), "past the symbols" (the lengths run past them; record: the first that does), "short" (the
+ * lengths end before the symbols do; record: the number of records). counts_file.py says why. */
+static PyObject *first_bad_record(PyObject *module, PyObject *args) {
+    Py_buffer symbols, lengths, counts;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &symbols, &lengths, &counts)) return NULL;
+    PyObject *result = NULL;
+    if (lengths.len % 4 || counts.len % 8 || lengths.len / 4 != counts.len / 8) {
+        PyErr_SetString(PyExc_ValueError, "first_bad_record: one int32 length and one int64 count per record");
+        goto done;
+    }
+    Py_ssize_t n = lengths.len / 4, k = 0, at = 0;
+    const char *what = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (; k < n; k++) {
+        int32_t len;
+        int64_t count;
+        memcpy(&len, (const uint8_t *)lengths.buf + 4 * k, 4);
+        memcpy(&count, (const uint8_t *)counts.buf + 8 * k, 8);
+        if (len <= 0) {
+            what = len == 0 ? "empty" : "negative length";
+            break;
+        }
+        if (len > symbols.len - at) {
+            what = "past the symbols";
+            break;
+        }
+        if (count < 0) {
+            what = "negative count";
+            break;
+        }
+        if (utf8_invalid_at((const uint8_t *)symbols.buf + at, len) >= 0) {
+            what = "not UTF-8";
+            break;
+        }
+        at += len;
+    }
+    if (!what && at != symbols.len) what = "short";
+    Py_END_ALLOW_THREADS
+    result = what ? Py_BuildValue("(ns)", k, what) : Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&symbols);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&counts);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
+    {"first_bad_record", first_bad_record, METH_VARARGS,
+     "first_bad_record(symbols, lengths, counts): (record, what) of the first record no counting makes (see "
+     "counts_file.py), or None."},
     {"part_bytes", set_part_bytes, METH_VARARGS,
      "part_bytes(n=0): the length (UTF-8 bytes) from which a document is counted in parts on several threads; n > 0 "
      "sets it (for tests). Returns the value in force."},
