@@ -61,6 +61,9 @@
 #define MAX_THREADS 256
 #define SCAN_BATCH 64 /* chunk ends asked of the scanner at a time */
 #define NOT_UTF8_HINT "a binary file, or another encoding such as Latin-1?" /* (text_files.py says the same) */
+/* a file written to while it was read (text_files.changed_while_read words it the same) */
+#define CHANGED_WHILE_READ "changed while it was read"
+#define CHANGED_HINT "; count it again once nothing writes to it"
 #define PAD 64        /* readable bytes kept after any text given to the scanner */
 
 /* ------------------------------------------------------------------------------------------ */
@@ -997,12 +1000,13 @@ static int json_field(JsonScan *j, const uint8_t *line, size_t n, const uint8_t 
 
 enum { JOB_TEXTS, JOB_ARROW, JOB_FILES };
 enum { FILE_TEXT, FILE_JSONL, FILE_PARAGRAPHS, FILE_WHOLE }; /* (count_files' formats, as native_counting.py numbers them) */
-enum { ERR_NONE, ERR_MEMORY, ERR_UTF8, ERR_JSON, ERR_NULL, ERR_IO, ERR_TOO_LONG };
+enum { ERR_NONE, ERR_MEMORY, ERR_UTF8, ERR_JSON, ERR_NULL, ERR_IO, ERR_TOO_LONG, ERR_CHANGED };
 
 typedef struct {
     char *path;
     int format;
-    int64_t size;
+    int64_t size; /* when the call began: a file read short of it, or of another size at the end, changed */
+    struct timespec mtime;
 } FileInput;
 
 typedef struct {
@@ -1298,8 +1302,9 @@ static int blank_line_before(int fd, const uint8_t *buf, int64_t from, int64_t a
 /* Make the worker's buffer hold the file bytes [from, from + want) (fewer at the end of the file),
  * PAD zeroed bytes after them; *held: the bytes it holds (read on from there). The text counted so
  * far is drained first: the buffer may move. -1 (the error noted) when that fails. */
-static int file_hold(Worker *w, int64_t u, int64_t from, int64_t *held, int64_t want) {
+static int file_hold(Worker *w, int64_t u, FileInput *f, int64_t from, int64_t *held, int64_t want) {
     Job *job = w->job;
+    if (want > f->size - from) want = f->size - from; /* (the bytes past the size taken at the start are not read) */
     if (want <= *held) return 0;
     if (tally_drain(&w->tally) < 0 || ensure(&w->buf, &w->bufcap, (size_t)want + PAD) < 0) {
         job_error(job, u, ERR_MEMORY, from + *held);
@@ -1313,6 +1318,10 @@ static int file_hold(Worker *w, int64_t u, int64_t from, int64_t *held, int64_t 
     }
     *held += got;
     memset(w->buf + *held, 0, PAD);
+    if (*held < want) { /* the file is shorter than it was when the call began */
+        job_error(job, u, ERR_CHANGED, from + *held);
+        return -1;
+    }
     return 0;
 }
 
@@ -1328,7 +1337,7 @@ static void run_file_documents(Worker *w, int64_t u, FileUnit *unit, FileInput *
         return;
     }
     int64_t from = unit->start > 0 ? unit->start - 1 : 0, held = 0, step = unit->end - from;
-    if (file_hold(w, u, from, &held, step) < 0) return;
+    if (file_hold(w, u, f, from, &held, step) < 0) return;
     int64_t i = 0; /* a line start (relative to from) */
     int prev_blank = 0;
     if (unit->start > 0) {
@@ -1356,7 +1365,7 @@ static void run_file_documents(Worker *w, int64_t u, FileUnit *unit, FileInput *
                 next = held;
                 if (from + held >= f->size) break;
                 step = step < ((int64_t)1 << 26) ? step * 2 : step;
-                if (file_hold(w, u, from, &held, held + step) < 0) return;
+                if (file_hold(w, u, f, from, &held, held + step) < 0) return;
             }
             if (f->format == FILE_PARAGRAPHS) {
                 int64_t k = i, stop = next - (w->buf[next - 1] == '\n');
@@ -1420,6 +1429,10 @@ static void run_file(Worker *w, int64_t u) {
         job_error_at(job, &err);
         return;
     }
+    if (n < want) { /* the file is shorter than it was when the call began */
+        job_error(job, u, ERR_CHANGED, from + n);
+        return;
+    }
     int64_t s = 0; /* the first line start at or after unit->start, relative to from */
     if (unit->start > 0) {
         const uint8_t *nl = memchr(w->buf, '\n', (size_t)n);
@@ -1428,6 +1441,8 @@ static void run_file(Worker *w, int64_t u) {
     int64_t e = n;
     if (n == want && n > 0 && w->buf[n - 1] != '\n' && unit->end < f->size && s < n) {
         for (int64_t step = LINE_READ;; step *= step < (1 << 24) ? 2 : 1) { /* the last line goes on past end */
+            if (step > f->size - (from + e)) step = f->size - (from + e); /* (up to the size taken at the start) */
+            if (step == 0) break;
             if (ensure(&w->buf, &w->bufcap, (size_t)(e + step) + PAD) < 0) {
                 job_error(job, u, ERR_MEMORY, unit->start);
                 return;
@@ -1444,7 +1459,10 @@ static void run_file(Worker *w, int64_t u) {
                 break;
             }
             e += m;
-            if (m < step) break;
+            if (m < step) { /* the file is shorter than it was when the call began */
+                job_error(job, u, ERR_CHANGED, from + e);
+                return;
+            }
         }
     }
     memset(w->buf + e, 0, PAD);
@@ -2009,7 +2027,7 @@ static int part_next(PartReader *pr) {
         }
         uint64_t keep = pr->len - pr->pos, want = keep + READ_STEP;
         if (pr->r.len + RECORD_HEAD > want) want = pr->r.len + RECORD_HEAD; /* (a long chunk, whose length was read) */
-        memmove(pr->buf, pr->buf + pr->pos, keep);
+        if (keep) memmove(pr->buf, pr->buf + pr->pos, keep); /* (the first read: no buffer yet) */
         pr->pos = 0;
         pr->len = keep;
         if (ensure(&pr->buf, &pr->cap, (size_t)want) < 0) {
@@ -2375,6 +2393,27 @@ done:
 }
 
 #if HAVE_THREADS
+static struct timespec modified_at(const struct stat *st) {
+#ifdef __APPLE__
+    return st->st_mtimespec;
+#else
+    return st->st_mtim;
+#endif
+}
+
+/* Whether file f is not as it was when the call began (its size, or its time of change); *now: its
+ * size now (-1: it is gone). */
+static int file_changed(const FileInput *f, int64_t *now) {
+    struct stat st;
+    if (stat(f->path, &st) < 0) {
+        *now = -1;
+        return 1;
+    }
+    struct timespec m = modified_at(&st);
+    *now = st.st_size;
+    return st.st_size != f->size || m.tv_sec != f->mtime.tv_sec || m.tv_nsec != f->mtime.tv_nsec;
+}
+
 /* The 1-based line of byte offset at in the file (its \n before it, plus one). */
 static long long line_of(const char *path, int64_t at) {
     int fd = open(path, O_RDONLY);
@@ -2445,6 +2484,7 @@ static PyObject *Counter_count_files(Counter *self, PyObject *args) {
             goto done;
         }
         job.files[k].size = st.st_size;
+        job.files[k].mtime = modified_at(&st);
         total += st.st_size;
     }
     if (block <= 0) { /* units: 8 per thread over the whole input, 1 to 16 MB each */
@@ -2465,6 +2505,21 @@ static PyObject *Counter_count_files(Counter *self, PyObject *args) {
                 (FileUnit){(int)k, at, at + block < job.files[k].size ? at + block : job.files[k].size};
     if (run_job(self, &job, progress) < 0 || spill_failed(self)) goto done;
     InputError *e = &job.error;
+    /* a file written to while it was read: its counts are of no one version of it (and its other
+     * errors may be its writer's doing), so this comes first */
+    for (Py_ssize_t k = 0; k < nfiles; k++) {
+        int64_t now;
+        int changed = file_changed(&job.files[k], &now);
+        if (!changed && !(e->kind == ERR_CHANGED && job.units[e->unit].file == k)) continue;
+        self->broken = 1;
+        if (now < 0)
+            PyErr_Format(PyExc_ValueError, "%S: " CHANGED_WHILE_READ " (%lld bytes when counting began, gone now)%s",
+                         PyList_GET_ITEM(paths, k), (long long)job.files[k].size, CHANGED_HINT);
+        else
+            PyErr_Format(PyExc_ValueError, "%S: " CHANGED_WHILE_READ " (%lld bytes when counting began, %lld now)%s",
+                         PyList_GET_ITEM(paths, k), (long long)job.files[k].size, (long long)now, CHANGED_HINT);
+        goto done;
+    }
     if (e->kind == ERR_NONE) {
         if (after_call(self) == 0) result = PyLong_FromLongLong(total);
         goto done;
@@ -3085,7 +3140,59 @@ static PyObject *set_part_bytes(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(part_bytes);
 }
 
+/* first_bad_record(symbols, lengths, counts): the first record of three flat buffers (a counts file's:
+ * uint8 symbols, int32 lengths, int64 counts) that no counting makes, as (record, what), or None:
+ * "empty" (a chunk of no bytes), "negative length", "negative count", "not UTF-8" (its chunk's bytes, each chunk on its
+ * own), "past the symbols" (the lengths run past them; record: the first that does), "short" (the
+ * lengths end before the symbols do; record: the number of records). counts_file.py says why. */
+static PyObject *first_bad_record(PyObject *module, PyObject *args) {
+    Py_buffer symbols, lengths, counts;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &symbols, &lengths, &counts)) return NULL;
+    PyObject *result = NULL;
+    if (lengths.len % 4 || counts.len % 8 || lengths.len / 4 != counts.len / 8) {
+        PyErr_SetString(PyExc_ValueError, "first_bad_record: one int32 length and one int64 count per record");
+        goto done;
+    }
+    Py_ssize_t n = lengths.len / 4, k = 0, at = 0;
+    const char *what = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (; k < n; k++) {
+        int32_t len;
+        int64_t count;
+        memcpy(&len, (const uint8_t *)lengths.buf + 4 * k, 4);
+        memcpy(&count, (const uint8_t *)counts.buf + 8 * k, 8);
+        if (len <= 0) {
+            what = len == 0 ? "empty" : "negative length";
+            break;
+        }
+        if (len > symbols.len - at) {
+            what = "past the symbols";
+            break;
+        }
+        if (count < 0) {
+            what = "negative count";
+            break;
+        }
+        if (utf8_invalid_at((const uint8_t *)symbols.buf + at, len) >= 0) {
+            what = "not UTF-8";
+            break;
+        }
+        at += len;
+    }
+    if (!what && at != symbols.len) what = "short";
+    Py_END_ALLOW_THREADS
+    result = what ? Py_BuildValue("(ns)", k, what) : Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&symbols);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&counts);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
+    {"first_bad_record", first_bad_record, METH_VARARGS,
+     "first_bad_record(symbols, lengths, counts): (record, what) of the first record no counting makes (see "
+     "counts_file.py), or None."},
     {"part_bytes", set_part_bytes, METH_VARARGS,
      "part_bytes(n=0): the length (UTF-8 bytes) from which a document is counted in parts on several threads; n > 0 "
      "sets it (for tests). Returns the value in force."},

@@ -17,14 +17,19 @@ bytes 32 to 32 + H    the header: UTF-8 JSON with ``pattern`` (the split pattern
                       sections' ``offsets``, and ``documents``, ``input_bytes``, ``characters`` and
                       ``control`` (``[[character, count], ...]``: what training's
                       control-character warning reads)
-then, each at a       ``counts``: int64 per chunk; ``lengths``: int32 per chunk; ``symbols``: the
-multiple of 64 bytes  chunks' UTF-8 bytes end to end. The file ends where the symbols end.
+then zeros, then      ``counts``: int64 per chunk; ``lengths``: int32 per chunk; ``symbols``: the
+each at a multiple    chunks' UTF-8 bytes end to end. The file ends where the symbols end. The
+of 64 bytes           padding between sections is zeros (after the header it is checked, after
+                      the counts and the lengths their checksums cover it).
 ====================  ========================================================================
 
 Files are written atomically (atomic_write.py): a reader sees the old file or the whole new one.
 Reading checks everything and refuses, naming the file, one that is not a counts file, is of a
-newer version, is cut short or longer than its header says, or fails a checksum; training refuses
-counts made with another split pattern.
+newer version, is cut short or longer than its header says, fails a checksum or has other bytes
+than zeros after its header; and, naming the record, one that holds what no counting makes: a
+chunk of no bytes, a negative count, a chunk that is not UTF-8 on its own, lengths that do not add
+up to the symbols (a checksum is no proof: anyone can compute one). Training refuses counts made
+with another split pattern.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from . import native_counting
 from .atomic_write import atomic_open
 from .native_counting import ChunkCounts
 from .patterns import scanner_name
@@ -151,6 +157,7 @@ def load_counts(path: str | os.PathLike) -> ChunkCounts:
             size = offsets[following] - offsets[section] if section != "symbols" else header["symbol_bytes"]
             if _crc(fd, offsets[section], size) != header["crc"][section]:
                 raise ValueError(f"{name}: corrupt counts file (its {section} fail their checksum)")
+        _check_padding(fd, name, _PREFIX.size + header["header_bytes"], offsets["counts"])
         size = offsets["end"]
         mapped = mmap.mmap(fd, size, access=mmap.ACCESS_COPY) if size else bytearray()
     finally:
@@ -166,7 +173,66 @@ def load_counts(path: str | os.PathLike) -> ChunkCounts:
         pattern=header["pattern"], source=name,
     )
     counts.private = True
+    _check_records(counts, name)
     return counts
+
+
+_PROBLEMS = {
+    "empty": "its chunk is empty",
+    "negative length": "its chunk's length is negative",
+    "past the symbols": "the lengths do not add up to the symbols (this one runs past them)",
+    "short": "the lengths do not add up to the symbols (they end before them)",
+    "negative count": "its count is negative",
+    "not UTF-8": "its chunk is not UTF-8 text",
+}
+
+
+def _check_records(counts: ChunkCounts, name: str) -> None:
+    """Refuse counts that no counting makes (see the module doc), naming the first such record."""
+    symbols, lengths, values = counts.buffers()
+    kernel = native_counting._kernel
+    bad = (kernel.first_bad_record if kernel is not None else first_bad_record)(symbols, lengths, values)
+    if bad is None:
+        return
+    record, what = bad
+    detail = _PROBLEMS[what]
+    if what == "negative count":
+        detail += f" ({values[record]:,})"
+    elif what == "not UTF-8":
+        start = sum(lengths[:record])
+        detail += f" ({symbols[start:start + min(lengths[record], 16)].tobytes()!r})"
+    where = f"record {record:,} of {len(lengths):,}, from 0" if record < len(lengths) else f"{len(lengths):,} records"
+    raise ValueError(f"{name}: corrupt counts file ({where}: {detail}); count again")
+
+
+def first_bad_record(symbols: Any, lengths: Any, counts: Any) -> tuple[int, str] | None:
+    """The first record that no counting makes, as ``(record, what)`` (a key of ``_PROBLEMS``), or
+    None: the readable twin of the C kernel's ``first_bad_record``, for when it is not built."""
+    symbols, lengths, counts = bytes(symbols), memoryview(lengths).cast("B").cast("i"), \
+        memoryview(counts).cast("B").cast("q")
+    at = 0
+    for record, (length, count) in enumerate(zip(lengths, counts)):
+        if length <= 0:
+            return record, "empty" if length == 0 else "negative length"
+        if length > len(symbols) - at:
+            return record, "past the symbols"
+        if count < 0:
+            return record, "negative count"
+        try:
+            symbols[at:at + length].decode("utf-8")
+        except UnicodeDecodeError:
+            return record, "not UTF-8"
+        at += length
+    return None if at == len(symbols) else (len(lengths), "short")
+
+
+def _check_padding(fd: int, name: str, start: int, end: int) -> None:
+    """Refuse a file with other bytes than zeros in ``[start, end)``: the padding after the header,
+    which no checksum covers."""
+    padding = os.pread(fd, end - start, start)
+    if padding.count(0) != len(padding):
+        at = start + next(k for k, byte in enumerate(padding) if byte)
+        raise ValueError(f"{name}: corrupt counts file (byte {at:,}, in the padding after its header, is not zero)")
 
 
 def _checked_header(fd: int, name: str) -> dict[str, Any]:
@@ -197,6 +263,7 @@ def _checked_header(fd: int, name: str) -> dict[str, Any]:
         raise ValueError(f"{name}: {what}: it holds {size:,} bytes, its header says {expected['end']:,} "
                          f"({chunks:,} chunks); write it again")
     header["crc"] = dict(zip(_SECTIONS, crcs))
+    header["header_bytes"] = length
     return header
 
 

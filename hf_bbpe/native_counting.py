@@ -20,6 +20,7 @@ carries), takes chunk_counting.py, the readable twin; both give the same counts 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import re
 import shutil
@@ -149,10 +150,10 @@ def count_native(
     ``Split(pattern, "isolated")`` (SuperBPE's stage 2). Call only when :func:`available` says so.
 
     ``max_memory`` (bytes, or a size such as ``"4G"``; see :func:`memory_size`) bounds the
-    counting's memory: the tables spill to ``spill_dir`` (default: the system's temporary
-    folder) in hash partitions that are merged at the end, exactly, in order of first
-    appearance, into a counts file that is then mapped (not read into memory). ``out``: write
-    the counts to this counts file too (see counts_file.py)."""
+    counting's memory: the tables spill to a folder in ``spill_dir`` (default: the system's
+    temporary folder, see :func:`spill_folder`) in hash partitions that are merged at the end,
+    exactly, in order of first appearance, into a counts file that is then mapped (not read into
+    memory). ``out``: write the counts to this counts file too (see counts_file.py)."""
     check_doc_mode(docs)
     threads = max(1, num_threads or available_cpus())
     counter = _kernel.Counter(native_scanner(pattern, isolated=isolated), threads)
@@ -160,7 +161,7 @@ def count_native(
     spill, block = None, 0
     if max_memory is not None:
         limit, table_limit, block = _spill_limits(memory_size(max_memory), threads)
-        spill = tempfile.mkdtemp(prefix="hf_bbpe-spill-", dir=spill_dir)
+        spill = spill_folder(spill_dir)
         counter.spill_to(spill, limit, table_limit)
     bar = progress_bar(desc="counting chunks", total=total, unit="MB", enabled=progress, scale=1 / 1e6)
     try:
@@ -185,6 +186,86 @@ def count_native(
     finally:
         if spill is not None:
             shutil.rmtree(spill, ignore_errors=True)  # (a mapped counts file in it stays readable)
+
+
+SPILL_PREFIX = "hf_bbpe-spill-"
+_SPILL_NAME = re.compile(rf"{re.escape(SPILL_PREFIX)}(\d+)-(\d+|x)-[A-Za-z0-9_]+")
+logger = logging.getLogger("hf_bbpe")
+
+
+def spill_folder(spill_dir: str | os.PathLike | None = None) -> str:
+    """A new folder in ``spill_dir`` (default: the system's temporary folder) for a counting run's
+    spill, named after this process: ``hf_bbpe-spill-<pid>-<start time>-<random>`` (the start
+    time tells this process from a later one given the same pid). The run removes it when it
+    ends; one that was killed cannot, so the spill folders of processes that are gone are
+    removed first (:func:`remove_dead_spills`)."""
+    folder = os.fspath(spill_dir) if spill_dir is not None else tempfile.gettempdir()
+    remove_dead_spills(folder)
+    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{_process_tag(os.getpid())}-", dir=folder)
+
+
+def remove_dead_spills(folder: str | os.PathLike) -> list[str]:
+    """Remove the spill folders in ``folder`` of counting runs whose process is gone (killed, or
+    lost with its machine), saying so in one line (a warning on the ``hf_bbpe`` logger); returns
+    their paths. Folders of running processes, and of other users' processes, are left alone."""
+    removed, freed = [], 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _SPILL_NAME.fullmatch(entry.name)
+        if not match or not entry.is_dir(follow_symlinks=False) or _running(int(match[1]), match[2]):
+            continue
+        size = _folder_bytes(entry.path)
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.lexists(entry.path):
+            removed.append(entry.path)
+            freed += size
+    if removed:
+        logger.warning(f"hf_bbpe: removed {len(removed)} spill folder(s) of counting runs that were killed "
+                       f"({freed / 1e6:.1f} MB) in {folder}: {', '.join(os.path.basename(p) for p in removed)}")
+    return removed
+
+
+def _process_tag(pid: int) -> str:
+    """``<pid>-<start time>`` (``x`` for the time where the system does not say it)."""
+    return f"{pid}-{_start_time(pid) or 'x'}"
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks after boot, from ``/proc``), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode("ascii", "replace")
+        return stat.rsplit(")", 1)[1].split()[19]  # (field 22; the name before ")" may hold spaces)
+    except (OSError, IndexError):
+        return None
+
+
+def _running(pid: int, start: str) -> bool:
+    """Whether the process that made a spill folder (``pid`` and its start time) still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: running
+        return True
+    now = _start_time(pid)
+    return start == "x" or now is None or now == start
+
+
+def _folder_bytes(path: str) -> int:
+    """The bytes the files in a folder take on disk (spill files may be sparse)."""
+    total = 0
+    for root, _, names in os.walk(path):
+        for name in names:
+            try:
+                stat = os.lstat(os.path.join(root, name))
+                total += stat.st_blocks * 512 if hasattr(stat, "st_blocks") else stat.st_size
+            except OSError:
+                pass
+    return total
 
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*", re.IGNORECASE)

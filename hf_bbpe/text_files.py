@@ -10,7 +10,10 @@ A document is:
   ``chunk_counting.paragraphs(open(path, newline=""))`` cuts them (a blank line holds nothing but
   ``\\r`` before its ``\\n``); or the whole file (``"file"``);
 * in a ``.jsonl`` file, the string in field ``text_column`` of the JSON object on each line
-  (lines of whitespace only are skipped);
+  (lines of whitespace only are skipped), read as Python's ``json`` reads it but without its
+  limits on digits and on nesting: numbers may have any length, and a line may nest arrays and
+  objects :data:`JSON_MAX_DEPTH` (1000) levels deep, its own object included, never deeper
+  (:func:`json_record`; the C kernel has the same rule);
 * in a ``.parquet`` file, the string in column ``text_column`` of each row (read with pyarrow,
   the ``parquet`` extra).
 
@@ -26,8 +29,12 @@ arrays, which the kernel counts without making a str per row.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import sys
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -104,12 +111,29 @@ def iter_file_documents(paths: Iterable[str], text_column: str = "text", docs: s
 
 
 def _lines(path: str) -> Iterator[tuple[int, int, bytes]]:
-    """``(line number, byte offset, line)`` of a file, its lines ending after each ``\\n``."""
+    """``(line number, byte offset, line)`` of a file, its lines ending after each ``\\n``; a
+    ValueError (:func:`changed_while_read`) if the file changes while it is read."""
     offset = 0
     with open(path, "rb") as handle:
+        before = os.fstat(handle.fileno())
         for number, line in enumerate(handle, 1):
             yield number, offset, line
             offset += len(line)
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        now = None
+    if offset != before.st_size or now is None or (now.st_size, now.st_mtime_ns) != (before.st_size,
+                                                                                      before.st_mtime_ns):
+        raise ValueError(changed_while_read(path, before.st_size, None if now is None else now.st_size))
+
+
+def changed_while_read(source: str, before: int, now: int | None) -> str:
+    """The message for a file that was written to while it was read (``before``: its size when
+    reading began, ``now``: its size now, None if it is gone): its counts would be of no one
+    version of it. The C kernel words it the same."""
+    return (f"{source}: changed while it was read ({before} bytes when counting began, "
+            f"{'gone' if now is None else now} now); count it again once nothing writes to it")
 
 
 def not_utf8(source: str, line: int, offset: int, found: bytes) -> str:
@@ -136,9 +160,7 @@ def _jsonl_documents(path: str, column: str) -> Iterator[str]:
             continue
         text = _decoded(path, number, offset, line)
         try:
-            record = json.loads(text)
-        except RecursionError:
-            raise ValueError(f"{path}, line {number}: not JSON (nested too deeply)") from None
+            record = json_record(text)
         except ValueError as exc:
             raise ValueError(f"{path}, line {number}: not JSON ({exc})") from None
         if not isinstance(record, dict) or column not in record:
@@ -155,6 +177,55 @@ def _jsonl_documents(path: str, column: str) -> Iterator[str]:
             raise ValueError(f"{path}, line {number}: field {column!r} holds a lone surrogate (\\ud800-\\udfff), "
                              "which is not text") from None
         yield value
+
+
+JSON_MAX_DEPTH = 1000
+"""The deepest a line of a .jsonl file may nest arrays and objects (the C kernel's limit too)."""
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+
+
+def json_record(text: str) -> Any:
+    """The JSON value of a line, as ``json.loads`` reads it but for two limits of Python's that
+    the C kernel does not have: any number of digits (``sys.get_int_max_str_digits``; numbers are
+    never used, only their type) and nesting up to :data:`JSON_MAX_DEPTH` whatever the recursion
+    limit. Deeper lines are refused, as the C kernel refuses them. ValueError: not JSON."""
+    if text.count("[") + text.count("{") > JSON_MAX_DEPTH and _json_depth(text) > JSON_MAX_DEPTH:
+        raise ValueError(f"nested deeper than {JSON_MAX_DEPTH} levels")
+    try:
+        return json.loads(text, parse_int=float)
+    except RecursionError:
+        pass
+    with _recursion_room(JSON_MAX_DEPTH + 100):
+        return json.loads(text, parse_int=float)
+
+
+def _json_depth(text: str) -> int:
+    """How deep the arrays and objects of a line nest (brackets in strings do not count)."""
+    depth = deepest = 0
+    for token in _JSON_TOKENS.finditer(text):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif bracket in ("]", "}"):
+            depth -= 1
+    return deepest
+
+
+_recursion_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _recursion_room(frames: int) -> Iterator[None]:
+    """Python's recursion limit raised by ``frames`` for the block (json's parser recurses per
+    level of nesting)."""
+    with _recursion_lock:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit + frames)
+        try:
+            yield
+        finally:
+            sys.setrecursionlimit(limit)
 
 
 def _field_names(record: Any) -> str:

@@ -5,12 +5,18 @@ not a counts file at all is refused with an error naming it; writing is atomic."
 
 from __future__ import annotations
 
+import json
 import os
+import struct
+import zlib
+from array import array
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from hf_bbpe import BasicTokenizer, RegexTokenizer
-from hf_bbpe.counts_file import load_counts, save_counts
+from hf_bbpe import BasicTokenizer, RegexTokenizer, _chunk_count
+from hf_bbpe.counts_file import first_bad_record, load_counts, save_counts
 from hf_bbpe.native_counting import ChunkCounts, count_native
 from hf_bbpe.patterns import NATIVE_PATTERNS
 
@@ -129,3 +135,104 @@ def test_python_counts_and_dicts_make_counts_files_too(tmp_path):
     empty = ChunkCounts.from_dict({}, NATIVE_PATTERNS["gpt4"])
     empty.save(tmp_path / "empty.counts")
     assert len(load_counts(tmp_path / "empty.counts")) == 0
+
+
+# ------------------------------------------------------------------- crafted files and flipped bits
+
+def written(tmp_path, counts: dict[str, int]) -> tuple[bytes, dict]:
+    """A counts file of ``counts`` as the real writer writes it, and its layout."""
+    path = tmp_path / "real.counts"
+    ChunkCounts.from_dict(counts, NATIVE_PATTERNS["gpt4"]).save(path)
+    data = path.read_bytes()
+    length = struct.unpack_from("<I", data, 12)[0]
+    header = json.loads(data[32:32 + length])
+    return data, {**header["offsets"], "header_end": 32 + length, "symbol_bytes": header["symbol_bytes"]}
+
+
+def checksummed(data: bytearray, where: dict) -> bytes:
+    """``data`` with every checksum made right again (as anyone can)."""
+    ends = {"counts": where["lengths"], "lengths": where["symbols"], "symbols": where["end"]}
+    crcs = [zlib.crc32(bytes(data[where[name]:ends[name]])) for name in ("counts", "lengths", "symbols")]
+    struct.pack_into("<III", data, 20, *crcs)
+    struct.pack_into("<I", data, 16, zlib.crc32(bytes(data[32:where["header_end"]])))
+    return bytes(data)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ("empty", r"record 1 of 3, from 0: its chunk is empty"),
+    ("negative", r"record 2 of 3, from 0: its count is negative \(-5\)"),
+    ("not_utf8", r"record 0 of 3, from 0: its chunk is not UTF-8 text \(b'h\\xffllo'\)"),
+    ("split_character", r"record 1 of 3, from 0: its chunk is not UTF-8 text \(b' \\xc3'\)"),
+    ("too_long", r"record 2 of 3, from 0: the lengths do not add up to the symbols \(this one runs past them\)"),
+    ("too_short", r"3 records: the lengths do not add up to the symbols \(they end before them\)"),
+])
+def test_crafted_files_with_right_checksums_are_refused_naming_the_record(tmp_path, edit, message):
+    data, where = written(tmp_path, {"hello": 3, " \u00e9": 2, "!": 7})
+    crafted = bytearray(data)
+    counts, lengths, symbols = where["counts"], where["lengths"], where["symbols"]
+    if edit == "empty":  # record 0 takes record 1's bytes
+        struct.pack_into("<ii", crafted, lengths, 8, 0)
+    elif edit == "negative":
+        struct.pack_into("<q", crafted, counts + 16, -5)
+    elif edit == "not_utf8":
+        crafted[symbols + 1] = 0xFF
+    elif edit == "split_character":  # a cut inside \u00e9: the symbols are UTF-8 as a whole, not each chunk
+        struct.pack_into("<ii", crafted, lengths + 4, 2, 2)
+    elif edit == "too_long":
+        struct.pack_into("<i", crafted, lengths + 8, 2)
+    elif edit == "too_short":  # 'h', 'ell', 'o': each UTF-8, but 4 of the 9 bytes left over
+        struct.pack_into("<iii", crafted, lengths, 1, 3, 1)
+    path = tmp_path / "crafted.counts"
+    path.write_bytes(checksummed(crafted, where))
+    with pytest.raises(ValueError, match=f"^{path}: corrupt counts file \\({message}\\); count again$"):
+        load_counts(path)
+    with pytest.raises(ValueError, match="corrupt counts file"):
+        RegexTokenizer("gpt4").train_from_counts(path, 300)
+
+
+def test_the_padding_after_the_header_must_be_zeros(tmp_path):
+    data, where = written(tmp_path, {"hello": 3, " \u00e9": 2, "!": 7})
+    assert where["counts"] > where["header_end"], "this file has padding after its header"
+    assert data[where["header_end"]:where["counts"]].count(0) == where["counts"] - where["header_end"]
+    crafted = bytearray(data)
+    crafted[where["counts"] - 1] = 1
+    path = tmp_path / "padded.counts"
+    path.write_bytes(bytes(crafted))
+    with pytest.raises(ValueError, match=f"^{path}: corrupt counts file \\(byte {where['counts'] - 1:,}, in the padding "
+                                         "after its header, is not zero\\)$"):
+        load_counts(path)
+
+
+def test_every_bit_flipped_in_a_small_counts_file_is_refused(tmp_path):
+    """Flip each bit of a real (small) counts file in turn: every one is refused."""
+    data, _ = written(tmp_path, {"hello": 3, " \u00e9": 2, "!": 7, "\n\n": 1})
+    path = tmp_path / "flipped.counts"
+    load_counts(tmp_path / "real.counts")
+    passed = []
+    with open(path, "wb") as handle:
+        handle.write(data)
+    with open(path, "r+b") as handle:
+        for at in range(len(data)):
+            for bit in range(8):
+                handle.seek(at)
+                handle.write(bytes([data[at] ^ 1 << bit]))
+                handle.flush()
+                try:
+                    load_counts(path)
+                    passed.append((at, bit))
+                except ValueError:
+                    pass
+            handle.seek(at)
+            handle.write(data[at:at + 1])
+    assert not passed, f"{len(passed)} of {8 * len(data)} flipped bits were read: {passed[:10]}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=st.lists(st.tuples(st.binary(max_size=4) | st.text(max_size=3).map(str.encode),
+                                  st.integers(-2, 2), st.integers(-3, 5)), max_size=6),
+       extra=st.binary(max_size=2))
+def test_the_kernels_record_check_equals_its_twin(records, extra):
+    symbols = b"".join(chunk for chunk, _, _ in records) + extra
+    lengths = array("i", [len(chunk) + skew for chunk, skew, _ in records])
+    counts = array("q", [count for _, _, count in records])
+    assert _chunk_count.first_bad_record(symbols, lengths, counts) == first_bad_record(symbols, lengths, counts)

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bbpe import RegexTokenizer, _chunk_count, chunk_counting, native_counting, training
+from hf_bbpe import RegexTokenizer, _chunk_count, chunk_counting, native_counting, text_files, training
 from hf_bbpe.chunk_counting import count_chunks, paragraphs
 from hf_bbpe.patterns import compile_pattern
 from hf_bbpe.native_counting import ChunkCounts, collected, count_native
@@ -394,6 +394,80 @@ def test_json_that_python_reads_is_read(tmp_path):
     assert docs == ["\U0001f642 \u00e9/\b", "x", "tight"]
     got = count_native(None, NATIVE_PATTERNS["gpt2"], files=[str(path)], num_threads=1, progress=False)
     assert_same(distinct(got), regex_counts(docs, NATIVE_PATTERNS["gpt2"]))
+
+
+def read_both_ways(path: Path) -> tuple:
+    """What the twin and the kernel (on 1 and 3 threads) make of a file: its documents' counts,
+    or the error's message."""
+    outcomes = []
+    try:
+        outcomes.append(regex_counts(list(iter_file_documents([str(path)])), NATIVE_PATTERNS["gpt2"]))
+    except ValueError as exc:
+        outcomes.append(str(exc))
+    for threads in (1, 3):
+        try:
+            outcomes.append(distinct(count_native(None, NATIVE_PATTERNS["gpt2"], files=[str(path)], num_threads=threads,
+                                                  progress=False)))
+        except ValueError as exc:
+            outcomes.append(str(exc))
+    return tuple(outcomes)
+
+
+def nested(depth: int, kinds: str, inner: str) -> str:
+    """``inner`` inside ``depth`` arrays and objects (``kinds``: "[" or "{" per level, cycled)."""
+    opening = "".join("[" if kinds[k % len(kinds)] == "[" else '{"k": ' for k in range(depth))
+    return opening + inner + "".join("]" if kinds[k % len(kinds)] == "[" else "}" for k in reversed(range(depth)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(depth=st.integers(990, 1010), kinds=st.sampled_from(["[", "{", "[{", "{[["]), text_first=st.booleans(),
+       top=st.sampled_from(["object", "array"]))
+def test_deeply_nested_lines_read_alike_on_both_paths(tmp_path_factory, depth, kinds, text_first, top):
+    """Up to JSON_MAX_DEPTH (1000) levels, counting the line's own object, a line is read on both
+    paths, however deep Python's stack already is; deeper, both refuse it with the same line."""
+    if top == "object":
+        fields = ['"text": "x [y] {z}"', f'"deep": {nested(depth - 1, kinds, "1")}']
+        line = "{" + ", ".join(fields if text_first else fields[::-1]) + "}"
+    else:
+        line = "[" + nested(depth - 1, kinds, '"x"') + "]"
+    path = tmp_path_factory.mktemp("deep") / "deep.jsonl"
+    path.write_text('{"text": "before"}\n' + line + "\n", encoding="utf-8")
+    twin, *kernels = read_both_ways(path)
+    assert kernels == [twin, twin]
+    if depth > text_files.JSON_MAX_DEPTH:
+        assert twin == f"{path}, line 2: not JSON (nested deeper than {text_files.JSON_MAX_DEPTH} levels)"
+    elif top == "object":
+        assert twin == regex_counts(["before", "x [y] {z}"], NATIVE_PATTERNS["gpt2"])
+    else:
+        assert twin == f"{path}, line 2: no field 'text' in the JSON array (text_column= names the field)"
+
+
+def test_the_twin_reads_deep_lines_from_deep_in_the_stack(tmp_path):
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"deep": ' + "[" * 999 + "]" * 999 + ', "text": "x"}\n', encoding="utf-8")
+
+    def from_depth(frames: int) -> list[str]:
+        return from_depth(frames - 1) if frames else list(iter_file_documents([str(path)]))
+
+    assert from_depth(sys.getrecursionlimit() - 100) == ["x"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(digits=st.integers(4290, 4310) | st.integers(1, 30000), where=st.sampled_from(["other", "text", "nested"]),
+       sign=st.sampled_from(["", "-"]), fraction=st.sampled_from(["", ".5", "e7"]))
+def test_numbers_of_any_length_read_alike_on_both_paths(tmp_path_factory, digits, where, sign, fraction):
+    """Python's int_max_str_digits (4300) is no limit on either path: numbers are never used."""
+    number = sign + "9" * digits + fraction
+    line = {"other": f'{{"n": {number}, "text": "x"}}', "text": f'{{"text": {number}}}',
+            "nested": f'{{"text": "x", "n": [{{"m": {number}}}]}}'}[where]
+    path = tmp_path_factory.mktemp("long") / "long.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    twin, *kernels = read_both_ways(path)
+    assert kernels == [twin, twin]
+    if where == "text":
+        assert twin == f"{path}, line 1: field 'text' is not a string (a JSON number)"
+    else:
+        assert twin == regex_counts(["x"], NATIVE_PATTERNS["gpt2"])
 
 
 def test_parquet_errors(tmp_path, monkeypatch):

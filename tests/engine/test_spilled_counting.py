@@ -164,3 +164,68 @@ def test_the_final_merge_keeps_few_files_open(tmp_path, tiny_limits):
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert_same(distinct(got), distinct(count_native(None, pattern, files=[str(SWIFT), str(MIX)], num_threads=2,
                                                      progress=False)))
+
+
+# ------------------------------------------------------------------------- runs killed mid-spill
+
+KILLED_CHILD = """
+import sys
+from hf_bbpe import native_counting
+from hf_bbpe.patterns import NATIVE_PATTERNS
+native_counting._spill_limits = lambda budget, threads: (1 << 16, 1 << 10, 1 << 12)  # spill every few records
+paths, spill_dir = sys.argv[1:-1], sys.argv[-1]
+for _ in range(100):  # (until killed)
+    native_counting.count_native(None, NATIVE_PATTERNS["gpt4"], files=paths, num_threads=2, progress=False,
+                                 max_memory="1G", spill_dir=spill_dir)
+"""
+
+
+def test_the_spill_of_a_killed_run_is_removed_by_the_next_run(tmp_path, caplog):
+    """SIGKILL a real counting process while it spills (at a random moment once its spill folder
+    holds run files): its folder, named after it, stays; the next run removes it, in one line, and
+    leaves alone the folder of a process that still runs."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import hf_bbpe
+
+    spills = tmp_path / "spills"
+    spills.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(hf_bbpe.__file__).parents[1]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    def spilling() -> bool:
+        try:
+            return any(name.startswith("run") for folder in spills.iterdir() for name in os.listdir(folder))
+        except FileNotFoundError:  # (a run ended meanwhile)
+            return False
+
+    for attempt in range(5):  # (a kill between two runs of the child leaves no folder: again)
+        child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, str(MIX), str(SWIFT), str(spills)], env=env)
+        try:
+            deadline = time.monotonic() + 60
+            while not spilling():
+                assert time.monotonic() < deadline and child.poll() is None, "the child never spilled"
+                time.sleep(0.01)
+            time.sleep(random.uniform(0, 0.3))
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+        if any(spills.iterdir()):
+            break
+    [left] = spills.iterdir()
+    assert left.name.startswith(f"hf_bbpe-spill-{child.pid}-")
+    assert os.listdir(left), "the killed run's files are there"
+    running = spills / f"hf_bbpe-spill-{native_counting._process_tag(os.getpid())}-abc"
+    reused_pid = spills / f"hf_bbpe-spill-{os.getpid()}-1-abc"  # this pid, but a process that started earlier
+    running.mkdir()
+    reused_pid.mkdir()
+    with caplog.at_level("WARNING", logger="hf_bbpe"):
+        count_native(None, NATIVE_PATTERNS["gpt4"], files=[str(SWIFT)], num_threads=1, progress=False,
+                     max_memory="1G", spill_dir=spills)
+    assert sorted(spills.iterdir()) == [running]
+    [line] = [record.getMessage() for record in caplog.records]
+    assert line.startswith("hf_bbpe: removed 2 spill folder(s) of counting runs that were killed (")
+    assert f" MB) in {spills}: " in line and left.name in line and reused_pid.name in line
