@@ -28,6 +28,7 @@ import regex
 from hf_bbpe.atomic_write import write_bytes_atomic
 from hf_bbpe.patterns import isolated_scanner_name, scanner_name
 from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.tokenizer_json_writer import token_past_a_line_break
 
 from .errors import FormatError
 from .llama_cpp_convert import CHKTXT, chkhsh, ids_hash
@@ -296,11 +297,9 @@ def write_gguf_vocab(folder: str | os.PathLike, path: str | os.PathLike, *, voca
 
 
 def _token_past_a_line_break(tok: Tokenizer) -> int | None:
-    """A token with bytes after its last line break (e.g. ``b"\\n    "``), or None. Llama 3's split
-    cuts a text's trailing white space after its last line break, where GPT-4's keeps it whole;
-    only a token across that cut can make the ids differ (BPE merges nothing across it otherwise)."""
-    return next((idx for idx, data in tok.vocab.items()
-                 if (cut := max(data.rfind(b"\n"), data.rfind(b"\r"))) != -1 and cut < len(data) - 1), None)
+    """A token across the cut where Llama 3's split differs from GPT-4's, or None
+    (:func:`hf_bbpe.tokenizer_json_writer.token_past_a_line_break`)."""
+    return token_past_a_line_break(tok.vocab)
 
 
 def _converter_name(chkhsh: str, pre: str) -> str:

@@ -13,7 +13,8 @@ The file runs in the Rust ``tokenizers`` library with the same ids as the engine
 * pre-tokenizer: ``Split(Regex(pattern), "isolated")`` then ``ByteLevel(use_regex=False)``, where
   the pattern is translated for Oniguruma (see :mod:`onig_regex`); a pipeline is written step by
   step (its regexes translated), with ``ByteLevel(use_regex=False)`` added at the end if it has no
-  ByteLevel step;
+  ByteLevel step; GPT-4's pattern is written as Llama 3's where that gives the same ids
+  (:func:`split_pattern_spelling`);
 * decoder ``ByteLevel``; special tokens as ``added_tokens`` with their real ids (also listed in
   the model vocabulary, which is what makes ``tokenizers`` keep ids above or between the ranks);
 * post-processor ``ByteLevel``, followed by a ``TemplateProcessing`` that puts the BOS / EOS token
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .byte_unicode import spell_vocab
 from .chunk_encoder import UNMERGEABLE_ID
 from .onig_regex import translate_pattern_for_onig
-from .patterns import canonical_pattern
+from .patterns import GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, canonical_pattern
 
 if TYPE_CHECKING:
     from .pre_tokenizers import PreTokenizer
@@ -40,23 +41,52 @@ if TYPE_CHECKING:
     from .tokenizer import Tokenizer
 
 
-def _onig_pattern(pattern: str) -> str:
-    """A split pattern as tokenizer.json holds it: the registry's spelling of a built-in pattern
-    (the one other runtimes and Ollama's table know), translated for Oniguruma."""
-    return translate_pattern_for_onig(canonical_pattern(pattern))
+def token_past_a_line_break(vocab: Mapping[int, bytes]) -> int | None:
+    """The id of a token with bytes after its last line break (e.g. ``b"\\n    "``), or None.
+
+    GPT-4's and Llama 3's patterns cut every text alike but one that ends in white space holding a
+    line break followed by other white space (a code prompt ending in an indent): GPT-4's
+    ``\\s+$`` keeps that tail whole, Llama 3's ``\\s*[\\r\\n]+`` cuts it after its last line
+    break. Only a token across that cut can make the ids differ (BPE merges nothing across it
+    otherwise, so the two chunks encode to the ids of the one); such a token has bytes after its
+    last line break.
+    """
+    return next((idx for idx, data in vocab.items()
+                 if (cut := max(data.rfind(b"\n"), data.rfind(b"\r"))) != -1 and cut < len(data) - 1), None)
 
 
-def _pre_tokenizer_json(pre: PreTokenizer | None, byte_level: dict[str, Any]) -> dict[str, Any]:
-    """The pipeline for tokenizer.json: its steps with Oniguruma regexes, ending in the byte-level
-    step the engine does implicitly when the pipeline has none."""
+def split_pattern_spelling(pattern: str, vocab: Mapping[int, bytes]) -> str:
+    """The split pattern a tokenizer.json carries for ``pattern`` (a ``regex`` pattern) and a
+    tokenizer whose tokens are ``vocab``: the registry's spelling of a built-in pattern, translated
+    for Oniguruma; GPT-4's is written as Llama 3's where no token spans the one cut between them
+    (:func:`token_past_a_line_break`; cl100k_base has none), which gives the same ids everywhere.
+
+    Why: Llama 3's string is also the one transformers' ``TikTokenConverter`` writes for cl100k, and
+    the runtimes that know patterns by their string know it and no spelling of GPT-4's: snaptokens
+    (0.2.6) reads only the strings of its table and refuses any other ("unsupported pre-tokenizer
+    configuration"), Ollama's converter names it ``llama-bpe`` (GPT-4's falls back to its default
+    split). ``tokenizers``, fastokens and tokenizers.js compile either. A tokenizer with a token
+    across the cut keeps GPT-4's own spelling: exact ids where the regex is compiled, and a refusal,
+    not other ids, from snaptokens.
+    """
+    pattern = canonical_pattern(pattern)
+    if pattern == GPT4_SPLIT_PATTERN and token_past_a_line_break(vocab) is None:
+        pattern = LLAMA3_SPLIT_PATTERN
+    return translate_pattern_for_onig(pattern)
+
+
+def _pre_tokenizer_json(pre: PreTokenizer | None, byte_level: dict[str, Any],
+                        vocab: Mapping[int, bytes]) -> dict[str, Any]:
+    """The pipeline for tokenizer.json: its steps with Oniguruma regexes (for a tokenizer whose
+    tokens are ``vocab``: :func:`split_pattern_spelling`), ending in the byte-level step the engine
+    does implicitly when the pipeline has none."""
     if pre is None:
         return dict(byte_level)
-    data = pre.to_json(_onig_pattern)
+    data = pre.to_json(lambda pattern: split_pattern_spelling(pattern, vocab))
     if any(step.to_json()["type"] == "ByteLevel" for step in pre.steps()):
         return data
     steps = data["pretokenizers"] if data["type"] == "Sequence" else [data]
     return {"type": "Sequence", "pretokenizers": [*steps, dict(byte_level)]}
-
 
 
 def token_splits(vocab: Mapping[int, bytes], ids: Iterable[int]) -> list[tuple[int, int, int]]:
@@ -161,7 +191,8 @@ def tokenizer_json_dict(
         "padding": None,
         "added_tokens": added,
         "normalizer": None if tok.normalizer is None else tok.normalizer.to_json(),
-        "pre_tokenizer": _pre_tokenizer_json(tok.pre_tokenizer, byte_level),
+        "pre_tokenizer": _pre_tokenizer_json(tok.pre_tokenizer, byte_level,
+                                             {idx: data for idx, data in tok.vocab.items() if idx not in special_ids}),
         "post_processor": post_processor,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {

@@ -3,8 +3,9 @@ tokens that are not UTF-8 on their own, and special tokens that plain text can s
 
 Criteria (each is exact unless it says otherwise):
 
-* **Glitch candidates**: merged tokens that encoding the corpus never produces, and that
-  encoding *can* produce (not unreachable, below). Tokens like "SolidGoldMagikarp" are merges the
+* **Glitch candidates**: merged tokens that encoding the corpus never produces, that encoding
+  *can* produce (not unreachable, below), and whose bytes are UTF-8 alone (whole characters).
+  Tokens like "SolidGoldMagikarp" are merges the
   tokenizer's training data made early (so with a low merge rank) that a model's training data
   then hardly ever showed; they are listed in merge order, earliest first, with the number of
   later merges that use each as a part (a token that is mostly a step towards longer tokens,
@@ -28,8 +29,17 @@ Criteria (each is exact unless it says otherwise):
     non-continuation byte...). ``encode`` takes text (lone surrogates become U+FFFD first), so
     such tokens are only reachable through ``decode``.
 * **Not valid UTF-8 alone**: merged tokens whose bytes do not decode on their own (part of a
-  character). They are normal for byte-level BPE, but a text view must group them. The 128
-  single bytes 0x80-0xFF are always in this class and are left out of the list.
+  character), with the number of times the corpus produced each. They are normal for byte-level
+  BPE, but a text view must group them. The 128 single bytes 0x80-0xFF are always in this class
+  and are left out of the list. They are not glitch candidates: such a token is a step of the
+  merges towards the whole characters it is part of, and most are never produced, however common
+  those characters are. ``encode`` takes text (valid UTF-8), so it produces one only beside other
+  tokens that hold the rest of its characters, where no merge finishes the character from it:
+  after the merge E4 B8 (the start of many CJK characters), ``"丂"`` (E4 B8 82) gives the tokens
+  E4B8 and 82 unless E4B8 82 is a merge too. So "never produced" says which characters the corpus
+  lacks, not that a token is undertrained; such a token never makes text alone, and a model that
+  generates one gives text only with the tokens that follow. Whether some character makes one
+  appear is not checked (it depends on every character that can complete it).
 * **Special tokens**: for each, whether plain text can spell it (all its characters are
   printable, so it can appear in user input or scraped text: encoding untrusted text with
   ``allowed_special="all"`` would then inject it), how often the corpus contains it, and
@@ -212,6 +222,7 @@ class AuditReport:
     rare_tokens: list[TokenCount] = field(default_factory=list)
     unreachable: list[UnreachableToken] = field(default_factory=list)
     not_utf8: list[int] = field(default_factory=list)
+    not_utf8_counts: dict[int, int] = field(default_factory=dict)  # times the corpus produced each
     special_tokens: list[SpecialTokenRisk] = field(default_factory=list)
     vocab: dict[int, bytes] = field(default_factory=dict, repr=False)
 
@@ -233,7 +244,7 @@ class AuditReport:
                                  used_by_merges=t.used_by_merges) for t in self.rare_tokens],
             "unreachable": [dict(token(u.id, u.data), reasons=list(u.reasons), encodes_as=list(u.encodes_as))
                             for u in self.unreachable],
-            "not_utf8": [token(i, self.vocab[i]) for i in self.not_utf8],
+            "not_utf8": [dict(token(i, self.vocab[i]), count=self.not_utf8_counts.get(i, 0)) for i in self.not_utf8],
             "special_tokens": [dict(asdict(s), ordinary_encoding=list(s.ordinary_encoding), at_risk=s.at_risk)
                                for s in self.special_tokens],
         }
@@ -258,7 +269,7 @@ def audit_tokenizer(tok: Tokenizer, corpus: Sequence[tuple[str, str]], *, name: 
     unreachable_ids = {u.id for u in unreachable}
     merged = [(new, tok.vocab[new]) for new in tok.merges.values()]
     glitch = [TokenCount(i, d, 0, rank[i], used_by[i]) for i, d in merged
-              if counts[i] == 0 and i not in unreachable_ids]
+              if counts[i] == 0 and i not in unreachable_ids and is_utf8(d)]
     rare_tokens = [TokenCount(i, d, counts[i], rank[i], used_by[i]) for i, d in merged if 0 < counts[i] <= rare]
     rare_tokens.sort(key=lambda t: (t.count, t.merge_rank))
     return AuditReport(
@@ -273,7 +284,8 @@ def audit_tokenizer(tok: Tokenizer, corpus: Sequence[tuple[str, str]], *, name: 
         glitch_candidates=glitch,
         rare_tokens=rare_tokens,
         unreachable=unreachable,
-        not_utf8=partial_utf8_tokens(tok),
+        not_utf8=(partial := partial_utf8_tokens(tok)),
+        not_utf8_counts={i: counts[i] for i in partial},
         special_tokens=special_token_risks(tok, [t for _, t in corpus]),
         vocab=tok.vocab,
     )
@@ -311,8 +323,10 @@ def report_to_text(report: AuditReport, *, top: int = 20) -> str:
             ["id", "token", "bytes", "reason", "its bytes encode as"],
             [[u.id, token_literal(u.data), _hex(u.data), ", ".join(u.reasons), " ".join(map(str, u.encodes_as))]
              for u in report.unreachable])
-    section("merged tokens that are not valid UTF-8 alone", len(report.not_utf8), ["id", "token", "bytes"],
-            [[i, token_literal(report.vocab[i]), _hex(report.vocab[i])] for i in report.not_utf8])
+    section("merged tokens that are not valid UTF-8 alone (parts of characters: no glitch candidates)",
+            len(report.not_utf8), ["id", "token", "bytes", "count"],
+            [[i, token_literal(report.vocab[i]), _hex(report.vocab[i]), report.not_utf8_counts.get(i, 0)]
+             for i in report.not_utf8])
     section("special tokens", len(report.special_tokens),
             ["id", "token", "plain text can spell it", "in corpus", "same bytes as token", "as ordinary text"],
             [[s.id, token_literal(s.token.encode("utf-8")), "yes" if s.typeable else "no", s.corpus_occurrences,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -17,9 +18,11 @@ from hf_bbpe.analysis.audit import (
     REASON_NOT_UTF8_TEXT,
     audit_tokenizer,
     is_typeable,
+    is_utf8,
     occurs_in_utf8,
     unreachable_tokens,
 )
+from hf_bbpe.analysis.text_table import display_width, format_table
 from tests.support.cli import GPT2_DIR, MIX, TAYLOR, run_cli, save_model_file
 
 A, B, C = b"abc"
@@ -173,3 +176,64 @@ def test_gpt2_audit_finds_solidgoldmagikarp():
     assert glitch[" SolidGoldMagikarp"]["id"] == 43453 and glitch[" SolidGoldMagikarp"]["used_by_merges"] == 0
     assert sorted(bytes.fromhex(t["bytes"])[0] for t in report["unreachable"]) == [0xC0, 0xC1, *range(0xF5, 0x100)]
     assert len(report["not_utf8"]) == 216
+
+
+# ------------------------------------------------------------------ parts of characters, and CJK tables
+
+
+@pytest.fixture(scope="module")
+def mix_tok(tmp_path_factory):
+    """Trained on mix-sample (CJK among its nine languages): merges that end inside a character."""
+    tok = RegexTokenizer("gpt4")
+    tok.train(MIX.read_text(encoding="utf-8"), 1200, progress=False)
+    return save_model_file(tok, tmp_path_factory.mktemp("audit_mix"), "mix"), tok
+
+
+def test_parts_of_characters_are_no_glitch_candidates(mix_tok):
+    """Audited on the English Taylor Swift article, the CJK merges' partial-UTF-8 steps are never
+    produced: they are listed as parts of characters with their counts (0 for most), and the glitch
+    candidates are exactly the whole-character merged tokens never produced."""
+    model_file, tok = mix_tok
+    report = json.loads(run_cli("audit", model_file, TAYLOR, "--json").stdout)
+    counts = Counter(tok.encode_ordinary(TAYLOR.read_text(encoding="utf-8")))
+    merged = list(tok.merges.values())
+    partial = [i for i in merged if not is_utf8(tok.vocab[i])]
+    assert sum(counts[i] == 0 for i in partial) > 10
+    assert [t["id"] for t in report["glitch_candidates"]] == [i for i in merged if counts[i] == 0 and i not in partial]
+    assert [(t["id"], t["count"]) for t in report["not_utf8"]] == [(i, counts[i]) for i in sorted(partial)]
+
+
+def test_format_table_pads_by_display_width():
+    """Wide CJK characters take two columns, a combining mark none: every column starts at the
+    same terminal column on every line."""
+    rows = [[1, "'中文'", "e4 b8 ad", 3], [22, "'e\u0301'", "65 cc 81", 10], [333, "'ab'", "61 62", 7]]
+    lines = format_table(["id", "token", "bytes", "n"], rows).splitlines()
+    starts = {display_width(line[: line.index(cell)]) for line, row in zip(lines[2:], rows) for cell in [row[2]]}
+    assert len(starts) == 1
+    assert len({display_width(line) for line in lines}) == 1  # the last column is right-aligned numbers
+    assert display_width("中文") == 4 and display_width("e\u0301") == 1 and display_width("👍") == 2
+
+
+def _columns_hold(table: list[str]) -> bool:
+    """Every line of a format_table table keeps the two spaces between columns where the dashes
+    line puts them, counted in terminal columns (a wide character takes two)."""
+    columns = [(m.start(), m.end()) for m in re.finditer(r"-+", table[1])]
+    for line in table:
+        cells = [part for char in line for part in [char] + [""] * (display_width(char) - 1)]
+        if any(len(cells) > end and cells[end:end + 2] != [" ", " "] for _, end in columns[:-1]):
+            return False
+        # a cell's text touches its column's left edge (left-aligned) or right edge (right-aligned)
+        if any(start < len(cells) and cells[start:end].count(" ") < end - start
+               and cells[start] == " " and (end > len(cells) or cells[end - 1] == " ") for start, end in columns):
+            return False
+    return True
+
+
+def test_audit_tables_align_around_cjk(mix_tok):
+    """The audit's text tables, audited on English text (so the never-produced tokens are CJK),
+    keep their columns at the same display column on every line."""
+    model_file, _ = mix_tok
+    text = run_cli("audit", model_file, TAYLOR, "--top", 400).stdout.decode()
+    tables = [block.splitlines()[1:] for block in text.split("\n\n")[1:] if len(block.splitlines()) > 2]
+    assert any(display_width(line) != len(line) for table in tables for line in table), "no wide character"
+    assert all(_columns_hold(table) for table in tables)

@@ -67,8 +67,11 @@ def ollama_digest(tokenizer_json: dict) -> str:
 
 
 def saved_split_regex(pattern: str, tmp_path) -> tuple[str, dict]:
+    """The Split regex a tokenizer.json we write carries, for a tokenizer trained on texts ending in
+    an indent (so that a GPT-4-pattern one learns ``"\\n  "``, and keeps GPT-4's spelling: see
+    tests/hf/test_snaptokens_fastokens.py for the one without such a token)."""
     tok = RegexTokenizer(pattern=pattern)
-    tok.train("hello world, hello there " * 20, 266, progress=False)
+    tok.train(["hello world, hello there\n    "] * 20, 266, progress=False)
     path = tmp_path / "tokenizer.json"
     conversion.to_tokenizer_json(tok, path)
     data = json.loads(path.read_text(encoding="utf-8"))
