@@ -25,7 +25,7 @@ import os
 from array import array
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .chunk_counting import count_chunks, warn_if_mostly_control
@@ -120,11 +120,24 @@ def train_tokenizer_from_counts(
             data = bytes(chunk)
         else:
             raise TypeError(f"chunk counts must have str or bytes keys, got {chunk!r}")
+        count = int(count)
+        if count < 0:
+            raise ValueError(f"chunk counts must not be negative: {chunk!r} has count {count}")
         if count > 0 and data:
             words.append(data)
-            weights.append(int(count))
+            weights.append(count)
+    check_pair_counts_fit(words, weights)
     tok._reset_to_bytes()
     tok._set_merges(learn(tok, words, weights, vocab_size - 256, tie_break, min_frequency, verbose, progress))
+
+
+def check_pair_counts_fit(words: Sequence[bytes], weights: Sequence[int]) -> None:
+    """Refuse counts whose pair counts could pass 2**63 - 1, the merge loop's int64: a pair's
+    count is at most the sum over words of count x (length - 1), so that sum must fit."""
+    bound = sum(weight * (len(word) - 1) for word, weight in zip(words, weights))
+    if bound > 2**63 - 1:
+        raise ValueError(f"chunk counts too large: pair counts could reach {bound:,}, past the merge "
+                         "loop's 64-bit limit (2**63 - 1); scale the counts down")
 
 
 def extend_tokenizer(

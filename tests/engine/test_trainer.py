@@ -346,3 +346,19 @@ def test_generator_of_documents_equals_list():
 def test_train_from_counts_rejects_keys_that_are_not_text():
     with pytest.raises(TypeError, match="5"):
         BasicTokenizer().train_from_counts({5: 3, "ab": 2}, 258)
+
+
+def test_train_from_counts_refuses_negative_counts():
+    """A negative count was dropped without a word; it is a caller's error (issue 36)."""
+    with pytest.raises(ValueError, match="must not be negative: 'ab' has count -1"):
+        RegexTokenizer().train_from_counts({"ab": -1, "cd": 5}, 260)
+
+
+def test_train_from_counts_refuses_counts_that_overflow_the_merge_loop():
+    """Pair counts past 2**63 - 1 wrapped the C loop's int64 (UBSan: signed overflow) while the
+    twin learned on (issue 36): such counts are refused before the loop; the largest that fit train."""
+    with pytest.raises(ValueError, match="pair counts could reach 18,446,744,073,709,551,616"):
+        RegexTokenizer().train_from_counts({"ab": 2**62, "abab": 2**62}, 260)
+    tok = RegexTokenizer()
+    tok.train_from_counts({"ab": 2**62, "ba": 2**62 - 1}, 257)
+    assert tok.merges == {(97, 98): 256}
