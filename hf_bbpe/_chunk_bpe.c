@@ -1628,7 +1628,8 @@ static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const
         if (!failed && nranges == 1) { *out = range_out[0]; range_out[0].ids = NULL; }
         else if (!failed && idbuf_reserve(out, len + 1) < 0) failed = 1;
         for (r = 0; r < nranges && !failed && nranges > 1; r++) {
-            memcpy(out->ids + out->len, range_out[r].ids, (size_t)range_out[r].len * sizeof(int32_t));
+            if (range_out[r].len)  /* an empty range has no buffer: memcpy(dst, NULL, 0) is undefined */
+                memcpy(out->ids + out->len, range_out[r].ids, (size_t)range_out[r].len * sizeof(int32_t));
             for (Py_ssize_t d = range_start[r]; d < range_start[r + 1]; d++) ends[d] += out->len;
             out->len += range_out[r].len;
         }
