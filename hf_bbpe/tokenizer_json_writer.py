@@ -55,34 +55,48 @@ def token_past_a_line_break(vocab: Mapping[int, bytes]) -> int | None:
                  if (cut := max(data.rfind(b"\n"), data.rfind(b"\r"))) != -1 and cut < len(data) - 1), None)
 
 
-def split_pattern_spelling(pattern: str, vocab: Mapping[int, bytes]) -> str:
-    """The split pattern a tokenizer.json carries for ``pattern`` (a ``regex`` pattern) and a
-    tokenizer whose tokens are ``vocab``: the registry's spelling of a built-in pattern, translated
-    for Oniguruma; GPT-4's is written as Llama 3's where no token spans the one cut between them
-    (:func:`token_past_a_line_break`; cl100k_base has none), which gives the same ids everywhere.
+def llama3_split_gives_gpt4s_ids(tok: Tokenizer) -> bool:
+    """Whether Llama 3's split pattern gives ``tok`` (a GPT-4-pattern tokenizer) its ids on every
+    text. The two patterns cut alike but a text's trailing white space after a line break, which
+    GPT-4's keeps as one chunk T and Llama 3's cuts after its last line break into A and B; BPE
+    merges T as A and B apart unless a merge crosses the cut (:func:`token_past_a_line_break`),
+    and in the ``"ranks"`` and ``"ignore_merges"`` modes a chunk that is a token is that token,
+    so A or B may also be a token that merging its bytes alone does not give: there, only a
+    tokenizer whose every token's bytes merge back into it (``merge_list_mismatch()`` is None,
+    as for cl100k_base) qualifies."""
+    specials = set(tok.special_tokens.values())
+    vocab = {idx: data for idx, data in tok.vocab.items() if idx not in specials}
+    return token_past_a_line_break(vocab) is None and tok.merge_list_mismatch() is None
+
+
+def split_pattern_spelling(pattern: str, tok: Tokenizer) -> str:
+    """The split pattern a tokenizer.json carries for ``pattern`` (a ``regex`` pattern of ``tok``'s
+    pre-tokenizer): the registry's spelling of a built-in pattern, translated for Oniguruma;
+    GPT-4's is written as Llama 3's where that gives the same ids (:func:`llama3_split_gives_gpt4s_ids`:
+    no token spans the one cut between them; cl100k_base has none).
 
     Why: Llama 3's string is also the one transformers' ``TikTokenConverter`` writes for cl100k, and
     the runtimes that know patterns by their string know it and no spelling of GPT-4's: snaptokens
     (0.2.6) reads only the strings of its table and refuses any other ("unsupported pre-tokenizer
     configuration"), Ollama's converter names it ``llama-bpe`` (GPT-4's falls back to its default
-    split). ``tokenizers``, fastokens and tokenizers.js compile either. A tokenizer with a token
-    across the cut keeps GPT-4's own spelling: exact ids where the regex is compiled, and a refusal,
-    not other ids, from snaptokens.
+    split). ``tokenizers``, fastokens and tokenizers.js compile either. A tokenizer that the cut
+    changes keeps GPT-4's own spelling: exact ids where the regex is compiled, and a refusal, not
+    other ids, from snaptokens.
     """
     pattern = canonical_pattern(pattern)
-    if pattern == GPT4_SPLIT_PATTERN and token_past_a_line_break(vocab) is None:
+    if pattern == GPT4_SPLIT_PATTERN and llama3_split_gives_gpt4s_ids(tok):
         pattern = LLAMA3_SPLIT_PATTERN
     return translate_pattern_for_onig(pattern)
 
 
-def _pre_tokenizer_json(pre: PreTokenizer | None, byte_level: dict[str, Any],
-                        vocab: Mapping[int, bytes]) -> dict[str, Any]:
-    """The pipeline for tokenizer.json: its steps with Oniguruma regexes (for a tokenizer whose
-    tokens are ``vocab``: :func:`split_pattern_spelling`), ending in the byte-level step the engine
-    does implicitly when the pipeline has none."""
+def _pre_tokenizer_json(tok: Tokenizer, byte_level: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline for tokenizer.json: ``tok``'s steps with Oniguruma regexes
+    (:func:`split_pattern_spelling`), ending in the byte-level step the engine does implicitly
+    when the pipeline has none."""
+    pre = tok.pre_tokenizer
     if pre is None:
         return dict(byte_level)
-    data = pre.to_json(lambda pattern: split_pattern_spelling(pattern, vocab))
+    data = pre.to_json(lambda pattern: split_pattern_spelling(pattern, tok))
     if any(step.to_json()["type"] == "ByteLevel" for step in pre.steps()):
         return data
     steps = data["pretokenizers"] if data["type"] == "Sequence" else [data]
@@ -191,8 +205,7 @@ def tokenizer_json_dict(
         "padding": None,
         "added_tokens": added,
         "normalizer": None if tok.normalizer is None else tok.normalizer.to_json(),
-        "pre_tokenizer": _pre_tokenizer_json(tok.pre_tokenizer, byte_level,
-                                             {idx: data for idx, data in tok.vocab.items() if idx not in special_ids}),
+        "pre_tokenizer": _pre_tokenizer_json(tok, byte_level),
         "post_processor": post_processor,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {

@@ -26,6 +26,7 @@ from tests.hf.test_tokenizers_js import _llama3, _tiktoken_family
 from tests.support.families import mix_documents
 from tests.support.hf import EOT
 
+import conversion
 from hf_bbpe import RegexTokenizer
 from hf_bbpe.onig_regex import translate_pattern_for_onig
 from hf_bbpe.patterns import GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN
@@ -131,3 +132,27 @@ def test_converted_folder(name, tmp_path):
     expected = [reference(text) for text in texts]
     for client in ("snaptokens", "fastokens"):
         assert differing(expected, client_ids(client, tmp_path, texts)) == [], client
+
+
+def test_gpt4_ranks_folder_with_a_white_space_token_that_merging_does_not_give(tmp_path):
+    """In ``"ranks"`` mode a chunk that is a token is that token: with the token ``"\\n\\n\\n"`` and no
+    ``"\\n\\n"``, Llama 3's split makes ``"\\n\\n\\n"`` a chunk (one token) where GPT-4's chunk
+    ``"\\n\\n\\n "`` merges nothing (four bytes), so the folder keeps GPT-4's spelling; fastokens and
+    ``tokenizers`` give tiktoken's ids."""
+    import base64
+
+    import tiktoken
+
+    ranks = {bytes([b]): b for b in range(256)} | {b"\n\n\n": 256}
+    path = tmp_path / "tiny.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(data).decode()} {rank}\n" for data, rank in ranks.items()))
+    tok = conversion.load(path, pattern="gpt4")
+    assert tok.mode == "ranks" and token_past_a_line_break(tok.vocab) is None
+    BBPETokenizer.from_engine(tok).save_pretrained(tmp_path / "folder")
+    assert saved_regex(tmp_path / "folder") == translate_pattern_for_onig(GPT4_SPLIT_PATTERN)
+    reference = tiktoken.Encoding("tiny", pat_str=GPT4_SPLIT_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    texts = ["x\n\n\n ", "x\n\n\ny", "a\n\n\n\n  "] + TAILS
+    expected = [reference.encode(text) for text in texts]
+    assert expected[0] == [ord("x"), 10, 10, 10, 32]
+    for client in ("fastokens", "tokenizers"):
+        assert differing(expected, client_ids(client, tmp_path / "folder", texts)) == [], client
