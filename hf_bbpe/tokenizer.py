@@ -1099,6 +1099,8 @@ class RegexTokenizer(Tokenizer):
         pre_tokenizer: PreTokenizer | Mapping | None = None,
         normalizer: Normalizer | str | Mapping | None = None,
     ) -> None:
+        if pattern == "":
+            raise ValueError("the split pattern is empty: give a name (e.g. 'gpt4'), a regex, or None for GPT-4's")
         if pre_tokenizer is None:
             pattern = pattern or "gpt4"
         super().__init__(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)

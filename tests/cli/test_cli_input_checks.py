@@ -115,3 +115,12 @@ def test_superwords_default_to_the_papers_stage_1_pattern(tmp_path):
     assert default.merges == paper.merges != gpt4.merges
     shown = " ".join(run_cli("train", "--help").stdout.decode().split())
     assert "with --superwords the paper's stage-1 pattern" in shown and "by default superbpe_stage1" in shown
+
+
+def test_regex_tokenizer_refuses_an_empty_pattern():
+    """RegexTokenizer(pattern="") silently meant GPT-4's pattern, as --pattern "" did (issue 36)."""
+    from hf_bbpe import RegexTokenizer
+
+    with pytest.raises(ValueError, match="the split pattern is empty"):
+        RegexTokenizer(pattern="")
+    assert RegexTokenizer().pattern == RegexTokenizer("gpt4").pattern
