@@ -35,6 +35,7 @@ with another split pattern.
 from __future__ import annotations
 
 import json
+import logging
 import mmap
 import os
 import struct
@@ -43,9 +44,11 @@ from collections.abc import Callable
 from typing import Any
 
 from . import native_counting
-from .atomic_write import atomic_open
+from .atomic_write import atomic_open, remove_stale_temps
 from .native_counting import ChunkCounts
 from .patterns import scanner_name
+
+logger = logging.getLogger("hf_bbpe")
 
 MAGIC = b"HFBBPECC"
 VERSION = 1
@@ -85,6 +88,9 @@ def write_counts_file(
     probe = _header_bytes({**fields, "offsets": layout(0, chunks, symbol_bytes), "characters": 2**63,
                            "control": [["\x00", 2**63]] * 66})
     offsets = layout(len(probe), chunks, symbol_bytes)
+    # a killed write leaves a full-size (sparse) temp file beside ``path``: the next write removes it
+    if removed := remove_stale_temps(path):
+        logger.warning("%s: removed %d temporary file(s) of a killed earlier write", path, removed)
     with atomic_open(path, "wb") as handle:
         fd = handle.fileno()
         os.ftruncate(fd, offsets["end"])

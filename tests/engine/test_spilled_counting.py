@@ -229,3 +229,31 @@ def test_the_spill_of_a_killed_run_is_removed_by_the_next_run(tmp_path, caplog):
     [line] = [record.getMessage() for record in caplog.records]
     assert line.startswith("hf_bbpe: removed 2 spill folder(s) of counting runs that were killed (")
     assert f" MB) in {spills}: " in line and left.name in line and reused_pid.name in line
+
+
+def test_a_killed_counts_file_write_is_cleaned_by_the_next(tmp_path, caplog):
+    """SIGKILL a real process mid-write of a counts file (issue 42, 3): the full-size temporary
+    stays beside the output; the next write of that file removes it, in one line, and the file
+    is whole."""
+    import subprocess
+    import sys
+
+    import hf_bbpe
+    from hf_bbpe.atomic_write import KILL_AT_ENV
+
+    out = tmp_path / "swift.counts"
+    env = {**os.environ, KILL_AT_ENV: f"write:{out.name}",
+           "PYTHONPATH": os.pathsep.join([str(Path(hf_bbpe.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
+    code = ("import sys; from hf_bbpe import RegexTokenizer; "
+            "RegexTokenizer('gpt4').count_chunks(files=[sys.argv[1]], out=sys.argv[2], progress=False)")
+    child = subprocess.run([sys.executable, "-c", code, str(SWIFT), str(out)], env=env)
+    assert child.returncode == -9
+    [temp] = [p for p in tmp_path.iterdir()]
+    assert temp.name.startswith(f".{out.name}.") and temp.stat().st_size > 0 and not out.exists()
+    with caplog.at_level("WARNING", logger="hf_bbpe"):
+        counts = RegexTokenizer("gpt4").count_chunks(files=[str(SWIFT)], out=out, progress=False)
+    assert sorted(tmp_path.iterdir()) == [out]
+    assert [r.getMessage() for r in caplog.records] == [f"{out}: removed 1 temporary file(s) of a killed earlier write"]
+    from hf_bbpe.counts_file import load_counts
+
+    assert list(load_counts(out).counts) == list(counts.counts)
