@@ -43,9 +43,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from . import native_counting
 from .atomic_write import atomic_open, remove_stale_temps
-from .native_counting import ChunkCounts
+from .native_counting import ChunkCounts, counting_kernel
 from .patterns import scanner_name
 
 logger = logging.getLogger("hf_bbpe")
@@ -196,7 +195,7 @@ _PROBLEMS = {
 def _check_records(counts: ChunkCounts, name: str) -> None:
     """Refuse counts that no counting makes (see the module doc), naming the first such record."""
     symbols, lengths, values = counts.buffers()
-    kernel = native_counting._kernel
+    kernel = counting_kernel()
     bad = (kernel.first_bad_record if kernel is not None else first_bad_record)(symbols, lengths, values)
     if bad is None:
         return

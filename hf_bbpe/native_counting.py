@@ -43,6 +43,11 @@ except ImportError:
 _BATCH_CHARS = 1 << 23  # characters of an iterable's documents counted in one call
 
 
+def counting_kernel() -> Any:
+    """The C counting kernel (``_chunk_count``), or None where it is not built (a remote-code copy)."""
+    return _kernel
+
+
 class ChunkCounts:
     """Distinct chunks with their counts, in order of first appearance, as three flat buffers:
     ``symbols`` (every chunk's UTF-8 bytes end to end, uint8), ``lengths`` (int32 per chunk) and
