@@ -362,6 +362,18 @@ def _disagreement(folder: Path, present: set[str]) -> str | None:
                 vocab = pair_vocab if vocab is None else vocab
         except (OSError, ValueError, AttributeError):
             pass
+    extra_merges = model.get("ignore_merges") is True if "tokenizer.json" in sources else False
+    if extra_merges:
+        # ranks mode: tokenizer.json also lists merges that rebuild tokens no single merge makes
+        # (conversion.merge_list_export); the other files' merges must stand in it, in order
+        size, merges = sources.pop("tokenizer.json")
+        others = [m for _, ms in sources.values() for m in ms]
+        if not others and "tokenizer.model" in present:
+            others = _model_file_merges(folder / "tokenizer.model") or []
+        if others:
+            wanted = set(others)
+            merges = [m for m in merges if m in wanted]
+        sources["tokenizer.json"] = (size, merges)
     if "tokenizer.model" in present and sources:
         reference = next(iter(sources.values()))[1]
         same = _model_file_has_merges(folder / "tokenizer.model", reference, vocab)

@@ -197,3 +197,20 @@ def test_a_folder_of_mixed_files_is_refused_by_every_loader_of_ours(inputs, tmp_
     with pytest.raises(conversion.FormatError, match=stale):
         conversion.load(folder)
     assert_one_line_error(run_cli("inspect", folder, check=False), stale, "different tokenizers")
+
+
+def test_a_converted_ranks_mode_folder_is_not_mixed(tmp_path):
+    """A ranks-mode tokenizer.json lists more merges than merges.txt (merges that rebuild tokens no
+    single merge makes): the same tokenizer, not two; a merges.txt with one merge gone still is."""
+    from hf_bbpe.saved_folder import folder_disagreement
+
+    from tests.support.cli import run_cli
+
+    source = Path(__import__("llama_models").__file__).parent / "llama3" / "tokenizer.model"
+    out = tmp_path / "llama3"
+    run_cli("convert", source, "--to", "hf", "--out", out)
+    assert folder_disagreement(out) is None
+    lines = (out / "merges.txt").read_text(encoding="utf-8").splitlines()
+    del lines[5000]
+    (out / "merges.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert "vocab.json + merges.txt, tokenizer.json: 127,065 merges" in folder_disagreement(out)
