@@ -1538,47 +1538,184 @@ static int encode_text_parallel(const ChunkBPE *self, const PretokScanner *scann
     return status;
 }
 
-/* A batch of documents on threads: the documents are cut into ranges of about equal size,
- * BATCH_RANGES_PER_THREAD per thread so that an uneven range leaves no thread idle; each thread
- * takes the next range (an atomic counter) and encodes it into the range's own buffer with its own
- * piece cache; the buffers are then joined in order. No GIL needed. */
-#define BATCH_RANGES_PER_THREAD 8
+/* A batch of documents on threads. The work is cut into grains of about BATCH_GRAIN_BYTES of
+ * text: runs of whole documents, and parts of a document of BATCH_SPLIT_BYTES or more, which hand
+ * over where their chunkings meet as a long text's parts do (see encode_text_parallel). Every
+ * thread, the calling one too, takes the next grain (an atomic cursor) and appends its ids to its
+ * own buffer with its own piece cache until none is left; the grains are then joined in order.
+ * Grains are small and taken as a thread gets free, not shares fixed beforehand, because a thread
+ * may be slowed: on a core that another process also runs (one in another session's autogroup
+ * takes half of it whatever its nice), a thread does a third of the work of one on a free core.
+ * It then takes fewer grains, and the last one it finishes is small, so the others do not wait
+ * long for it; a document of megabytes is no one grain either. No GIL needed. */
+#define BATCH_GRAIN_BYTES ((Py_ssize_t)1 << 16)
+#define BATCH_SPLIT_BYTES (2 * BATCH_GRAIN_BYTES) /* a document this long is cut into parts */
 #define BATCH_THREAD_MIN_BYTES ((Py_ssize_t)1 << 15) /* less text than this in all: one thread */
+#define BATCH_MAX_THREADS 64
+
+typedef struct {
+    Py_ssize_t doc, doc_end; /* docs[doc:doc_end] whole, or a part of docs[doc] (sync set) */
+    Py_ssize_t start;        /* a part's first byte in its document */
+    PartSync *sync;          /* a part's marks and stops; NULL for whole documents */
+    int owner;               /* the thread whose buffer holds its ids, at [at, at + len) */
+    Py_ssize_t at, len;
+} BatchGrain;
 
 typedef struct {
     const ChunkBPE *self;
     const PretokScanner *scanner;
     const PretokText *docs;
-    const Py_ssize_t *range_start; /* range r: docs[range_start[r] : range_start[r + 1]] */
-    IdBuf *range_out;
-    int64_t *ends;
+    BatchGrain *grains;
+    IdBuf *outs; /* one per thread */
+    int64_t *ends; /* a document's end within its grain's buffer until joined */
     signed char *status;
-    int nranges, next, failed;
+    Py_ssize_t ngrains, next;
+    int failed;
 } BatchWork;
 
 typedef struct {
     BatchWork *work;
-    int index; /* of the thread: its preferred piece cache */
+    int index; /* of the thread: its buffer and its preferred piece cache */
 } BatchThread;
 
-static void *encode_batch_ranges(void *arg) {
+static void *encode_batch_grains(void *arg) {
     BatchWork *w = ((BatchThread *)arg)->work;
-    int slot = -1;
-    PieceCache *cache = pcache_take_from((ChunkBPE *)w->self, ((BatchThread *)arg)->index, &slot);
-    for (;;) {
-        int r = ATOMIC_NEXT(&w->next);
-        if (r >= w->nranges || ATOMIC_GET(&w->failed)) break;
-        IdBuf *out = &w->range_out[r];
-        for (Py_ssize_t d = w->range_start[r]; d < w->range_start[r + 1]; d++) {
+    int index = ((BatchThread *)arg)->index, slot = -1;
+    PieceCache *cache = pcache_take_from((ChunkBPE *)w->self, index, &slot);
+    IdBuf *out = &w->outs[index];
+    for (int failed = 0; !failed;) {
+        Py_ssize_t g = ATOMIC_NEXT(&w->next);
+        if (g >= w->ngrains || ATOMIC_GET(&w->failed)) break;
+        BatchGrain *grain = &w->grains[g];
+        grain->owner = index;
+        grain->at = out->len;
+        if (grain->sync)
+            failed = encode_range(w->self, w->scanner, &w->docs[grain->doc], grain->start, out, cache, grain->sync) < 0;
+        for (Py_ssize_t d = grain->doc; !grain->sync && !failed && d < grain->doc_end; d++) {
             Py_ssize_t before = out->len;
             w->status[d] = (signed char)encode_doc(w->self, w->scanner, &w->docs[d], out, cache);
-            if (w->status[d] == DOC_NO_MEMORY) { ATOMIC_SET(&w->failed, 1); break; }
+            failed = w->status[d] == DOC_NO_MEMORY;
             if (w->status[d] == DOC_SURROGATE) out->len = before;
-            w->ends[d] = out->len; /* within the range's buffer until joined */
+            w->ends[d] = out->len;
         }
+        grain->len = out->len - grain->at;
+        if (failed) ATOMIC_SET(&w->failed, 1);
     }
     pcache_give((ChunkBPE *)w->self, slot);
     return NULL;
+}
+
+/* The parts of docs[d] (BATCH_SPLIT_BYTES or more) into grains from grains[ng] on and their syncs
+ * from syncs[np] on, or only counted when grains is NULL; the number of parts. Each part but the
+ * first starts at a character's first byte, past any chunk of more than a grain that covers its
+ * start (a run of one letter, of spaces, of digits: the part before encodes it, and the part would
+ * only encode its rest again), and with the marks of its first chunks, which the part before
+ * stops at. */
+static Py_ssize_t batch_parts(const PretokScanner *scanner, const PretokText *t, Py_ssize_t d, BatchGrain *grains,
+                              Py_ssize_t ng, PartSync *syncs, Py_ssize_t np) {
+    Py_ssize_t nparts = t->n / BATCH_GRAIN_BYTES, made = 0, last = -1;
+    for (Py_ssize_t k = 0; k < nparts; k++) {
+        Py_ssize_t s = t->n / nparts * k, c = 0;
+        while (s < t->n && (((const uint8_t *)t->data)[s] & 0xC0) == 0x80) s++;
+        if (s <= last) continue; /* inside the long chunk the part before skipped */
+        while (k > 0 && s < t->n && (c = scanner->chunk(t, s)) > BATCH_GRAIN_BYTES) s += c;
+        if (s >= t->n) break;
+        last = s;
+        if (grains) {
+            PartSync *sync = &syncs[np + made];
+            grains[ng + made] = (BatchGrain){d, d + 1, s, sync, 0, 0, 0};
+            sync->marks[0] = s;
+            sync->nmarks = 1;
+            for (Py_ssize_t at = s; k > 0 && at < t->n && sync->nmarks < SYNC_MARKS;)
+                sync->marks[sync->nmarks++] = at += scanner->chunk(t, at);
+            sync->stops = NULL; /* the last part runs to the end of the text */
+            sync->nstops = 0;
+            if (made) {
+                syncs[np + made - 1].stops = sync->marks;
+                syncs[np + made - 1].nstops = sync->nmarks;
+            }
+        }
+        made++;
+    }
+    return made;
+}
+
+/* The grains of docs[0:count] (see BATCH_GRAIN_BYTES) into grains and syncs, or only counted when
+ * grains is NULL (*nparts: how many are parts); long documents are cut into parts when split. */
+static Py_ssize_t batch_plan(const PretokScanner *scanner, const PretokText *docs, Py_ssize_t count, int split,
+                             BatchGrain *grains, PartSync *syncs, Py_ssize_t *nparts) {
+    Py_ssize_t ng = 0, np = 0, first = 0, size = 0;
+    for (Py_ssize_t d = 0; d < count; d++) {
+        Py_ssize_t n = docs[d].n > 0 ? docs[d].n : 0;
+        if (split && n >= BATCH_SPLIT_BYTES) {
+            if (d > first) {
+                if (grains) grains[ng] = (BatchGrain){first, d, 0, NULL, 0, 0, 0};
+                ng++;
+            }
+            Py_ssize_t made = batch_parts(scanner, &docs[d], d, grains, ng, syncs, np);
+            ng += made;
+            np += made;
+            first = d + 1;
+            size = 0;
+        } else if ((size += n) >= BATCH_GRAIN_BYTES) {
+            if (grains) grains[ng] = (BatchGrain){first, d + 1, 0, NULL, 0, 0, 0};
+            ng++;
+            first = d + 1;
+            size = 0;
+        }
+    }
+    if (count > first) {
+        if (grains) grains[ng] = (BatchGrain){first, count, 0, NULL, 0, 0, 0};
+        ng++;
+    }
+    *nparts = np;
+    return ng;
+}
+
+/* The grains' ids joined in order into out, and every document's end made global; 0, or -1 when
+ * out of memory. A document cut into parts takes each part's ids from where the part before
+ * handed over (as encode_text_parallel joins them); a part after one that ran to the end of the
+ * text is dropped. */
+static int batch_join(BatchWork *w, IdBuf *out) {
+    Py_ssize_t len = 0, from = 0;
+    for (Py_ssize_t g = 0; g < w->ngrains; g++) len += w->grains[g].len;
+    if (idbuf_reserve(out, len + 1) < 0) return -1;
+    int live = 1; /* the current document's parts are still taken */
+    for (Py_ssize_t g = 0; g < w->ngrains; g++) {
+        BatchGrain *grain = &w->grains[g];
+        const int32_t *ids = w->outs[grain->owner].ids + grain->at;
+        if (!grain->sync) {
+            if (grain->len) memcpy(out->ids + out->len, ids, (size_t)grain->len * sizeof(int32_t));
+            for (Py_ssize_t d = grain->doc; d < grain->doc_end; d++) w->ends[d] += out->len - grain->at;
+            out->len += grain->len;
+            continue;
+        }
+        if (grain->start == 0) live = 1, from = 0; /* a document's first part */
+        if (!live) continue;
+        if (grain->len > from) memcpy(out->ids + out->len, ids + from, (size_t)(grain->len - from) * sizeof(int32_t));
+        out->len += grain->len - from;
+        w->ends[grain->doc] = out->len;
+        if (grain->sync->met < 0) live = 0; /* it ran to the end of the text */
+        else from = w->grains[g + 1].sync->mark_ids[grain->sync->met] - w->grains[g + 1].at;
+    }
+    return 0;
+}
+
+/* How encode_docs runs docs[0:count] on up to *num_threads threads: the threads it uses (one for
+ * less than BATCH_THREAD_MIN_BYTES of text, never more than grains) into *num_threads, whether long
+ * documents are cut into parts into *split, and the number of grains (1 on one thread; *nparts
+ * of them are parts). */
+static Py_ssize_t batch_setup(const PretokScanner *scanner, const PretokText *docs, Py_ssize_t count, int *num_threads,
+                              int *split, Py_ssize_t *nparts) {
+    Py_ssize_t total = 0, ngrains = 1;
+    for (Py_ssize_t d = 0; d < count; d++) total += docs[d].n > 0 ? docs[d].n : 0;
+    if (!HAVE_THREADS || *num_threads < 1 || total < BATCH_THREAD_MIN_BYTES) *num_threads = 1;
+    if (*num_threads > BATCH_MAX_THREADS) *num_threads = BATCH_MAX_THREADS;
+    *split = *num_threads > 1 && scanner != &WHOLE_SCANNER;
+    *nparts = 0;
+    if (*num_threads > 1) ngrains = batch_plan(scanner, docs, count, *split, NULL, NULL, nparts);
+    if (*num_threads > ngrains) *num_threads = (int)ngrains;
+    return ngrains;
 }
 
 /* Encode docs[0:count] into out (empty, maybe with room already), the end of each document's ids
@@ -1586,59 +1723,49 @@ static void *encode_batch_ranges(void *arg) {
  * memory. No GIL needed. */
 static int encode_docs(const ChunkBPE *self, const PretokScanner *scanner, const PretokText *docs, Py_ssize_t count,
                        int num_threads, IdBuf *out, int64_t *ends, signed char *status) {
-    Py_ssize_t total = 0;
-    for (Py_ssize_t d = 0; d < count; d++) total += docs[d].n > 0 ? docs[d].n : 0;
-    if (!HAVE_THREADS || num_threads < 1) num_threads = 1;
-    if (total < BATCH_THREAD_MIN_BYTES) num_threads = 1;
-    if (num_threads > count) num_threads = (int)count;
-    if (num_threads > 64) num_threads = 64;
-    if (num_threads < 1) num_threads = 1;
-    int nranges = num_threads == 1 ? 1 : num_threads * BATCH_RANGES_PER_THREAD;
-    Py_ssize_t one_start[2]; /* one range (one thread): no allocation */
-    IdBuf one_out = *out; /* (its room, if one range) */
-    Py_ssize_t *range_start = nranges == 1 ? one_start : malloc(((size_t)nranges + 1) * sizeof(Py_ssize_t));
-    IdBuf *range_out = nranges == 1 ? &one_out : calloc((size_t)nranges, sizeof(IdBuf));
-    if (nranges == 1) *out = (IdBuf){NULL, 0, 0};
-    int failed = !range_start || !range_out || (nranges == 1 && idbuf_reserve(&one_out, total / 3 + 64) < 0);
-    if (!failed) {
-        int r = 0;
-        Py_ssize_t size = 0, per_range = total / nranges + 1;
-        range_start[0] = 0;
-        for (Py_ssize_t d = 0; d < count && r + 1 < nranges; d++)
-            if ((size += docs[d].n > 0 ? docs[d].n : 0) >= per_range * (r + 1)) range_start[++r] = d + 1;
-        while (r < nranges) range_start[++r] = count; /* the last ranges may be empty */
-        BatchWork work = {self, scanner, docs, range_start, range_out, ends, status, nranges, 0, 0};
-        if (num_threads > 1) pcache_warm_slots((ChunkBPE *)self, num_threads);
-#if HAVE_THREADS
-        pthread_t threads[64];
-        BatchThread args[64];
-        int started = 0;
-        for (int k = 0; k < num_threads; k++) args[k] = (BatchThread){&work, k};
-        for (int k = 1; k < num_threads; k++)
-            if (pthread_create(&threads[started], NULL, encode_batch_ranges, &args[k]) == 0) started++;
-        encode_batch_ranges(&args[0]);
-        for (int k = 0; k < started; k++) pthread_join(threads[k], NULL);
-#else
-        BatchThread only = {&work, 0};
-        encode_batch_ranges(&only);
-#endif
-        failed = work.failed;
-        Py_ssize_t len = 0;
-        for (r = 0; r < nranges; r++) len += range_out[r].len;
-        if (!failed && nranges == 1) { *out = range_out[0]; range_out[0].ids = NULL; }
-        else if (!failed && idbuf_reserve(out, len + 1) < 0) failed = 1;
-        for (r = 0; r < nranges && !failed && nranges > 1; r++) {
-            if (range_out[r].len)  /* an empty range has no buffer: memcpy(dst, NULL, 0) is undefined */
-                memcpy(out->ids + out->len, range_out[r].ids, (size_t)range_out[r].len * sizeof(int32_t));
-            for (Py_ssize_t d = range_start[r]; d < range_start[r + 1]; d++) ends[d] += out->len;
-            out->len += range_out[r].len;
+    int split, failed = 0;
+    Py_ssize_t nparts = 0, ngrains = batch_setup(scanner, docs, count, &num_threads, &split, &nparts);
+    if (num_threads <= 1) { /* in this thread, straight into out */
+        int slot = -1;
+        PieceCache *cache = pcache_take((ChunkBPE *)self, &slot);
+        for (Py_ssize_t d = 0; d < count && !failed; d++) {
+            Py_ssize_t before = out->len;
+            status[d] = (signed char)encode_doc(self, scanner, &docs[d], out, cache);
+            failed = status[d] == DOC_NO_MEMORY;
+            if (status[d] == DOC_SURROGATE) out->len = before;
+            ends[d] = out->len;
         }
+        pcache_give((ChunkBPE *)self, slot);
+        return failed ? -1 : 0;
     }
-    for (int r = 0; range_out && r < nranges; r++) free(range_out[r].ids);
-    if (nranges > 1) {
-        free(range_out);
-        free(range_start);
+    BatchGrain *grains = malloc((size_t)ngrains * sizeof(BatchGrain));
+    PartSync *syncs = nparts ? malloc((size_t)nparts * sizeof(PartSync)) : NULL;
+    IdBuf *outs = calloc((size_t)num_threads, sizeof(IdBuf));
+    failed = !grains || (nparts && !syncs) || !outs;
+    if (!failed) {
+        batch_plan(scanner, docs, count, split, grains, syncs, &nparts);
+        for (Py_ssize_t g = 0; g < ngrains; g++)
+            if (grains[g].sync) status[grains[g].doc] = 0;
+        BatchWork work = {self, scanner, docs, grains, outs, ends, status, ngrains, 0, 0};
+        pcache_warm_slots((ChunkBPE *)self, num_threads);
+        BatchThread args[BATCH_MAX_THREADS];
+        for (int k = 0; k < num_threads; k++) args[k] = (BatchThread){&work, k};
+#if HAVE_THREADS
+        pthread_t threads[BATCH_MAX_THREADS];
+        int started = 0;
+        for (int k = 1; k < num_threads; k++)
+            if (pthread_create(&threads[started], NULL, encode_batch_grains, &args[k]) == 0) started++;
+#endif
+        encode_batch_grains(&args[0]); /* the calling thread works too: it stops when no grain is left */
+#if HAVE_THREADS
+        for (int k = 0; k < started; k++) pthread_join(threads[k], NULL);
+#endif
+        failed = work.failed || batch_join(&work, out) < 0;
     }
+    for (int k = 0; outs && k < num_threads; k++) free(outs[k].ids);
+    free(outs);
+    free(syncs);
+    free(grains);
     return failed ? -1 : 0;
 }
 
@@ -2593,8 +2720,60 @@ static PyTypeObject PlainArrayCallType = {
     .tp_dealloc = (destructor)PlainArrayCall_dealloc,
 };
 
+/* batch_grains(texts, scanner, num_threads): how encode_texts would cut this batch into grains (see
+ * BATCH_GRAIN_BYTES), for tests: a list of (first text, end text, first byte, is a part); one
+ * grain of every text when it would run on one thread. */
+static PyObject *batch_grains(PyObject *module, PyObject *args) {
+    PyObject *texts, *capsule;
+    int num_threads;
+    if (!PyArg_ParseTuple(args, "O!Oi", &PyList_Type, &texts, &capsule, &num_threads)) return NULL;
+    const PretokScanner *scanner = get_scanner(capsule);
+    if (!scanner) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(texts), nparts;
+    PretokText *docs = malloc((size_t)(count + 1) * sizeof(PretokText));
+    BatchGrain *grains = NULL;
+    PartSync *syncs = NULL;
+    PyObject *result = NULL;
+    if (!docs) return PyErr_NoMemory();
+    for (Py_ssize_t d = 0; d < count; d++) {
+        PyObject *text = PyList_GET_ITEM(texts, d);
+        if (!PyUnicode_Check(text)) {
+            PyErr_Format(PyExc_TypeError, "texts[%zd] is %.100s, not str", d, Py_TYPE(text)->tp_name);
+            goto done;
+        }
+        if (utf8_text(text, &docs[d]) < 0) goto done;
+    }
+    int split;
+    Py_ssize_t ngrains = batch_setup(scanner, docs, count, &num_threads, &split, &nparts);
+    if (num_threads <= 1) {
+        result = Py_BuildValue("[(nnnO)]", (Py_ssize_t)0, count, (Py_ssize_t)0, Py_False);
+        goto done;
+    }
+    grains = malloc((size_t)ngrains * sizeof(BatchGrain));
+    syncs = malloc((size_t)(nparts ? nparts : 1) * sizeof(PartSync));
+    if (!grains || !syncs) { PyErr_NoMemory(); goto done; }
+    batch_plan(scanner, docs, count, split, grains, syncs, &nparts);
+    if (!(result = PyList_New(ngrains))) goto done;
+    for (Py_ssize_t g = 0; g < ngrains; g++) {
+        PyObject *item = Py_BuildValue("(nnnO)", grains[g].doc, grains[g].doc_end, grains[g].start,
+                                       grains[g].sync ? Py_True : Py_False);
+        if (!item) { Py_CLEAR(result); goto done; }
+        PyList_SET_ITEM(result, g, item);
+    }
+done:
+    free(docs); free(grains); free(syncs);
+    return result;
+}
+
+static PyMethodDef module_functions[] = {
+    {"batch_grains", batch_grains, METH_VARARGS,
+     "batch_grains(texts, scanner, num_threads): the grains encode_texts would cut the batch into: "
+     "(first text, end text, first byte, is a part of a long text), for tests."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_chunk_bpe", "The chunk encoder's kernel in C (see hf_bbpe/chunk_encoder.py).", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_chunk_bpe", "The chunk encoder's kernel in C (see hf_bbpe/chunk_encoder.py).", -1, module_functions,
 };
 
 PyMODINIT_FUNC PyInit__chunk_bpe(void) {

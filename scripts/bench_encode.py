@@ -2,7 +2,7 @@
 vocabulary): hf_bbpe against tiktoken and the fastest exact native peers.
 
     python scripts/bench_encode.py [CORPUS] [--encoding cl100k_base] [--mb 16] [--rounds 3] [--threads 2]
-                                   [--skip NAME ...] [--sse2] [--cpu N]
+                                   [--skip NAME ...] [--sse2] [--cpu N] [--background-load N]
 
 Loads the encoding (its rank file from the shared data; GPT-2's made from its encoder.json and
 vocab.bpe; Llama's from the llama-models package, with its pattern) in every system that installs
@@ -44,6 +44,16 @@ on one core like the others; the batch columns get every CPU (both pools are siz
    others') and ``datasets.Dataset.map(batched=True)`` calling it, both of which take the engine's
    batch path.
 
+With ``--background-load N``, N busy processes (a Python loop each) run for the whole run at
+nice 19, each in a session of its own and pinned to a CPU other than the one-core columns' (from the
+last CPU down): the machine of a user who runs something else too. Linux puts each session in its
+own scheduling group (autogroup, on where /proc/sys/kernel/sched_autogroup_enabled is 1, as here),
+and nice orders processes only within a group, so such a process takes half of its CPU whatever
+its nice; the one-core columns do not see it, the batch columns have a core and a half to share
+(how each system splits its work between threads shows there), and for them the wall seconds of
+each round are printed (the best and the median: under load the rounds differ). The load average
+is printed at the start and the end of the run: figures from a busy machine are indicative.
+
 Then the pathological inputs, hf_bbpe against tiktoken: 1 MB and 2 MB of one letter, of spaces,
 of digits and of one CJK character (time must grow linearly: the 2 MB / 1 MB time ratio is
 printed; about 2 is linear). Last, a pattern that no C scanner knows (GPT-2's with single digits),
@@ -67,6 +77,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import base64
+import contextlib
 import gc
 import lzma
 import os
@@ -454,6 +465,34 @@ def _version(dist: str) -> str:
     return version(dist)
 
 
+@contextlib.contextmanager
+def background_load(count: int, avoid: set[int]):
+    """count busy processes at nice 19, each in a session (so an autogroup) of its own, pinned to the
+    CPUs not in avoid (the one-core columns' CPU) from the last down; stopped at the end."""
+    cpus = sorted(set(os.sched_getaffinity(0)) - avoid, reverse=True) if hasattr(os, "sched_getaffinity") else []
+    busy = []
+    try:
+        for k in range(count):
+            def setup(cpu=cpus[k % len(cpus)] if cpus else None):
+                os.nice(19)
+                if cpu is not None:
+                    os.sched_setaffinity(0, {cpu})
+            busy.append(subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=setup,
+                                         start_new_session=True, stdin=subprocess.DEVNULL))
+        if busy:
+            print(f"background load: {count} busy process(es) at nice 19, own sessions, on CPU(s) "
+                  f"{sorted({cpus[k % len(cpus)] for k in range(count)}) if cpus else 'any'}")
+        yield
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+
+
+def load_average() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else ""
+
+
 def timed(fn, *args):
     cpu, start = cpu_seconds(), time.perf_counter()
     result = fn(*args)
@@ -469,6 +508,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip", nargs="*", default=[], help="systems not to run")
     parser.add_argument("--cpu", type=int, default=None, help="the CPU the one-core columns run on (default: the first)")
+    parser.add_argument("--background-load", type=int, default=0, metavar="N",
+                        help="N busy processes at nice 19 in sessions of their own for the whole run, pinned to CPUs "
+                             "other than the one-core columns' (see above)")
     parser.add_argument("--cold", default=None, help=argparse.SUPPRESS)  # (internal: one system's cold pass, see cold_pass)
     parser.add_argument("--sse2", action="store_true",
                         help="hf_bbpe's SSE2 window scanners, as on a CPU without AVX-512 (like HF_BBPE_NO_AVX512=1)")
@@ -486,8 +528,17 @@ def main() -> None:
     if args.cold:
         cold_child(args, documents, one_cpu)
         return
+    with background_load(args.background_load, one_cpu):
+        run(args, text, documents, mb, all_cpus, one_cpu)
+    print(f"at the end: {load_average()}")
+
+
+def run(args: argparse.Namespace, text: str, documents: list[str], mb: float, all_cpus: set[int],
+        one_cpu: set[int]) -> None:
+    """The measurements of main(), with the corpus read."""
     print(f"corpus {args.corpus}: first {mb:.1f} MB, {len(documents)} documents; CPUs: {len(all_cpus)} "
-          f"(shared machine: compare figures within this run only); one-core columns pinned to CPU {min(one_cpu)}")
+          f"(shared machine: compare figures within this run only); one-core columns pinned to CPU {min(one_cpu)}; "
+          f"{load_average()}")
     from hf_bbpe import patterns
 
     if args.sse2:
@@ -533,6 +584,7 @@ def main() -> None:
 
     best: dict[tuple[str, str], tuple[float, float]] = {}
     least_cpu: dict[tuple[str, str], float] = {}  # the least CPU seconds of each (one-core columns: their work)
+    walls: dict[tuple[str, str], list[float]] = {}  # every round's wall seconds
     equal = {name: True for name in systems}
     for round_ in range(args.rounds):
         if round_:  # fresh objects: no system keeps a cache warmed by the round before
@@ -574,6 +626,7 @@ def main() -> None:
                         equal[name] = False
                         print(f"IDS DIFFER: {name} {column}")
                 del out
+                walls.setdefault((name, column), []).append(wall)
                 if (name, column) not in best or wall < best[(name, column)][0]:
                     best[(name, column)] = (wall, cpu)
                 least_cpu[(name, column)] = min(cpu, least_cpu.get((name, column), cpu))
@@ -603,6 +656,13 @@ def main() -> None:
                 top = max(rates, key=rates.get)
                 ours = size / best[("hf_bbpe", column)][0]
                 print(f"  {label}: {ours:.1f} vs {top} {rates[top]:.1f} MB/s -> {ours / rates[top]:.2f}x")
+        batch_columns = [c for c in (*columns, *extra) if c.startswith("batch")]
+        print("\nbatch columns, wall seconds of a round (best / median; the median is the figure under load):")
+        for name in systems:
+            cells = [f"{c} {min(walls[(name, c)]):.3f} / {sorted(walls[(name, c)])[len(walls[(name, c)]) // 2]:.3f}"
+                     for c in batch_columns if (name, c) in walls]
+            if cells:
+                print(f"  {name}: " + ", ".join(cells))
         print("\nthe same by CPU time (one-core columns: the pinned process's CPU seconds, its work whatever else "
               "the machine runs; the batch: the CPU seconds of all its threads, its work but not its wall time):")
         for column, (label, size) in columns.items():

@@ -292,3 +292,75 @@ def test_large_calls_after_a_text_of_far_fewer_ids_per_byte(cl100k, cl100k_ranks
         assert cl100k.encode_to_numpy(text, disallowed_special=()).tolist() == want
         assert cl100k.encode_ordinary(text) == want
         assert cl100k.encode_batch_to_numpy([text], num_threads=1, disallowed_special=())[0].tolist() == want
+
+
+# a batch's grains (_chunk_bpe.c, BATCH_GRAIN_BYTES): runs of whole texts, or parts of a text this long
+GRAIN_BYTES = 1 << 16
+
+
+def test_a_threaded_batch_is_cut_into_small_grains_in_order(cl100k):
+    """Threads take small grains of a batch from a shared cursor, not shares fixed beforehand, so a
+    thread slowed by another process on its core holds back the batch by one small grain at most:
+    every grain holds about 64 KB of text or less (a text of a megabyte is cut into parts, never at a
+    chunk of more than a grain), and the grains cover the batch in order."""
+    from hf_bbpe import _chunk_bpe
+
+    docs = mix_documents()
+    long_doc = "\n\n".join(docs) * (1_000_000 // len("\n\n".join(docs).encode()) + 1)
+    run = " " * 300_000 + "x" * 200_000 + " tail"  # chunks longer than a grain: no part starts in them
+    batch = docs * 40 + [long_doc] + docs * 40 + [run] + docs
+    sizes = [len(d.encode()) for d in batch]
+    grains = _chunk_bpe.batch_grains(batch, cl100k._scanner, 2)
+    assert _chunk_bpe.batch_grains(batch, cl100k._scanner, 1) == [(0, len(batch), 0, False)]
+    assert len(grains) >= 16 * 2
+    covered, parts = 0, []
+    for i, (first, end, start, part) in enumerate(grains):
+        if not part:
+            assert first == covered and end > first
+            assert sum(sizes[first:end]) - sizes[end - 1] < GRAIN_BYTES  # closed once it holds a grain
+            covered = end
+            continue
+        assert (first, end) == (covered, covered + 1)
+        nxt = grains[i + 1] if i + 1 < len(grains) and grains[i + 1][3] and grains[i + 1][0] == first else None
+        stop = nxt[2] if nxt else sizes[first]
+        assert (start == 0) == (not parts or parts[-1][0] != first) and start < stop
+        parts.append((first, start, stop))
+        if not nxt:
+            covered += 1
+    assert covered == len(batch)
+    long_parts = [stop - start for doc, start, stop in parts if doc == batch.index(long_doc)]
+    assert len(long_parts) >= 8 and max(long_parts) < 2 * GRAIN_BYTES
+    run_starts = [start for doc, start, _ in parts if doc == batch.index(run)]
+    assert run_starts[0] == 0 and all(start >= 500_000 for start in run_starts[1:])
+
+
+@pytest.mark.parametrize("name", list(NATIVE_PATTERNS))
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), docs=documents, unit=long_units, extra=st.integers(0, 997),
+       threads=st.integers(2, 4))
+def test_batch_with_long_texts_on_threads_equals_one_thread(name, seed, docs, unit, extra, threads):
+    """Long texts in a batch are cut into parts that threads encode apart; the ids are those of
+    each text alone, wherever the cuts fall (in whitespace runs, words, chunks longer than a part)."""
+    tok = Tokenizer.from_ranks(random_ranks(seed, 30, 6, shuffle=True), pattern=name)
+    long_text = unit * (300_000 // len(unit) + 1) + unit[: extra % len(unit)]
+    batch = docs + [long_text] + docs + [long_text[extra:]]
+    expected = [tok.encode_ordinary(d) for d in batch]
+    assert tok.encode_batch(batch, num_threads=threads) == expected
+    ids, offsets = tok.encode_batch_to_numpy(batch, num_threads=threads)
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+
+
+@settings(max_examples=6, deadline=None)
+@given(docs=st.lists(st.text(st.sampled_from(CHARS), min_size=1, max_size=300), min_size=1, max_size=8),
+       run=st.sampled_from(["", " ", "\n", " \n", "a", "7"]), run_len=st.integers(1, 400_000))
+def test_cl100k_batch_with_long_texts_equals_tiktoken(cl100k, cl100k_ranks, docs, run, run_len):
+    """Real text around a run that may be one chunk longer than many grains, in a batch, on threads."""
+    reference = tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks,
+                                  special_tokens={})
+    body = "\n\n".join(docs)
+    half = body * (150_000 // len(body) + 1)
+    batch = docs + [half + run * run_len + half, run * run_len] + docs
+    expected = reference.encode_ordinary_batch(batch)
+    assert cl100k.encode_batch(batch, num_threads=2) == expected
+    ids, offsets = cl100k.encode_batch_to_numpy(batch, num_threads=3)
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
