@@ -1152,6 +1152,18 @@ static PyObject *train(PyObject *self, PyObject *args) {
     if (s.ranks && least > INT32_MAX) least = INT32_MAX;  /* untracked counts must not wrap */
     s.floor = s.ranks ? 1 : least;
     s.threshold = least > first_threshold ? least : first_threshold;
+    if (s.ranks) {
+        /* Past 2**32 a pair's i32 view can fall to 0 while its count is not 0 (BpeTrainer keeps that
+           entry at 0, and the first entry at 0 that is current stops its loop): then every pair has
+           to be tracked from its start, as BpeTrainer queues every pair. No pair counts more than
+           the sum of count x (length - 1) over the words, so below 2**32 nothing changes. */
+        uint64_t bound = 0;
+        for (Py_ssize_t w = 0; w < nwords && bound < ((uint64_t)1 << 32); w++)
+            if (lengths[w] > 1 && s.wcount[w] > 0)
+                bound += (uint64_t)s.wcount[w] >= ((uint64_t)1 << 32) ? ((uint64_t)1 << 32)
+                                                                     : (uint64_t)s.wcount[w] * (uint64_t)(lengths[w] - 1);
+        if (bound >= ((uint64_t)1 << 32)) s.threshold = least;
+    }
     if (track(&s) < 0) { PyErr_NoMemory(); goto done; }
 
     int64_t next_id = first_id;

@@ -18,7 +18,7 @@ trap 'rm -rf "$WORK"' EXIT
 tar --exclude=.git --exclude='.venv*' --exclude=build --exclude='*.so' --exclude=__pycache__ \
     -cf - hf_bbpe conversion tests setup.py pyproject.toml README.md | tar -xf - -C "$WORK"
 cd "$WORK"
-SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-wrapv -fno-omit-frame-pointer -g"  # (-fno-wrapv: Python's flags make signed overflow defined, which hides it from UBSan)
 CFLAGS="$SAN" LDFLAGS="$SAN" "$PY" setup.py -q build_ext --inplace > build.log 2>&1 || { cat build.log >&2; exit 1; }
 
 ASAN_LIB=$(gcc -print-file-name=libasan.so)

@@ -452,3 +452,23 @@ def test_learn_on_words_of_bytes_laid_end_to_end():
     flat_bytes = (bytearray(b"".join(words)), array("i", map(len, words)), array("q", counts))
     expected = training.learn(RegexTokenizer(), [list(w) for w in words], counts, 4, "smallest_pair", 1, False, False)
     assert training.learn(RegexTokenizer(), flat_bytes, None, 4, "smallest_pair", 1, False, False) == expected
+
+
+def test_huggingface_rules_past_2_32_stop_where_bpe_trainer_stops():
+    """The reliability pass's shrunk case (issue 42, 1): (170, 47) counts 2**33 + 5, whose i32 view
+    falls to 0 and then -1 as merges take its occurrences. BpeTrainer (tokenizers' trainer.rs:
+    i32 pair counts that wrap, a u64 heap, an out-of-date entry re-queued with its current count,
+    the first current entry at 0 ends the loop) stops after 6 merges, before (103, 101) at 0 lets
+    it reach (170, 47); so does the twin. The C loop did not track that rare pair and merged
+    (170, 47) with count 2**33 - 1 as a 7th."""
+    words = [[170, 47], [99, 170, 47], [100, 170, 47], [101, 102], [103, 101, 102]]
+    counts = array("q", [2**33 - 1, 5, 1, 100, 1])
+    symbols = bytes(s for word in words for s in word)
+    lengths = array("i", map(len, words))
+    ranks = trainer.huggingface_ranks()
+    results = [kernel.train(symbols, lengths, counts, 20, 256, None, False, 1, None, None, ranks)
+               for kernel in (KERNEL, TWIN)]
+    assert results[0] == results[1]
+    merges, stop = results[1]
+    assert [m[:2] for m in merges] == [(101, 102), (99, 170), (257, 47), (100, 170), (103, 256), (259, 47)]
+    assert stop == 1
