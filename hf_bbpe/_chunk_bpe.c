@@ -1805,6 +1805,22 @@ static int utf8_text(PyObject *text, PretokText *t) {
     return 1;
 }
 
+/* utf8_text of each item of a list, refusing one that is not a str: the bytes of those with
+   UTF-8 (a lone surrogate has none), or -1 with an exception. */
+static Py_ssize_t utf8_texts(PyObject *list, Py_ssize_t count, PretokText *docs) {
+    Py_ssize_t bytes = 0;
+    for (Py_ssize_t d = 0; d < count; d++) {
+        PyObject *text = PyList_GET_ITEM(list, d);
+        if (!PyUnicode_Check(text)) {
+            PyErr_Format(PyExc_TypeError, "texts[%zd] is %.100s, not str", d, Py_TYPE(text)->tp_name);
+            return -1;
+        }
+        if (utf8_text(text, &docs[d]) < 0) return -1;
+        bytes += docs[d].n > 0 ? docs[d].n : 0;
+    }
+    return bytes;
+}
+
 static PyObject *id_array_take(IdBuf *buf);
 
 /* encode_text(text, scanner, num_threads=1) and encode_text_array(...): the ids of a whole text as
@@ -1978,16 +1994,8 @@ static PyObject *ChunkBPE_encode_texts(ChunkBPE *self, PyObject *args) {
     PyObject *result = NULL, *held = PyList_GetSlice(texts, 0, count); /* keeps every str alive */
     IdBuf out = {NULL, 0, 0};
     if (!docs || !ends || !status || !held) { if (held) PyErr_NoMemory(); goto done; }
-    Py_ssize_t bytes = 0;
-    for (Py_ssize_t d = 0; d < count; d++) {
-        PyObject *text = PyList_GET_ITEM(held, d);
-        if (!PyUnicode_Check(text)) {
-            PyErr_Format(PyExc_TypeError, "texts[%zd] is %.100s, not str", d, Py_TYPE(text)->tp_name);
-            goto done;
-        }
-        if (utf8_text(text, &docs[d]) < 0) goto done;
-        bytes += docs[d].n > 0 ? docs[d].n : 0;
-    }
+    Py_ssize_t bytes = utf8_texts(held, count, docs);
+    if (bytes < 0) goto done;
     int failed = idbuf_reserve_for_call(&out, ids_estimate(self, bytes)) < 0;
     if (failed) {
         PyErr_NoMemory();
@@ -2735,14 +2743,7 @@ static PyObject *batch_grains(PyObject *module, PyObject *args) {
     PartSync *syncs = NULL;
     PyObject *result = NULL;
     if (!docs) return PyErr_NoMemory();
-    for (Py_ssize_t d = 0; d < count; d++) {
-        PyObject *text = PyList_GET_ITEM(texts, d);
-        if (!PyUnicode_Check(text)) {
-            PyErr_Format(PyExc_TypeError, "texts[%zd] is %.100s, not str", d, Py_TYPE(text)->tp_name);
-            goto done;
-        }
-        if (utf8_text(text, &docs[d]) < 0) goto done;
-    }
+    if (utf8_texts(texts, count, docs) < 0) goto done;
     int split;
     Py_ssize_t ngrains = batch_setup(scanner, docs, count, &num_threads, &split, &nparts);
     if (num_threads <= 1) {
