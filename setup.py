@@ -22,9 +22,9 @@ def kernel(name: str, source: str, depends: tuple[str, ...] = (), numpy_headers:
 
 setup(
     ext_modules=[
-        kernel("hf_bbpe._chunk_count", "hf_bbpe/_chunk_count.c", (HASH_H, PRETOK_H)),
-        kernel("hf_bbpe._merge_loop", "hf_bbpe/_merge_loop.c", (HASH_H,)),
-        kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", (HASH_H, PRETOK_H), numpy_headers=True),  # encode_to_numpy's arrays
-        kernel("hf_bbpe._pretokenize", "hf_bbpe/_pretokenize.c", (PRETOK_H,)),
+        kernel("hf_bbpe.engine.training._chunk_count", "hf_bbpe/_chunk_count.c", (HASH_H, PRETOK_H)),
+        kernel("hf_bbpe.engine.training._merge_loop", "hf_bbpe/_merge_loop.c", (HASH_H,)),
+        kernel("hf_bbpe.engine.encoding._chunk_bpe", "hf_bbpe/_chunk_bpe.c", (HASH_H, PRETOK_H), numpy_headers=True),  # encode_to_numpy's arrays
+        kernel("hf_bbpe.engine.chunking._pretokenize", "hf_bbpe/_pretokenize.c", (PRETOK_H,)),
     ]
 )

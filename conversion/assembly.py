@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from hf_bbpe.normalizers import Normalizer
-from hf_bbpe.pre_tokenizers import PreTokenizer
-from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.engine.chunking.normalizers import Normalizer
+from hf_bbpe.engine.chunking.pre_tokenizers import PreTokenizer
+from hf_bbpe.engine.tokenizer import Tokenizer
 
 from .errors import FormatError
 
@@ -30,7 +30,7 @@ def assemble_tokenizer(
 
     ``Tokenizer.from_merges`` checks the pattern, the special tokens (an id that is negative,
     not an int, already a normal token, shared by two specials or far beyond the vocabulary;
-    see hf_bbpe/special_tokens.py) and the merges, unless ``recovered`` says they come from
+    see hf_bbpe/engine/encoding/special_tokens.py) and the merges, unless ``recovered`` says they come from
     merge_recovery.py, which only makes valid ones. Any failure is a FormatError naming ``source``.
     """
     try:

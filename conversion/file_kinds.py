@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_bbpe.model_file import EXTENDED_HEADER, EXTENDED_HEADER_V2, MINBPE_HEADER
+from hf_bbpe.engine.files.minbpe_model import EXTENDED_HEADER, EXTENDED_HEADER_V2, MINBPE_HEADER
 
 TOKENIZER_JSON = "tokenizer.json"
 TEKKEN = "tekken"

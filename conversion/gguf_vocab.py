@@ -25,10 +25,10 @@ from pathlib import Path
 
 import regex
 
-from hf_bbpe.atomic_write import write_bytes_atomic
-from hf_bbpe.patterns import isolated_scanner_name, scanner_name
-from hf_bbpe.tokenizer import Tokenizer
-from hf_bbpe.tokenizer_json_writer import token_past_a_line_break
+from hf_bbpe.engine.files.atomic_write import write_bytes_atomic
+from hf_bbpe.engine.chunking.patterns import isolated_scanner_name, scanner_name
+from hf_bbpe.engine.tokenizer import Tokenizer
+from hf_bbpe.hf.tokenizer_json_writer import token_past_a_line_break
 
 from .errors import FormatError
 from .llama_cpp_convert import CHKTXT, chkhsh, ids_hash
@@ -200,8 +200,8 @@ def gguf_vocab_of(folder: str | os.PathLike, vocab_size: int | None = None) -> G
     Merges are the tokenizer.json's, which is what the converter copies. A folder with an EOS and
     no BOS gets the EOS as BOS (see :data:`NO_EOS_NOTE`).
     """
-    from hf_bbpe.saved_folder import fast_twin_json
-    from hf_bbpe.tokenization_bbpe import BBPETokenizer
+    from hf_bbpe.hf.saved_folder import fast_twin_json
+    from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
     folder = Path(folder)
     hf_tok = BBPETokenizer.from_pretrained(str(folder))
@@ -298,7 +298,7 @@ def write_gguf_vocab(folder: str | os.PathLike, path: str | os.PathLike, *, voca
 
 def _token_past_a_line_break(tok: Tokenizer) -> int | None:
     """A token across the cut where Llama 3's split differs from GPT-4's, or None
-    (:func:`hf_bbpe.tokenizer_json_writer.token_past_a_line_break`)."""
+    (:func:`hf_bbpe.hf.tokenizer_json_writer.token_past_a_line_break`)."""
     return token_past_a_line_break(tok.vocab)
 
 

@@ -1,8 +1,8 @@
 """OpenAI's GPT-2 files (``encoder.json`` + ``vocab.bpe``) and transformers' GPT-2 folders
 (``vocab.json`` + ``merges.txt``), both ways.
 
-Both spell token bytes in GPT-2's byte-to-unicode alphabet (hf_bbpe/byte_unicode.py); the pair
-is parsed by hf_bbpe/vocab_merges_files.py (shared with the transformers glue), after the checks
+Both spell token bytes in GPT-2's byte-to-unicode alphabet (hf_bbpe/engine/chunking/byte_unicode.py); the pair
+is parsed by hf_bbpe/engine/files/vocab_merges.py (shared with the transformers glue), after the checks
 that module leaves out (the ``#version`` header, the alphabet, JSON syntax with line numbers).
 ``encoder.json`` maps every token to its id; ``vocab.bpe`` lists the merges in priority order
 after a ``#version: 0.2`` line, one ``left right`` pair per line. Ids are kept as the files give
@@ -25,11 +25,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from hf_bbpe.atomic_write import replaced_folder, write_bytes_atomic
-from hf_bbpe.byte_unicode import bytes_to_unicode, spell_vocab
-from hf_bbpe.pre_tokenizers import PreTokenizer, resolve_pre_tokenizer
-from hf_bbpe.tokenizer import Tokenizer
-from hf_bbpe.vocab_merges_files import MERGES_HEADER, VERSION_PREFIX, read_vocab_merges, split_extra_tokens
+from hf_bbpe.engine.files.atomic_write import replaced_folder, write_bytes_atomic
+from hf_bbpe.engine.chunking.byte_unicode import bytes_to_unicode, spell_vocab
+from hf_bbpe.engine.chunking.pre_tokenizers import PreTokenizer, resolve_pre_tokenizer
+from hf_bbpe.engine.tokenizer import Tokenizer
+from hf_bbpe.engine.files.vocab_merges import MERGES_HEADER, VERSION_PREFIX, read_vocab_merges, split_extra_tokens
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError

@@ -30,9 +30,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_bbpe.patterns import resolve_pattern
-from hf_bbpe.saved_folder import MixedFolderError, recover_and_check
-from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.engine.chunking.patterns import resolve_pattern
+from hf_bbpe.hf.saved_folder import MixedFolderError, recover_and_check
+from hf_bbpe.engine.tokenizer import Tokenizer
 
 from .errors import FormatError
 from .file_kinds import MERGES, MINBPE, TEKKEN, TIKTOKEN, TOKEN_ID_MAP, TOKENIZER_JSON, describe_kind, json_kind, \
@@ -238,8 +238,8 @@ def _superwords_take_their_pattern(tok: Tokenizer, merges_file: Path) -> None:
     GPT-2's pattern would never let them be used."""
     import warnings
 
-    from hf_bbpe.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN
-    from hf_bbpe.superwords import spans_words
+    from hf_bbpe.engine.chunking.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN
+    from hf_bbpe.engine.training.superwords import spans_words
 
     vocab = tok.vocab
     superwords = [data for data in (vocab[new] for new in tok.merges.values()) if spans_words(data)]

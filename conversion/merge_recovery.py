@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.engine.tokenizer import Tokenizer
 
 from .errors import FormatError
 

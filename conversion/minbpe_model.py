@@ -1,7 +1,7 @@
-"""minbpe's ``.model`` files, both ways (hf_bbpe/model_file.py does the parsing and writing).
+"""minbpe's ``.model`` files, both ways (hf_bbpe/engine/files/minbpe_model.py does the parsing and writing).
 
 Files written by minbpe itself load as they are; a vocabulary outside minbpe's layout (permuted
-byte ids, holes) is written as ``hf_bbpe v1``, which minbpe cannot read (see model_file.py).
+byte ids, holes) is written as ``hf_bbpe v1``, which minbpe cannot read (see engine/files/minbpe_model.py).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hf_bbpe.model_file import ModelFileError
-from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.engine.files.minbpe_model import ModelFileError
+from hf_bbpe.engine.tokenizer import Tokenizer
 
 from .errors import FormatError
 

@@ -39,10 +39,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, O200K_SPLIT_PATTERN, \
+from hf_bbpe.engine.chunking.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, O200K_SPLIT_PATTERN, \
     SUPERBPE_STAGE1_SPLIT_PATTERN, SUPERBPE_STAGE2_SPLIT_PATTERN
-from hf_bbpe.special_tokens import TokenRoles
-from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.engine.encoding.special_tokens import TokenRoles
+from hf_bbpe.engine.tokenizer import Tokenizer
 
 from .errors import FormatError
 from .reading import read_bytes

@@ -23,7 +23,7 @@ non-empty token that no merge builds is an error (tiktoken can produce it, merge
 
 from __future__ import annotations
 
-from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.engine.tokenizer import Tokenizer
 
 from .errors import FormatError
 from .merge_recovery import rank_bpe

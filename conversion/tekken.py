@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_bbpe.chunk_encoder import DuplicateTokensError, TokenTable
-from hf_bbpe.special_tokens import TokenRoles
-from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.engine.encoding.encoder import DuplicateTokensError, TokenTable
+from hf_bbpe.engine.encoding.special_tokens import TokenRoles
+from hf_bbpe.engine.tokenizer import Tokenizer
 
 from .errors import FormatError
 from .reading import read_json_object

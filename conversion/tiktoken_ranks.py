@@ -1,6 +1,6 @@
 """tiktoken rank files (``<base64 token> <rank>`` per line) and ``tiktoken.Encoding`` objects.
 
-Reading gives a tokenizer in ``"ranks"`` mode, tiktoken's own algorithm (hf_bbpe/tokenizer.py):
+Reading gives a tokenizer in ``"ranks"`` mode, tiktoken's own algorithm (hf_bbpe/engine/tokenizer.py):
 ids are the ranks, so cl100k's permuted single-byte ranks, holes in the id space, special
 tokens above the ranks and tokens that no merge builds (Llama 3 has 678) all come out as
 tiktoken has them; the merge list is recovered from the ranks only when something asks for it.
@@ -19,7 +19,7 @@ rank up to 2**32 - 1 loads with its own id; the token of rank 2**32 - 1 is, as i
 made by a merge (tiktoken reads that value as "no rank"), only reached as a whole chunk.
 
 A single byte without a rank loads (tiktoken loads it too) but cannot be encoded: text whose
-encoding needs that byte on its own raises :class:`~hf_bbpe.chunk_encoder.MissingByteError`
+encoding needs that byte on its own raises :class:`~hf_bbpe.engine.encoding.encoder.MissingByteError`
 naming the byte, where tiktoken panics; everything else encodes as tiktoken encodes it.
 
 Writing a tokenizer in another mode checks that the ranks mean the same thing as the merges
@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy as np
 
-from hf_bbpe.atomic_write import write_bytes_atomic
-from hf_bbpe.chunk_encoder import DuplicateTokensError, TokenTable
-from hf_bbpe.patterns import resolve_pattern
-from hf_bbpe.token_ids import MAX_TOKEN_ID
-from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.engine.files.atomic_write import write_bytes_atomic
+from hf_bbpe.engine.encoding.encoder import DuplicateTokensError, TokenTable
+from hf_bbpe.engine.chunking.patterns import resolve_pattern
+from hf_bbpe.engine.encoding.token_ids import MAX_TOKEN_ID
+from hf_bbpe.engine.tokenizer import Tokenizer
 
 from .errors import FormatError
 from .reading import read_bytes

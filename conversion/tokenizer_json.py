@@ -1,6 +1,6 @@
 """``tokenizers``' tokenizer.json, both ways.
 
-Export: :func:`hf_bbpe.tokenizer_json_writer.tokenizer_json_dict` builds the file (BPE model with our
+Export: :func:`hf_bbpe.hf.tokenizer_json_writer.tokenizer_json_dict` builds the file (BPE model with our
 ids and merges, the split pattern translated for Oniguruma, ByteLevel, special tokens as added
 tokens); this module writes it atomically.
 
@@ -56,15 +56,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_bbpe.atomic_write import write_text_atomic
-from hf_bbpe.byte_unicode import unicode_to_token
-from hf_bbpe.chunk_encoder import UNMERGEABLE_ID
-from hf_bbpe.normalizers import Normalizer, normalizer_from_json
-from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig
-from hf_bbpe.patterns import EQUIVALENT_PATTERNS, ISOLATED_PATTERNS, NATIVE_PATTERNS, canonical_pattern
-from hf_bbpe.pre_tokenizers import ByteLevel, PreTokenizer, pre_tokenizer_from_json
-from hf_bbpe.tokenizer import Tokenizer
-from hf_bbpe.tokenizer_json_writer import template_bos_eos, token_splits, tokenizer_json_dict
+from hf_bbpe.engine.files.atomic_write import write_text_atomic
+from hf_bbpe.engine.chunking.byte_unicode import unicode_to_token
+from hf_bbpe.engine.encoding.encoder import UNMERGEABLE_ID
+from hf_bbpe.engine.chunking.normalizers import Normalizer, normalizer_from_json
+from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig
+from hf_bbpe.engine.chunking.patterns import EQUIVALENT_PATTERNS, ISOLATED_PATTERNS, NATIVE_PATTERNS, canonical_pattern
+from hf_bbpe.engine.chunking.pre_tokenizers import ByteLevel, PreTokenizer, pre_tokenizer_from_json
+from hf_bbpe.engine.tokenizer import Tokenizer
+from hf_bbpe.hf.tokenizer_json_writer import template_bos_eos, token_splits, tokenizer_json_dict
 
 from .assembly import assemble_tokenizer
 from .errors import FormatError

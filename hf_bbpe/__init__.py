@@ -24,18 +24,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .auto_registration import register_when_auto_tokenizer_loads
-from .byte_unicode import bytes_to_unicode, unicode_to_bytes
-from .chunk_counting import paragraphs
-from .chunk_encoder import MissingByteError
-from .patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, SPLIT_PATTERNS, resolve_pattern
-from .special_tokens import DisallowedSpecialToken, TokenRoles
-from .superwords import SuperwordConfig
-from .tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
+from .hf.auto_registration import register_when_auto_tokenizer_loads
+from .engine.chunking.byte_unicode import bytes_to_unicode, unicode_to_bytes
+from .engine.training.counting_reference import paragraphs
+from .engine.encoding.encoder import MissingByteError
+from .engine.chunking.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, SPLIT_PATTERNS, resolve_pattern
+from .engine.encoding.special_tokens import DisallowedSpecialToken, TokenRoles
+from .engine.training.superwords import SuperwordConfig
+from .engine.tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
+from .engine.training.api import register_dataset_counter
 
 if TYPE_CHECKING:
     from . import surgery
-    from .tokenization_bbpe import BBPETokenizer
+    from .hf.tokenization_bbpe import BBPETokenizer
 
 __version__ = "0.1.0"
 
@@ -59,7 +60,7 @@ __all__ = [
     "surgery",
 ]
 
-_LAZY = {"BBPETokenizer": ".tokenization_bbpe", "surgery": ".surgery"}
+_LAZY = {"BBPETokenizer": ".hf.tokenization_bbpe", "surgery": ".surgery"}
 
 
 def __getattr__(name: str) -> Any:
@@ -72,4 +73,11 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def _count_ray_dataset(dataset: Any, tok: Tokenizer, text_column: str) -> Any:
+    from .distributed import count_chunks
+
+    return count_chunks(dataset, tok, text_column=text_column)
+
+
+register_dataset_counter(_count_ray_dataset)
 register_when_auto_tokenizer_loads()

@@ -39,9 +39,9 @@ CHILD = r"""
 import json, os, resource, sys, time
 mode, path, pattern, workers, vocab_size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 from hf_bbpe import RegexTokenizer
-from hf_bbpe.chunk_counting import count_chunks
-from hf_bbpe.native_counting import count_native
-from hf_bbpe.patterns import resolve_pattern
+from hf_bbpe.engine.training.counting_reference import count_chunks
+from hf_bbpe.engine.training.counting import count_native
+from hf_bbpe.engine.chunking.patterns import resolve_pattern
 pattern = resolve_pattern(pattern)
 RegexTokenizer(pattern)  # load the scanner's classes before measuring
 

@@ -305,7 +305,7 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str],
                 "doc_numpy": as_array, "long_numpy": as_array, "batch": tok.encode_batch_flat, "flat": True}
 
     import datasets  # noqa: F401  (imported before any system loads: its RSS is no system's)
-    import hf_bbpe.tokenization_bbpe  # noqa: F401  (transformers too)
+    import hf_bbpe.hf.tokenization_bbpe  # noqa: F401  (transformers too)
 
     loaders = {"tiktoken": load_tiktoken, "hf_bbpe": load_hf_bbpe, "riptoken": load_riptoken,
                "gigatoken": load_gigatoken, "quicktok-v1": load_quicktok, "toktok-rs": load_toktok,
@@ -426,7 +426,7 @@ def cold_pass(name: str, args: argparse.Namespace) -> tuple[float, float]:
 def cold_child(args: argparse.Namespace, documents: list[str], one_cpu: set[int]) -> None:
     """--cold NAME: load that system alone, time its first pass over the documents pinned to one
     CPU, print ``COLD wall cpu``."""
-    from hf_bbpe import patterns
+    from hf_bbpe.engine.chunking import patterns
 
     if args.sse2:
         patterns._native.wide_windows(False)
@@ -539,7 +539,7 @@ def run(args: argparse.Namespace, text: str, documents: list[str], mb: float, al
     print(f"corpus {args.corpus}: first {mb:.1f} MB, {len(documents)} documents; CPUs: {len(all_cpus)} "
           f"(shared machine: compare figures within this run only); one-core columns pinned to CPU {min(one_cpu)}; "
           f"{load_average()}")
-    from hf_bbpe import patterns
+    from hf_bbpe.engine.chunking import patterns
 
     if args.sse2:
         patterns._native.wide_windows(False)

@@ -73,7 +73,7 @@ import transformers  # noqa: E402
 
 import conversion  # noqa: E402
 from hf_bbpe import Tokenizer, surgery  # noqa: E402
-from hf_bbpe.worker_pool import available_cpus, forked_pool, shared, usable_workers  # noqa: E402
+from hf_bbpe.engine.worker_pool import available_cpus, forked_pool, shared, usable_workers  # noqa: E402
 
 GPT2_DATA = REPO / "tests" / "data" / "gpt2"
 CORPUS_NAME = Path("shared") / "data" / "bench" / "mix-49mb.txt.xz"

@@ -91,7 +91,7 @@ def run_here(folder: Path, docs: list[str], rounds: int) -> dict[str, dict]:
     object: its own cache); each row the median of its rounds."""
     from transformers import AutoTokenizer
 
-    from hf_bbpe.tokenization_bbpe import BBPETokenizer
+    from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
     engine = BBPETokenizer.from_pretrained(folder).engine
     hf = BBPETokenizer.from_pretrained(folder)
@@ -133,7 +133,7 @@ sys.path.insert(0, sys.argv[1])
 from bench_hf_tokenizer import load_docs, measure
 import transformers
 from transformers import GPT2Tokenizer
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 folder, corpus, sample_mb = sys.argv[2], sys.argv[3], float(sys.argv[4])
 docs = load_docs(corpus, sample_mb)
 slow = GPT2Tokenizer.from_pretrained(folder)

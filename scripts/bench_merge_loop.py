@@ -4,7 +4,7 @@
         [--rules smallest_pair first_occurrence huggingface] [--kernel MODULE ...]
 
 CORPUS (default: the shared 49 MB corpus; ``.xz`` is decompressed) is split into documents at
-blank lines and its chunks are counted once with ``hf_bbpe.chunk_counting.count_chunks``; the
+blank lines and its chunks are counted once with ``hf_bbpe.engine.training.counting_reference.count_chunks``; the
 counts are kept in a cache folder as the kernel's three buffers (symbols, lengths, counts).
 Each kernel and rule then runs in a process of its own, which loads the buffers, notes its RSS,
 calls ``train`` (symbols in place, merges as arrays, as ``trainer.train_merges`` calls it) and
@@ -41,8 +41,8 @@ def cached_buffers(corpus: str, pattern: str) -> str:
     os.makedirs(folder, exist_ok=True)
     base = os.path.join(folder, tag)
     if not os.path.exists(base + ".cnt"):
-        from hf_bbpe.chunk_counting import count_chunks
-        from hf_bbpe.patterns import resolve_pattern
+        from hf_bbpe.engine.training.counting_reference import count_chunks
+        from hf_bbpe.engine.chunking.patterns import resolve_pattern
 
         opener = lzma.open if corpus.endswith(".xz") else open
         with opener(corpus, "rt", encoding="utf-8") as f:
@@ -72,7 +72,7 @@ def status_mb(field: str) -> float:
 
 def child(base: str, num_merges: int, rule: str, kernel_name: str) -> None:
     """Run one training in this process and print its figures as one JSON line."""
-    from hf_bbpe import trainer
+    from hf_bbpe.engine.training import merge_loop as trainer
 
     kernel = importlib.import_module(kernel_name)
     with open(base + ".sym", "rb") as f:
@@ -108,7 +108,7 @@ def main() -> None:
     parser.add_argument("--pattern", default="gpt2")
     parser.add_argument("--vocab-size", type=int, default=32768)
     parser.add_argument("--rules", nargs="+", choices=RULES, default=list(RULES))
-    parser.add_argument("--kernel", nargs="+", default=["hf_bbpe._merge_loop"])
+    parser.add_argument("--kernel", nargs="+", default=["hf_bbpe.engine.training._merge_loop"])
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

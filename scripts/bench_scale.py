@@ -9,7 +9,7 @@ its own subprocess, so that the driver's memory is its own, and the arms of a se
 after the other in each of ``--rounds`` rounds (interleaved, so that a change in the machine's
 load hits every arm alike; compare the ratios within a round):
 
-* ``local N``: ``hf_bbpe.chunk_counting.count_chunks`` on the document list with N processes,
+* ``local N``: ``hf_bbpe.engine.training.counting_reference.count_chunks`` on the document list with N processes,
   then (after training) ``batch_encoding.encode_batch_flat`` of the documents with N workers;
 * ``ray N``: a local Ray cluster of N CPUs (``ray.init(num_cpus=N)``; the cluster's start is not
   timed): ``hf_bbpe.distributed.count_chunks`` on ``read_parquet``, then ``train_from_counts``
@@ -100,8 +100,8 @@ def run_local(args: argparse.Namespace) -> dict:
     import pyarrow.parquet as pq
 
     from hf_bbpe import RegexTokenizer
-    from hf_bbpe.batch_encoding import encode_batch_flat
-    from hf_bbpe.chunk_counting import count_chunks
+    from hf_bbpe.engine.encoding.batches import encode_batch_flat
+    from hf_bbpe.engine.training.counting_reference import count_chunks
 
     documents = pq.read_table(args.parquet, columns=["text"]).column("text").to_pylist()
     start = time.perf_counter()

@@ -90,7 +90,7 @@ def read_documents(path: Path, mb: float | None) -> list[str]:
 def encode(args: argparse.Namespace) -> int:
     import conversion
     import tokenizers
-    from hf_bbpe import patterns
+    from hf_bbpe.engine.chunking import patterns
 
     docs = read_documents(Path(args.corpus), args.mb)
     size = sum(len(doc.encode("utf-8")) for doc in docs) / 1e6
@@ -196,8 +196,9 @@ def train_speed(args: argparse.Namespace) -> int:
     (counting with the stage-2 pattern as an isolated Split, the chunks segmented by the stage-1
     merges, the superword merges: continued_merges's two steps) on the same corpus file: MB of corpus per second of wall time
     and per CPU second, best of --rounds, each round a fresh tokenizer."""
-    from hf_bbpe import RegexTokenizer, SuperwordConfig, training
-    from hf_bbpe.native_counting import ChunkCounts
+    from hf_bbpe import RegexTokenizer, SuperwordConfig
+    from hf_bbpe.engine.training import api as training
+    from hf_bbpe.engine.training.counting import ChunkCounts
 
     path = Path(args.corpus)
     if path.suffix == ".xz":  # the counting threads read the file itself: decompress it once
@@ -370,7 +371,7 @@ def bytes_per_token(args: argparse.Namespace) -> int:
     """Bytes per token of plain BPE and SuperBPE at equal vocabulary size on each held-out
     domain (and the paper's two released 200K tokenizers, trained on 10 GB of OLMo2 web text,
     for scale), as a markdown table."""
-    from hf_bbpe.superwords import count_superwords
+    from hf_bbpe.engine.training.superwords import count_superwords
 
     data = domains(args)
     train_mb = sum(len(doc.encode("utf-8")) for doc in data.train) / 1e6
@@ -385,7 +386,7 @@ def bytes_per_token(args: argparse.Namespace) -> int:
                       for kind, docs in data.held_out.items()}
         superwords[name] = count_superwords(tok)
     if args.paper:
-        from hf_bbpe import patterns
+        from hf_bbpe.engine.chunking import patterns
 
         for name, folder, pattern in (("paper 200K BPE", BASELINE, patterns.SUPERBPE_STAGE1_SPLIT_PATTERN),
                                       ("paper 200K SuperBPE t=180K", SUPERBPE, patterns.SUPERBPE_STAGE2_SPLIT_PATTERN)):

@@ -53,7 +53,7 @@ hf_bbpe / smallest peer (peak), per hf_bbpe tie-break. The merges are checked in
 
 * hf_bbpe ``tie_break="smallest_pair"`` must equal rustbpe's merges (its rule), token for token;
 * hf_bbpe ``tie_break="huggingface"`` must equal BpeTrainer's and gigabpe's merge pairs, when
-  ``hf_bbpe.trainer.TIE_BREAKS`` has it ("not available" otherwise);
+  ``hf_bbpe.engine.training.merge_loop.TIE_BREAKS`` has it ("not available" otherwise);
 * gigabpe's must equal BpeTrainer's (the peers read the same documents; reported, it does not
   fail the run);
 * information: how many of hf_bbpe's tokens are also BpeTrainer's (ties are broken differently).
@@ -169,8 +169,8 @@ def split_pattern(name: str) -> str:
 
 def onig_pattern(name: str) -> str:
     """The pattern as a tokenizer.json spells it for BpeTrainer's Split: Oniguruma reads some of
-    Python regex's syntax differently ("{1,3}+", "$"), see hf_bbpe/onig_regex.py."""
-    from hf_bbpe.onig_regex import translate_pattern_for_onig
+    Python regex's syntax differently ("{1,3}+", "$"), see hf_bbpe/engine/chunking/onig_regex.py."""
+    from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig
 
     return translate_pattern_for_onig(split_pattern(name))
 
@@ -280,7 +280,7 @@ def run_child(args: argparse.Namespace) -> None:
 def merges_of(raw: dict) -> dict:
     """Merges as byte strings: the pairs where the library gives them, and the merged tokens."""
     if "unicode_pairs" in raw:
-        from hf_bbpe.byte_unicode import unicode_to_token
+        from hf_bbpe.engine.chunking.byte_unicode import unicode_to_token
 
         raw = {"pairs": [(unicode_to_token(a), unicode_to_token(b)) for a, b in raw["unicode_pairs"]]}
     if "pairs" in raw:
@@ -412,7 +412,7 @@ def check_merges(merges: dict[str, dict], huggingface_available: bool) -> list[d
         compare("hf_bbpe[huggingface] == gigabpe", "hf_bbpe[huggingface]", "gigabpe", "pairs", True)
     elif "hf_tokenizers" in merges or "gigabpe" in merges:
         checks.append({"check": "hf_bbpe[huggingface] == BpeTrainer / gigabpe",
-                       "verdict": "not available (hf_bbpe.trainer.TIE_BREAKS has no 'huggingface')",
+                       "verdict": "not available (hf_bbpe.engine.training.merge_loop.TIE_BREAKS has no 'huggingface')",
                        "passed": None, "required": False})
     if "hf_bbpe" in merges and "hf_tokenizers" in merges:
         ours, theirs = set(merges["hf_bbpe"]["tokens"]), set(merges["hf_tokenizers"]["tokens"])
@@ -514,7 +514,7 @@ def main() -> None:
         run_child(args)
         return
 
-    from hf_bbpe.trainer import TIE_BREAKS
+    from hf_bbpe.engine.training.merge_loop import TIE_BREAKS
 
     args.patterns = [p for p in args.patterns.split(",") if p]
     args.vocab_sizes = [int(v) for v in args.vocab_sizes.split(",") if v]

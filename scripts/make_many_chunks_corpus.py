@@ -198,7 +198,7 @@ def generate(args: argparse.Namespace) -> dict:
 def check(args: argparse.Namespace, manifest: dict) -> None:
     """Count the output's chunks and compare them with the counts it was made to have."""
     from hf_bbpe import GPT2_SPLIT_PATTERN
-    from hf_bbpe.patterns import chunk_splitter
+    from hf_bbpe.engine.chunking.patterns import chunk_splitter
 
     split = chunk_splitter(GPT2_SPLIT_PATTERN)
     got: Counter[str] = Counter()
@@ -227,7 +227,7 @@ def verify_counts(args: argparse.Namespace, counts_path: str) -> None:
     import regex
 
     from hf_bbpe import GPT2_SPLIT_PATTERN
-    from hf_bbpe.counts_file import load_counts
+    from hf_bbpe.engine.training.counts_file import load_counts
 
     with open(args.out + ".json") as f:
         manifest = json.load(f)

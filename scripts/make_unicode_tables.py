@@ -1,4 +1,4 @@
-"""Write the sets in ``hf_bbpe/unicode_tables.py``: the owners' Unicode data, where Python's differs.
+"""Write the sets in ``hf_bbpe/engine/chunking/unicode_tables.py``: the owners' Unicode data, where Python's differs.
 
     python scripts/make_unicode_tables.py [--check]
 
@@ -130,10 +130,10 @@ def class_sets() -> dict[str, set[int]]:
 
 
 def committed_class_sets() -> dict[str, set[int]]:
-    """The class sets as ``hf_bbpe/unicode_tables.py`` holds them now (to rewrite the rest without
+    """The class sets as ``hf_bbpe/engine/chunking/unicode_tables.py`` holds them now (to rewrite the rest without
     ``unicodedata2``)."""
     sys.path.insert(0, str(OUT.parents[1]))
-    from hf_bbpe import unicode_tables
+    from hf_bbpe.engine.chunking import unicode_tables
 
     return {name: set(unicode_tables.code_points(name)) for name in CLASS_NAMES}
 

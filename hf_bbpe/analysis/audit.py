@@ -54,11 +54,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from ..byte_unicode import render_token
+from ..engine.chunking.byte_unicode import render_token
 from .token_text import token_literal
-from ..progress import progress_bar
+from ..engine.progress import progress_bar
 from .text_table import format_table
-from ..tokenizer import Tokenizer
+from ..engine.tokenizer import Tokenizer
 
 REASON_MERGE_ORDER = "merge order"
 REASON_NOT_UTF8_TEXT = "not UTF-8 text"

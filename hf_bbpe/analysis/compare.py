@@ -13,9 +13,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ..progress import progress_bar
+from ..engine.progress import progress_bar
 from .text_table import format_table
-from ..tokenizer import Tokenizer
+from ..engine.tokenizer import Tokenizer
 from .foreign_tokenizers import ViewTokenizer
 
 TOTAL = "(total)"

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..byte_unicode import unicode_to_bytes
-from ..tokenizer import Tokenizer
+from ..engine.chunking.byte_unicode import unicode_to_bytes
+from ..engine.tokenizer import Tokenizer
 
 SENTENCEPIECE_SPACE = "\u2581"  # ▁, sentencepiece's (and Metaspace's) mark for a space
 SENTENCEPIECE_EXTRA = "sentencepiece"
@@ -63,7 +63,7 @@ class ViewTokenizer(Protocol):
 
 
 class EngineTokenizer:
-    """Our engine :class:`~hf_bbpe.tokenizer.Tokenizer` (also every format conversion.load reads)."""
+    """Our engine :class:`~hf_bbpe.engine.tokenizer.Tokenizer` (also every format conversion.load reads)."""
 
     kind = "hf_bbpe"
 

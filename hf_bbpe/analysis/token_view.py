@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..tokenizer import Tokenizer
+from ..engine.tokenizer import Tokenizer
 from .foreign_tokenizers import ViewTokenizer, as_view_tokenizer
 
 

@@ -7,12 +7,12 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..chat_presets import CHAT_PRESETS
-from ..patterns import NATIVE_PATTERNS, check_split_pattern
-from ..text_files import DOCS_RULE
-from ..superwords import DEFAULT_TRANSITION, SuperwordConfig
-from ..tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
-from ..trainer import TIE_BREAKS
+from ..hf.chat_presets import CHAT_PRESETS
+from ..engine.chunking.patterns import NATIVE_PATTERNS, check_split_pattern
+from ..engine.training.text_files import DOCS_RULE
+from ..engine.training.superwords import DEFAULT_TRANSITION, SuperwordConfig
+from ..engine.tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
+from ..engine.training.merge_loop import TIE_BREAKS
 from .errors import CommandError
 from .text_input import DOCUMENT_MODES
 from .tokenizer_spec import SPEC_HELP, LoadedTokenizer, LoadedViewTokenizer, load_tokenizer, load_view_tokenizer
@@ -311,7 +311,7 @@ def bounded_int(text: str) -> int:
 def memory_size_value(text: str) -> str:
     """argparse type for ``--max-memory``: a size the counter reads (``4G``), up to :data:`MAX_MEMORY_BYTES`;
     kept as written (the engine parses it again)."""
-    from ..native_counting import memory_size
+    from ..engine.training.counting import memory_size
 
     try:
         size = memory_size(text)
@@ -379,6 +379,10 @@ def add_chat_template(parser: argparse.ArgumentParser) -> None:
         help=f"a chat template for the saved folder: a preset ({presets}: registers its special tokens, marks "
              "assistant turns for assistant-token masks and writes its end-of-turn token as an eos id in "
              "generation_config.json) or a Jinja file")
+    parser.add_argument(
+        "--remote-code", action="store_true",
+        help="also write BBPETokenizer's code into the saved folder, with an auto_map for "
+             "trust_remote_code=True (the folder loads without it anywhere: PreTrainedTokenizerFast)")
 
 
 def chat_template_value(text: str) -> dict:

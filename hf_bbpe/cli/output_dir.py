@@ -18,10 +18,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..atomic_write import replaced_folder, temp_dir_beside
-from ..chat_presets import chat_preset
-from ..saved_folder import saved_files
-from ..tokenizer import Tokenizer
+from ..engine.files.atomic_write import replaced_folder, temp_dir_beside
+from ..hf.chat_presets import chat_preset
+from ..hf.saved_folder import saved_files
+from ..engine.tokenizer import Tokenizer
 from .arguments import apply_roles, register_new_specials
 from .errors import CommandError
 from .tokenizer_spec import MODEL_FILE_IN_FOLDER
@@ -62,12 +62,12 @@ def staged_folder(target: str | os.PathLike) -> Iterator[Path]:
         yield stage
 
 
-def save_folder(tok: Tokenizer, out: str, *, chat: dict | None = None) -> list[str]:
+def save_folder(tok: Tokenizer, out: str, *, chat: dict | None = None, remote_code: bool = False) -> list[str]:
     """Write the save_pretrained files (when transformers is there; the tokenizer's roles give its
     bos/eos/pad tokens and add-BOS rule) and ``tokenizer.model`` + ``.vocab`` into a new folder
     that replaces ``out`` whole (:func:`staged_folder`); returns the names written. ``chat`` is a ``--chat-template`` value
     (arguments.chat_template_value): a preset's special tokens become special tokens of ``tok``
-    (next free ids), so ``tokenizer.model`` holds them too."""
+    (next free ids), so ``tokenizer.model`` holds them too; ``remote_code``: ``--remote-code``."""
     prefix = MODEL_FILE_IN_FOLDER.removesuffix(".model")
     chat = chat or {}
     if "chat_preset" in chat:
@@ -76,9 +76,9 @@ def save_folder(tok: Tokenizer, out: str, *, chat: dict | None = None) -> list[s
         carried = set(os.listdir(stage))
         hf_class = transformers_class()
         if hf_class is not None:
-            hf_class.from_engine(tok, **chat).save_pretrained(str(stage))
+            hf_class.from_engine(tok, **chat).save_pretrained(str(stage), remote_code=remote_code)
         elif chat:
-            raise CommandError("--chat-template needs the transformers integration (hf_bbpe.tokenization_bbpe)")
+            raise CommandError("--chat-template needs the transformers integration (hf_bbpe.hf.tokenization_bbpe)")
         tok.save(stage / prefix)
         names = sorted(name for name in os.listdir(stage) if name not in carried or name in saved_files())
     return names
@@ -90,7 +90,7 @@ def save_trained_folder(tok: Tokenizer, args: argparse.Namespace) -> list[str]:
     :func:`save_folder` to ``--out``."""
     register_new_specials(tok, args.special)
     apply_roles(tok, args)
-    return save_folder(tok, args.out, chat=args.chat_template)
+    return save_folder(tok, args.out, chat=args.chat_template, remote_code=args.remote_code)
 
 
 def describe_folder(out: str, names: list[str]) -> str:
@@ -102,7 +102,7 @@ def describe_folder(out: str, names: list[str]) -> str:
 def transformers_class():
     """``BBPETokenizer`` if the transformers integration is importable, else None."""
     try:
-        from ..tokenization_bbpe import BBPETokenizer
+        from ..hf.tokenization_bbpe import BBPETokenizer
     except ImportError:
         return None
     return BBPETokenizer

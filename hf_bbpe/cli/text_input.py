@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..chunk_counting import paragraphs
-from ..text_files import TEXT, file_kind, iter_file_documents, not_utf8
+from ..engine.training.counting_reference import paragraphs
+from ..engine.training.text_files import TEXT, file_kind, iter_file_documents, not_utf8
 from .errors import CommandError
 
 STDIN = "-"

@@ -37,8 +37,8 @@ from ..analysis.foreign_tokenizers import (
     ViewTokenizer,
     is_sentencepiece_model,
 )
-from ..saved_folder import recover_and_check
-from ..tokenizer import Tokenizer
+from ..hf.saved_folder import recover_and_check
+from ..engine.tokenizer import Tokenizer
 from .errors import CommandError, one_line, with_flag_names
 
 SPEC_HELP = (
@@ -155,7 +155,7 @@ def _load_own_folder(folder: Path) -> Tokenizer | None:
         # a save_pretrained by an older hf_bbpe may have left it older than them
         return Tokenizer.from_file(model)
     if config.is_file() and (folder / "vocab.json").is_file() and saved_by_bbpe(config):
-        from ..tokenization_bbpe import BBPETokenizer
+        from ..hf.tokenization_bbpe import BBPETokenizer
 
         return BBPETokenizer.from_pretrained(str(folder)).engine
     return None
@@ -175,7 +175,7 @@ def saved_by_bbpe(config: Path) -> bool:
         data = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(data, dict) and "pattern" in data and "BBPETokenizer" in json.dumps(data.get("auto_map", ""))
+    return isinstance(data, dict) and "pattern" in data and "bpe_mode" in data
 
 
 @dataclass

@@ -4,9 +4,9 @@ The plan Ray runs, for a dataset of documents:
 
 1. ``map_batches``: each task splits its block's documents and counts them, giving partial counts
    ``(chunk, count)``: with the C counter that single-machine training uses
-   (``hf_bbpe.native_counting``, one thread per task) when a C scanner knows the pattern, its
+   (``hf_bbpe.engine.training.counting``, one thread per task) when a C scanner knows the pattern, its
    buffers made an Arrow column as they are (no Python object per chunk); otherwise with the
-   engine's splitter (``hf_bbpe.chunk_counting.count_chunks`` with one process);
+   engine's splitter (``hf_bbpe.engine.training.counting_reference.count_chunks`` with one process);
 2. ``repartition(keys=["chunk"])``: Ray hash-partitions the partial counts by chunk across
    ``num_partitions`` blocks, so no task ever holds every partial count, and each reduce task
    sums the partial counts of its chunks (an Arrow ``group_by``, 64-bit sums). Ray Data's own
@@ -29,9 +29,9 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..chunk_counting import count_chunks as count_document_chunks
-from ..native_counting import ChunkCounts, available, count_native
-from ..patterns import chunk_splitter, resolve_pattern
+from ..engine.training.counting_reference import count_chunks as count_document_chunks
+from ..engine.training.counting import ChunkCounts, available, count_native
+from ..engine.chunking.patterns import chunk_splitter, resolve_pattern
 from .ray_import import blocks_of_at_most, cluster_cpus, require_ray
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..tokenizer import Tokenizer
+from ..engine.tokenizer import Tokenizer
 from .ray_import import blocks_of_at_most, cluster_cpus, require_ray
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ def _engine_and_eos(tokenizer: Any, eos_token: str | None) -> tuple[Tokenizer, s
 def _load(source: Any) -> tuple[Tokenizer, str | None]:
     """``(engine tokenizer, EOS string)`` from what :func:`encode_dataset` ships to its actors."""
     if isinstance(source, (str, os.PathLike)):
-        from ..tokenization_bbpe import BBPETokenizer
+        from ..hf.tokenization_bbpe import BBPETokenizer
 
         return _engine_and_eos(BBPETokenizer.from_pretrained(os.fspath(source)), None)
     return source
@@ -215,7 +215,7 @@ class _Encoder:
         self.eos = _eos_id(loaded, eos_token) if add_eos else None
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        from ..batch_encoding import append_to_each
+        from ..engine.encoding.batches import append_to_each
 
         ids, offsets = self.engine.encode_batch_to_numpy(texts, num_threads=1, allowed_special="none",
                                                          disallowed_special=())

@@ -40,7 +40,7 @@ from .token_adding import (
     rows_needed,
 )
 from .row_owners import checkpoint_row_owners, rows_to_keep
-from ..atomic_write import new_file_mode, replaced_folder, write_text_atomic
+from ..engine.files.atomic_write import new_file_mode, replaced_folder, write_text_atomic
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"

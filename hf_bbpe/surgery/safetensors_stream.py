@@ -22,7 +22,7 @@ from typing import BinaryIO
 import torch
 
 from .row_init import chunk_rows
-from ..atomic_write import atomic_open
+from ..engine.files.atomic_write import atomic_open
 
 COPY_BUFFER_BYTES = 4 << 20
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic_write import atomic_open, write_text_atomic
+from ..engine.files.atomic_write import atomic_open, write_text_atomic
 
 MANIFEST = "manifest.json"
 FORMAT = "hf_bbpe token shards"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..atomic_write import atomic_open
+from ..engine.files.atomic_write import atomic_open
 from .growing_file import GrowingFile
 from .shard_format import ShardFormat
 from .val_split import check_both_splits, split_shard

@@ -17,7 +17,7 @@ import gzip
 from pathlib import Path
 from typing import Any
 
-from ..atomic_write import atomic_open
+from ..engine.files.atomic_write import atomic_open
 from .shard_format import ShardFormat
 
 

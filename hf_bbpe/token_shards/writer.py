@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..progress import progress_bar
-from ..tokenizer import Tokenizer
+from ..engine.progress import progress_bar
+from ..engine.tokenizer import Tokenizer
 from .formats import shard_format
 from .growing_file import PARTIAL
 from .layout import FORMAT, MANIFEST, VERSION, read_manifest, write_manifest
@@ -42,7 +42,7 @@ def local_encoder(tokenizer: Tokenizer, num_workers: int | None = None) -> Encod
     """This machine's encoder: the engine's batch encoding on ``num_workers`` threads or processes
     (default: every CPU; 1 encodes in this thread). Text is plain text, as ``encode_ordinary``
     reads it: a special token's string inside a document is not the special token."""
-    from ..batch_encoding import encode_batch_flat
+    from ..engine.encoding.batches import encode_batch_flat
 
     def encode(texts: list[str]) -> tuple[Any, Any]:
         return encode_batch_flat(tokenizer, texts, num_workers=num_workers, allowed_special="none",
@@ -237,7 +237,7 @@ def _commit_shard(fmt: ShardFormat, folder: Path, manifest: dict[str, Any], text
     dtype, and its int64 offsets) and record it in the manifest."""
     import numpy as np
 
-    from ..batch_encoding import append_to_each
+    from ..engine.encoding.batches import append_to_each
 
     id_parts, length_parts = [], []
     for batch, result in jobs:

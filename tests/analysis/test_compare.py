@@ -105,7 +105,7 @@ def test_presets_equal_tiktoken(tmp_path):
     import tiktoken_ext
     from tiktoken_ext import openai_public  # noqa: F401
 
-    from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN
+    from hf_bbpe.engine.chunking.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN
 
     cl100k = Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"
     gpt2 = Path(__file__).resolve().parents[1] / "data" / "gpt2"

@@ -158,7 +158,7 @@ def test_train_output_loads_in_transformers(mix_tok_dir):
     """The folder is a save_pretrained folder: BBPETokenizer and AutoTokenizer give the engine's ids."""
     from transformers import AutoTokenizer
 
-    from hf_bbpe.tokenization_bbpe import BBPETokenizer
+    from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
     tok = Tokenizer.from_file(mix_tok_dir / "tokenizer.model")
     text = MIX.read_text(encoding="utf-8")[:20000]

@@ -9,8 +9,8 @@ import json
 from tests.support.cli import GPT2_DIR, MIX, assert_one_line_error, run_cli
 
 from hf_bbpe import Tokenizer
-from hf_bbpe.chat_presets import CHATML
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.chat_presets import CHATML
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 MESSAGES = [{"role": "user", "content": "Grüß Gott"}, {"role": "assistant", "content": "Servus!"}]
 

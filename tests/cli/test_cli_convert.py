@@ -62,7 +62,7 @@ def test_tokenizer_specs_load_the_reference_encodings(tmp_path):
     import tiktoken
     import tiktoken.load
 
-    from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN
+    from hf_bbpe.engine.chunking.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN
 
     text = "Hello world! 你好 <|endoftext|> naïve\n\tdef f(x): return x ** 2\n"
     cl = tiktoken.Encoding("cl100k", pat_str=GPT4_SPLIT_PATTERN, special_tokens={"<|endoftext|>": 100257},
@@ -155,7 +155,7 @@ def test_lossy_and_unverified_imports_name_their_flags(tmp_path):
 
     from tests.support.families import LLAMA3_MODEL
 
-    from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict
+    from hf_bbpe.hf.tokenizer_json_writer import tokenizer_json_dict
 
     from hf_bbpe import RegexTokenizer
 

@@ -12,7 +12,7 @@ import pytest
 import regex
 
 from hf_bbpe import Tokenizer, paragraphs
-from hf_bbpe.patterns import NATIVE_PATTERNS
+from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 from tests.support.cli import MIX, TAYLOR, assert_one_line_error, run_cli
 
 

@@ -45,7 +45,7 @@ def test_extend_model_grows_the_checkpoint(mix_tok_dir, tmp_path):
     from safetensors.torch import load_file
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from hf_bbpe.tokenization_bbpe import BBPETokenizer
+    from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
     ckpt = tmp_path / "ckpt"
     tok = BBPETokenizer.from_pretrained(str(mix_tok_dir))

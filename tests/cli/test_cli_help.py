@@ -10,7 +10,7 @@ import pytest
 from tests.support.cli import run_cli
 
 from hf_bbpe.cli.main import build_parser
-from hf_bbpe.patterns import NATIVE_PATTERNS
+from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 
 
 def _subparsers():
@@ -51,7 +51,7 @@ def test_every_docs_option_states_the_one_rule(command, default):
     One rule (text_files.DOCS_RULE) names every job's default; each --docs help shows it whole, with
     the command's own default, and Tokenizer.train's docstring points to it."""
     from hf_bbpe import Tokenizer
-    from hf_bbpe.text_files import DOCS_RULE
+    from hf_bbpe.engine.training.text_files import DOCS_RULE
 
     text = " ".join(run_cli(command, "--help").stdout.decode("utf-8").split())
     assert " ".join(DOCS_RULE[1:].split()) in text and f"(default here: {default})" in text

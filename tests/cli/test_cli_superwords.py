@@ -8,8 +8,8 @@ from tokenizers import Tokenizer as HFTokenizer
 
 from hf_bbpe import RegexTokenizer, SuperwordConfig, Tokenizer
 from hf_bbpe.cli.text_input import iter_documents
-from hf_bbpe.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN
-from hf_bbpe.superwords import count_superwords
+from hf_bbpe.engine.chunking.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN
+from hf_bbpe.engine.training.superwords import count_superwords
 from tests.support.cli import MIX, TAYLOR, assert_one_line_error, run_cli
 
 

@@ -317,7 +317,7 @@ def test_every_rank_tiktoken_takes_gives_its_ids(tmp_path, moved):
     import regex
 
     from hf_bbpe import GPT4_SPLIT_PATTERN
-    from hf_bbpe.chunk_encoder import ChunkEncoder
+    from hf_bbpe.engine.encoding.encoder import ChunkEncoder
 
     special = {"<|endoftext|>": 100257}
     path = _cl100k_with_ranks(tmp_path, moved)
@@ -415,7 +415,7 @@ def test_missing_file():
 
 def _tokenizer_json(tmp_path: Path, edit=None) -> Path:
     from hf_bbpe import RegexTokenizer
-    from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict
+    from hf_bbpe.hf.tokenizer_json_writer import tokenizer_json_dict
 
     tok = RegexTokenizer("gpt4")
     tok.train("hello world, hello there, hello again", 270, progress=False)
@@ -539,7 +539,7 @@ def test_rank_file_without_a_single_byte_encodes_as_tiktoken_until_the_byte_is_n
     import tiktoken_ext
 
     from hf_bbpe import GPT4_SPLIT_PATTERN, MissingByteError
-    from hf_bbpe.chunk_encoder import ChunkEncoder
+    from hf_bbpe.engine.encoding.encoder import ChunkEncoder
 
     cl100k = Path(tiktoken_ext.__path__[0]) / "data" / "cl100k_base.tiktoken"
     lines = cl100k.read_bytes().splitlines(keepends=True)

@@ -24,8 +24,8 @@ from tokenizers import Tokenizer as HFTokenizer
 
 import conversion
 from conversion.presets import PRESETS
-from hf_bbpe.patterns import TEKKEN_SPLIT_PATTERN, native_scanner
-from hf_bbpe.tokenizer import Tokenizer
+from hf_bbpe.engine.chunking.patterns import TEKKEN_SPLIT_PATTERN, native_scanner
+from hf_bbpe.engine.tokenizer import Tokenizer
 
 DOCS = mix_documents()
 

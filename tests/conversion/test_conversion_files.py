@@ -269,7 +269,7 @@ def test_unknown_rank_file_says_which_pattern_it_assumed(tmp_path):
     warning; a line on the command line); the ids are then tiktoken's with that pattern."""
     from tests.support.cli import run_cli
 
-    from hf_bbpe.patterns import GPT4_SPLIT_PATTERN
+    from hf_bbpe.engine.chunking.patterns import GPT4_SPLIT_PATTERN
 
     edited = tmp_path / "ranks.tiktoken"  # cl100k's ranks with one line spaced differently: another sha256
     edited.write_bytes(CL100K.read_bytes().replace(b"IQ== 0\n", b"IQ==  0\n", 1))

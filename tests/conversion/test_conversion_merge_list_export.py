@@ -23,8 +23,8 @@ from tests.conversion.test_conversion_merge_recovery import _grown_vocabulary, _
 from tests.support.families import mix_documents  # noqa: E402
 
 import conversion  # noqa: E402
-from hf_bbpe.patterns import GPT4_SPLIT_PATTERN  # noqa: E402
-from hf_bbpe.tokenizer import Tokenizer  # noqa: E402
+from hf_bbpe.engine.chunking.patterns import GPT4_SPLIT_PATTERN  # noqa: E402
+from hf_bbpe.engine.tokenizer import Tokenizer  # noqa: E402
 
 DOCS = mix_documents()
 

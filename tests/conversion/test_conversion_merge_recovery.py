@@ -53,7 +53,7 @@ def test_gpt2_merges_from_ranks_are_its_vocab_bpe():
     ranks = _real_ranks("gpt2")
     merges, byte_ids = recover_merges(ranks)
     inverse = {rank: token for token, rank in ranks.items()}
-    from hf_bbpe.byte_unicode import token_to_unicode
+    from hf_bbpe.engine.chunking.byte_unicode import token_to_unicode
 
     lines = (DATA / "gpt2" / "vocab.bpe").read_text(encoding="utf-8").split("\n")[1:-1]
     assert [f"{token_to_unicode(inverse[a])} {token_to_unicode(inverse[b])}" for a, b in merges] == lines
@@ -153,7 +153,7 @@ def test_duplicate_token_is_named():
 def test_llama3_unmerged_tokens_are_the_ones_the_reference_cannot_build(native):
     """Llama 3's rank file: every token the engine recovers a merge for is the reference's merge,
     and the 678 it keeps unmerged are exactly those the reference finds unbuildable."""
-    from hf_bbpe.chunk_encoder import ChunkEncoder
+    from hf_bbpe.engine.encoding.encoder import ChunkEncoder
     from tests.support.families import LLAMA3_MODEL
 
     ranks = load_tiktoken_bpe(str(LLAMA3_MODEL))

@@ -26,8 +26,8 @@ from tokenizers import pre_tokenizers  # noqa: E402
 import conversion  # noqa: E402
 from conversion.presets import PRESETS  # noqa: E402
 from hf_bbpe import RegexTokenizer  # noqa: E402
-from hf_bbpe.patterns import GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, canonical_pattern  # noqa: E402
-from hf_bbpe.tokenizer_json_writer import llama3_split_gives_gpt4s_ids, tokenizer_json_dict  # noqa: E402
+from hf_bbpe.engine.chunking.patterns import GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, canonical_pattern  # noqa: E402
+from hf_bbpe.hf.tokenizer_json_writer import llama3_split_gives_gpt4s_ids, tokenizer_json_dict  # noqa: E402
 from tests.support.families import tiktoken_pattern  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -158,7 +158,7 @@ def test_split_pattern_cuts_where_python_regex_cuts(trio):
 
 
 def _unspell(piece: str) -> bytes:
-    from hf_bbpe.byte_unicode import unicode_to_token
+    from hf_bbpe.engine.chunking.byte_unicode import unicode_to_token
 
     return unicode_to_token(piece)
 

@@ -26,10 +26,10 @@ from transformers import AutoTokenizer
 import conversion
 from conversion import FormatError
 from hf_bbpe import Tokenizer
-from hf_bbpe.pre_tokenizers import ByteLevel
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
-from hf_bbpe.onig_regex import translate_pattern_from_onig
-from hf_bbpe.patterns import QWEN2_SPLIT_PATTERN, native_scanner
+from hf_bbpe.engine.chunking.pre_tokenizers import ByteLevel
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.engine.chunking.onig_regex import translate_pattern_from_onig
+from hf_bbpe.engine.chunking.patterns import QWEN2_SPLIT_PATTERN, native_scanner
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DOCS = [doc for doc in (DATA / "text" / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n") if doc.strip()]

@@ -26,9 +26,9 @@ from transformers import AutoTokenizer
 
 import conversion
 from hf_bbpe import Tokenizer
-from hf_bbpe.patterns import GPT2_SPLIT_PATTERN, SUPERBPE_STAGE1_SPLIT_PATTERN, SUPERBPE_STAGE2_SPLIT_PATTERN
-from hf_bbpe.pre_tokenizers import ByteLevel, Sequence, Split
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.engine.chunking.patterns import GPT2_SPLIT_PATTERN, SUPERBPE_STAGE1_SPLIT_PATTERN, SUPERBPE_STAGE2_SPLIT_PATTERN
+from hf_bbpe.engine.chunking.pre_tokenizers import ByteLevel, Sequence, Split
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 from tests.support.superbpe import RELEASED, cut_superbpe, paper_tokenizer, released_folder
 
 DATA = Path(__file__).resolve().parents[1] / "data"

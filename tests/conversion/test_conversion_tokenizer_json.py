@@ -32,10 +32,10 @@ import conversion  # noqa: E402
 from conversion import FormatError  # noqa: E402
 from conversion.presets import PRESETS  # noqa: E402
 from hf_bbpe import RegexTokenizer, Tokenizer  # noqa: E402
-from hf_bbpe.byte_unicode import token_to_unicode  # noqa: E402
-from hf_bbpe.patterns import SPLIT_PATTERNS, TIKTOKEN_CL100K_SPLIT_PATTERN  # noqa: E402
-from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig  # noqa: E402
-from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict  # noqa: E402
+from hf_bbpe.engine.chunking.byte_unicode import token_to_unicode  # noqa: E402
+from hf_bbpe.engine.chunking.patterns import SPLIT_PATTERNS, TIKTOKEN_CL100K_SPLIT_PATTERN  # noqa: E402
+from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig  # noqa: E402
+from hf_bbpe.hf.tokenizer_json_writer import tokenizer_json_dict  # noqa: E402
 from tests.support.families import bpe_trainer_file  # noqa: E402
 from tests.support.reference_bpe import isolated_chunks  # noqa: E402
 
@@ -332,8 +332,8 @@ def test_bpe_trainer_file_without_the_bytes_utf8_never_uses(tmp_path):
     the engine, its .model file, GPT-2 files, an extension, and the tokenizer.json written back
     (which lacks the same bytes); only raw bytes can ask for one of them."""
     from hf_bbpe import MissingByteError
-    from hf_bbpe.byte_unicode import bytes_to_unicode
-    from hf_bbpe.chunk_encoder import NEVER_IN_UTF8
+    from hf_bbpe.engine.chunking.byte_unicode import bytes_to_unicode
+    from hf_bbpe.engine.encoding.encoder import NEVER_IN_UTF8
 
     never = sorted(NEVER_IN_UTF8)
     assert never == [0xC0, 0xC1, *range(0xF5, 0x100)]

@@ -24,7 +24,7 @@ import conversion
 from conversion import FormatError
 from conversion.gguf_vocab import CHKTXT, GPT4_NOTE
 from hf_bbpe import BBPETokenizer, RegexTokenizer
-from hf_bbpe.byte_unicode import token_to_unicode
+from hf_bbpe.engine.chunking.byte_unicode import token_to_unicode
 from tests.support.cli import TAYLOR, run_cli
 from tests.support.families import LLAMA3_MODEL, TEXT_DIR
 from tests.support.llama_cpp import CONVERTER_HASHES, comparison_docs, llama_cpp_ids, llama_cpp_special, \

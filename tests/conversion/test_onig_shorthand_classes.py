@@ -20,7 +20,7 @@ from tokenizers import Tokenizer as HFTokenizer
 
 import conversion
 from hf_bbpe import Tokenizer
-from hf_bbpe.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig
+from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig
 from tests.support.hf import mix_docs
 
 pytestmark = pytest.mark.slow  # about 30 s: each check scans all 1.1 million code points

@@ -20,8 +20,8 @@ import regex
 
 import conversion
 from hf_bbpe import RegexTokenizer
-from hf_bbpe.onig_regex import translate_pattern_for_onig
-from hf_bbpe.patterns import (
+from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig
+from hf_bbpe.engine.chunking.patterns import (
     EQUIVALENT_PATTERNS,
     GPT2_SPLIT_PATTERN,
     GPT4_SPLIT_PATTERN,

@@ -28,11 +28,11 @@ except ImportError:
     pytest.skip("Ray is not installed (pip install 'hf_bbpe[ray]')", allow_module_level=True)
 
 from hf_bbpe import BasicTokenizer, BBPETokenizer, RegexTokenizer
-from hf_bbpe.chunk_counting import count_chunks as local_counts
+from hf_bbpe.engine.training.counting_reference import count_chunks as local_counts
 from hf_bbpe.distributed import count_chunks, encode_dataset
 from hf_bbpe.distributed.counting import _PartialCounts
-from hf_bbpe.native_counting import count_native
-from hf_bbpe.patterns import resolve_pattern
+from hf_bbpe.engine.training.counting import count_native
+from hf_bbpe.engine.chunking.patterns import resolve_pattern
 from tests.support.hf import EOT, mix_docs, trained_engine
 from tests.support.reference_bpe import naive_train_weighted
 

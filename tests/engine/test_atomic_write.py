@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from hf_bbpe.atomic_write import temp_dir_beside, write_bytes_atomic, write_text_atomic
+from hf_bbpe.engine.files.atomic_write import temp_dir_beside, write_bytes_atomic, write_text_atomic
 
 
 @pytest.mark.parametrize("write", [temp_dir_beside, lambda p: write_text_atomic(p, "x"),
@@ -19,7 +19,7 @@ def test_a_path_that_cannot_be_made_is_named_as_given(write):
 
 
 def test_nothing_is_left_when_the_block_fails(tmp_path):
-    from hf_bbpe.atomic_write import atomic_open
+    from hf_bbpe.engine.files.atomic_write import atomic_open
 
     (tmp_path / "f").write_text("old")
     with pytest.raises(RuntimeError), atomic_open(tmp_path / "f") as handle:
@@ -31,7 +31,7 @@ def test_nothing_is_left_when_the_block_fails(tmp_path):
 def test_a_folder_is_replaced_whole_keeping_what_is_not_the_writer_s(tmp_path):
     """replaced_folder: the old folder's other files carried over (big ones hard-linked), the
     writer's own files dropped unless written again, nothing left beside the folder."""
-    from hf_bbpe.atomic_write import LINK_MIN_BYTES, replaced_folder
+    from hf_bbpe.engine.files.atomic_write import LINK_MIN_BYTES, replaced_folder
 
     target = tmp_path / "out"
     target.mkdir()
@@ -55,7 +55,7 @@ def test_a_folder_is_replaced_whole_keeping_what_is_not_the_writer_s(tmp_path):
 
 
 def test_a_failed_folder_write_changes_nothing(tmp_path):
-    from hf_bbpe.atomic_write import replaced_folder
+    from hf_bbpe.engine.files.atomic_write import replaced_folder
 
     target = tmp_path / "out"
     target.mkdir()
@@ -67,7 +67,7 @@ def test_a_failed_folder_write_changes_nothing(tmp_path):
 
 
 def test_stale_temps_of_dead_writers_go_and_live_ones_stay(tmp_path):
-    from hf_bbpe.atomic_write import remove_stale_temps
+    from hf_bbpe.engine.files.atomic_write import remove_stale_temps
 
     dead = tmp_path / ".f.999999999.abc123.tmp"  # no process has that pid
     live = tmp_path / f".f.{os.getpid()}.abc123.tmp"
@@ -79,7 +79,7 @@ def test_stale_temps_of_dead_writers_go_and_live_ones_stay(tmp_path):
 
 
 def test_a_link_to_a_folder_stays_a_link(tmp_path):
-    from hf_bbpe.atomic_write import replaced_folder
+    from hf_bbpe.engine.files.atomic_write import replaced_folder
 
     real = tmp_path / "real"
     real.mkdir()

@@ -1,4 +1,4 @@
-"""Batches on threads (hf_bbpe/batch_encoding.py) and the C path that splits and encodes a whole
+"""Batches on threads (hf_bbpe/engine/encoding/batches.py) and the C path that splits and encodes a whole
 text without the GIL (``_chunk_bpe.encode_text``/``encode_texts`` over ``_pretokenize``'s scanners).
 
 * For random text, every mode and each C-scanned pattern: ``encode_batch(num_threads=2)``,
@@ -25,10 +25,11 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bbpe import Tokenizer, batch_encoding
-from hf_bbpe.chunk_encoder import ChunkEncoder
-from hf_bbpe.patterns import NATIVE_PATTERNS, compile_pattern
-from hf_bbpe.special_tokens import DisallowedSpecialToken
+from hf_bbpe import Tokenizer
+from hf_bbpe.engine.encoding import batches as batch_encoding
+from hf_bbpe.engine.encoding.encoder import ChunkEncoder
+from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS, compile_pattern
+from hf_bbpe.engine.encoding.special_tokens import DisallowedSpecialToken
 
 from tests.support.families import mix_documents
 
@@ -219,7 +220,7 @@ def test_encode_to_numpy_in_one_c_call_only_for_the_arguments_it_was_made_for(cl
     the general path, with its ids and errors."""
     import pickle
 
-    from hf_bbpe import _chunk_bpe
+    from hf_bbpe.engine.encoding import _chunk_bpe
 
     tok = Tokenizer.from_ranks(cl100k_ranks, pattern="gpt4", special_tokens={"<|endoftext|>": 100257})
     reference = tiktoken.Encoding("cl100k", pat_str=NATIVE_PATTERNS["gpt4"], mergeable_ranks=cl100k_ranks,
@@ -303,7 +304,7 @@ def test_a_threaded_batch_is_cut_into_small_grains_in_order(cl100k):
     thread slowed by another process on its core holds back the batch by one small grain at most:
     every grain holds about 64 KB of text or less (a text of a megabyte is cut into parts, never at a
     chunk of more than a grain), and the grains cover the batch in order."""
-    from hf_bbpe import _chunk_bpe
+    from hf_bbpe.engine.encoding import _chunk_bpe
 
     docs = mix_documents()
     long_doc = "\n\n".join(docs) * (1_000_000 // len("\n\n".join(docs).encode()) + 1)

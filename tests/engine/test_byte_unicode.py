@@ -3,7 +3,7 @@
 import pytest
 from tokenizers import pre_tokenizers
 
-from hf_bbpe.byte_unicode import bytes_to_unicode, token_to_unicode, unicode_to_bytes, unicode_to_token
+from hf_bbpe.engine.chunking.byte_unicode import bytes_to_unicode, token_to_unicode, unicode_to_bytes, unicode_to_token
 
 pytestmark = pytest.mark.transformers_compat
 

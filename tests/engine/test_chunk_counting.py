@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from tests.support.reference_bpe import split_chunks
 
 from hf_bbpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, BasicTokenizer, RegexTokenizer
-from hf_bbpe import chunk_counting
-from hf_bbpe.chunk_counting import count_chunks
+from hf_bbpe.engine.training import counting_reference as chunk_counting
+from hf_bbpe.engine.training.counting_reference import count_chunks
 
 TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
 PATTERNS = {"basic": None, "gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN}
@@ -184,7 +184,7 @@ def test_counting_falls_back_to_one_process_where_fork_does_not_exist(monkeypatc
 
 
 def test_encode_batch_falls_back_to_one_process_where_fork_does_not_exist(monkeypatch, big_documents):
-    from hf_bbpe import batch_encoding
+    from hf_bbpe.engine.encoding import batches as batch_encoding
 
     tok = RegexTokenizer()
     tok.train(big_documents[:200], 300, progress=False)

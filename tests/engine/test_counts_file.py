@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bbpe import BasicTokenizer, RegexTokenizer, _chunk_count
-from hf_bbpe.counts_file import first_bad_record, load_counts, save_counts
-from hf_bbpe.native_counting import ChunkCounts, count_native
-from hf_bbpe.patterns import NATIVE_PATTERNS
+from hf_bbpe import BasicTokenizer, RegexTokenizer
+from hf_bbpe.engine.training import _chunk_count
+from hf_bbpe.engine.training.counts_file import first_bad_record, load_counts, save_counts
+from hf_bbpe.engine.training.counting import ChunkCounts, count_native
+from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 
 from .test_native_counting import MIX, SWIFT, assert_same, distinct
 

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hf_bbpe import Tokenizer
-from hf_bbpe.patterns import NATIVE_PATTERNS, compile_pattern
+from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS, compile_pattern
 from tests.support.families import mix_documents
 
 from .test_batch_threads import cl100k, cl100k_ranks  # noqa: F401 (fixtures)

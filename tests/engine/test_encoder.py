@@ -31,8 +31,9 @@ from hf_bbpe import (
     RegexTokenizer,
     Tokenizer,
 )
-from hf_bbpe import batch_encoding, chunk_encoder
-from hf_bbpe.chunk_encoder import ChunkEncoder
+from hf_bbpe.engine.encoding import batches as batch_encoding
+from hf_bbpe.engine.encoding import encoder as chunk_encoder
+from hf_bbpe.engine.encoding.encoder import ChunkEncoder
 
 TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
 PATTERNS = {"basic": None, "gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN}

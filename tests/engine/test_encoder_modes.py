@@ -1,4 +1,4 @@
-"""The chunk encoder's three modes (hf_bbpe/chunk_encoder.py) against the systems they copy.
+"""The chunk encoder's three modes (hf_bbpe/engine/encoding/encoder.py) against the systems they copy.
 
 * "ranks" is tiktoken's algorithm: on random rank vocabularies, including ones whose tokens no
   merge of lower ranks builds (reached as whole pieces, or by merging parts of higher rank, as
@@ -28,9 +28,9 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import models, pre_tokenizers
 
 from hf_bbpe import Tokenizer
-from hf_bbpe.byte_unicode import token_to_unicode
-from hf_bbpe.chunk_encoder import ChunkEncoder
-from hf_bbpe.model_file import read_model_file
+from hf_bbpe.engine.chunking.byte_unicode import token_to_unicode
+from hf_bbpe.engine.encoding.encoder import ChunkEncoder
+from hf_bbpe.engine.files.minbpe_model import read_model_file
 
 NO_SPLIT = r"[\s\S]+"  # tiktoken's stand-in for "no split pattern"
 ALPHABET = b"abc\xc3\xa9"

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 import hf_bbpe
-from hf_bbpe.patterns import NATIVE_PATTERNS
-from hf_bbpe.text_files import iter_file_documents
+from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
+from hf_bbpe.engine.training.text_files import iter_file_documents
 
 ROOT = Path(hf_bbpe.__file__).resolve().parents[1]
 
@@ -30,8 +30,8 @@ ROOT = Path(hf_bbpe.__file__).resolve().parents[1]
 # attempt gets an error; prints what each case ended with
 CHILD = textwrap.dedent("""
     import json, os, random, sys, threading, time
-    from hf_bbpe.native_counting import count_native
-    from hf_bbpe.patterns import NATIVE_PATTERNS
+    from hf_bbpe.engine.training.counting import count_native
+    from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 
     path, cases = sys.argv[1], json.loads(sys.argv[2])
     size = 16 << 20

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bbpe.chunk_encoder import ChunkEncoder
-from hf_bbpe.patterns import SUPERBPE_STAGE1_SPLIT_PATTERN, native_scanner
-from hf_bbpe.vocab_merges_files import read_vocab_merges
+from hf_bbpe.engine.encoding.encoder import ChunkEncoder
+from hf_bbpe.engine.chunking.patterns import SUPERBPE_STAGE1_SPLIT_PATTERN, native_scanner
+from hf_bbpe.engine.files.vocab_merges import read_vocab_merges
 from tests.support.superbpe import cut_superbpe
 
 PARTS_SCANNER = native_scanner(SUPERBPE_STAGE1_SPLIT_PATTERN)

@@ -1,4 +1,4 @@
-"""The C merge loop (``_merge_loop.c``) and its pure-Python twin (``merge_loop.py``) are one function.
+"""The C merge loop (``_merge_loop.c``) and its pure-Python twin (``engine/training/merge_loop_reference.py``) are one function.
 
 * On hypothesis corpora given straight to both kernels (small alphabets to force ties, runs,
   empty and one-symbol words, counts past 2**32, bytes and int32 symbols, taken ids, all three
@@ -40,8 +40,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.support.reference_bpe import corpus_chunks, naive_train
 
-from hf_bbpe import RegexTokenizer, SuperwordConfig, merge_loop, trainer, training
-from hf_bbpe.patterns import GPT4_SPLIT_PATTERN
+from hf_bbpe import RegexTokenizer, SuperwordConfig
+from hf_bbpe.engine.training import merge_loop_reference as merge_loop
+from hf_bbpe.engine.training import merge_loop as trainer
+from hf_bbpe.engine.training import api as training
+from hf_bbpe.engine.chunking.patterns import GPT4_SPLIT_PATTERN
 
 ROOT = Path(__file__).resolve().parents[2]
 TAYLORSWIFT = ROOT / "tests" / "data" / "text" / "taylorswift.txt"
@@ -124,8 +127,8 @@ def kernel_sizes(first_threshold: int, min_budget: int, compact_bytes: int, min_
 
 def test_merge_kernel_is_built():
     """Otherwise the C-versus-twin tests below would compare the twin with itself."""
-    assert KERNEL.__name__ == "hf_bbpe._merge_loop"
-    assert TWIN.__name__ == "hf_bbpe.merge_loop"
+    assert KERNEL.__name__ == "hf_bbpe.engine.training._merge_loop"
+    assert TWIN.__name__ == "hf_bbpe.engine.training.merge_loop_reference"
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -262,7 +265,7 @@ def test_twin_equals_naive_reference(docs, split, tie_break, num_merges, min_fre
 
 FALLBACK_SCRIPT = """
 import json, sys
-sys.modules["hf_bbpe._merge_loop"] = None  # importing it now raises ImportError, as if never built
+sys.modules["hf_bbpe.engine.training._merge_loop"] = None  # importing it now raises ImportError, as if never built
 from hf_bbpe import BasicTokenizer, RegexTokenizer, trainer
 text = open(sys.argv[1], encoding="utf-8").read()
 out = {"kernel": trainer.merge_kernel().__name__, "merges": {}}
@@ -285,7 +288,7 @@ def test_training_without_the_c_module_learns_the_same_merges():
     )
     assert result.returncode == 0, result.stderr[-4000:]
     out = json.loads(result.stdout.splitlines()[-1])
-    assert out["kernel"] == "hf_bbpe.merge_loop"
+    assert out["kernel"] == "hf_bbpe.engine.training.merge_loop_reference"
     text = TAYLORSWIFT.read_text(encoding="utf-8")
     for tie_break in trainer.TIE_BREAKS:
         tok = RegexTokenizer("gpt4")

@@ -17,7 +17,7 @@ import signal
 import pytest
 
 from hf_bbpe import Tokenizer
-from hf_bbpe.atomic_write import KILL_AT_ENV
+from hf_bbpe.engine.files.atomic_write import KILL_AT_ENV
 from tests.support.cli import TAYLOR
 from tests.support.killed_saves import SaveKiller
 

@@ -20,12 +20,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bbpe import RegexTokenizer, _chunk_count, chunk_counting, native_counting, text_files, training
-from hf_bbpe.chunk_counting import count_chunks, paragraphs
-from hf_bbpe.patterns import compile_pattern
-from hf_bbpe.native_counting import ChunkCounts, collected, count_native
-from hf_bbpe.patterns import EQUIVALENT_PATTERNS, NATIVE_PATTERNS, native_scanner
-from hf_bbpe.text_files import iter_file_documents
+from hf_bbpe import RegexTokenizer
+from hf_bbpe.engine.training import _chunk_count
+from hf_bbpe.engine.training import counting_reference as chunk_counting
+from hf_bbpe.engine.training import counting as native_counting
+from hf_bbpe.engine.training import text_files
+from hf_bbpe.engine.training import api as training
+from hf_bbpe.engine.training.counting_reference import count_chunks, paragraphs
+from hf_bbpe.engine.chunking.patterns import compile_pattern
+from hf_bbpe.engine.training.counting import ChunkCounts, collected, count_native
+from hf_bbpe.engine.chunking.patterns import EQUIVALENT_PATTERNS, NATIVE_PATTERNS, native_scanner
+from hf_bbpe.engine.training.text_files import iter_file_documents
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "text"
 MIX = DATA / "mix-sample.txt"
@@ -45,7 +50,7 @@ documents = st.lists(st.text(alphabet=st.sampled_from(TRICKY), max_size=30) | st
 
 def test_the_kernel_is_built():
     """A missing build fails here instead of every comparison below running the Python path."""
-    assert native_counting._kernel is not None, "hf_bbpe._chunk_count is not built (setup.py build_ext --inplace)"
+    assert native_counting._kernel is not None, "hf_bbpe.engine.training._chunk_count is not built (setup.py build_ext --inplace)"
 
 
 def regex_counts(docs, pattern: str) -> dict[str, int]:
@@ -295,7 +300,7 @@ def write_parquet(path: Path, docs: list, large: bool = False, column: str = "bo
 
 @pytest.mark.parametrize("large", [False, True])
 def test_parquet_columns_match_the_twin(tmp_path, large, monkeypatch):
-    monkeypatch.setattr("hf_bbpe.text_files.PARQUET_BATCH_ROWS", 50)  # several batches, sliced arrays
+    monkeypatch.setattr("hf_bbpe.engine.training.text_files.PARQUET_BATCH_ROWS", 50)  # several batches, sliced arrays
     docs = MIX.read_text(encoding="utf-8").split("\n\n")
     path = tmp_path / "docs.parquet"
     write_parquet(path, docs, large)

@@ -1,7 +1,7 @@
 """Normalizers against ``tokenizers``' own: every code point, random marked text, alignments.
 
 ``tokenizers`` normalizes with Unicode 9.0 tables and Python's ``unicodedata`` is newer; the
-engine follows ``tokenizers`` (see hf_bbpe/normalizers.py). These tests compare the normalized
+engine follows ``tokenizers`` (see hf_bbpe/engine/chunking/normalizers.py). These tests compare the normalized
 text of every code point in every form, hypothesis text built from combining marks, decomposable,
 Hangul and post-9.0 characters (alone and in sequences of forms), and the alignment of each
 normalized character to the original text, which ``tokenizers`` reports as offsets.
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import PreTokenizedString, Regex, normalizers, pre_tokenizers
 
-from hf_bbpe.normalizers import (
+from hf_bbpe.engine.chunking.normalizers import (
     FORMS,
     NormalizerSequence,
     UnicodeNormalizer,
@@ -120,7 +120,7 @@ def test_json_forms_and_specs():
 
 
 def test_unicode_tables_are_those_of_the_installed_tokenizers():
-    """hf_bbpe/unicode_tables.py is generated from tokenizers; regenerate it when this fails
+    """hf_bbpe/engine/chunking/unicode_tables.py is generated from tokenizers; regenerate it when this fails
     (python scripts/make_unicode_tables.py; its character classes are checked against the owners'
     engines in test_owner_unicode.py)."""
     import importlib.util

@@ -40,7 +40,9 @@ from tokenizers import pre_tokenizers  # noqa: E402
 
 import conversion  # noqa: E402
 from conversion.presets import PRESETS  # noqa: E402
-from hf_bbpe import RegexTokenizer, patterns, unicode_tables  # noqa: E402
+from hf_bbpe import RegexTokenizer
+from hf_bbpe.engine.chunking import patterns
+from hf_bbpe.engine.chunking import unicode_tables  # noqa: E402
 from tests.support.cpu import HAS_AVX512, needs_avx512  # noqa: E402
 from tests.support.families import LLAMA3_MODEL, TEKKEN_FILES, mix_documents, tiktoken_pattern  # noqa: E402
 
@@ -212,7 +214,7 @@ def test_python_twin_cuts_the_sweep_as_the_c_scanner(name):
     twin = patterns.compile_pattern(pattern)
     for text in sweep_texts(fast_sweep(), per_text=8192):
         if name in patterns.ISOLATED_PATTERNS:
-            from hf_bbpe.pre_tokenizers import isolated_split
+            from hf_bbpe.engine.chunking.pre_tokenizers import isolated_split
 
             assert isolated_split(twin, text) == patterns.native_isolated_splitter(pattern)(text)
         else:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from hf_bbpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, RegexTokenizer, Tokenizer
-from hf_bbpe import chunk_counting
-from hf_bbpe.chunk_counting import count_chunks
-from hf_bbpe.patterns import SPLIT_PATTERNS, resolve_pattern
+from hf_bbpe.engine.training import counting_reference as chunk_counting
+from hf_bbpe.engine.training.counting_reference import count_chunks
+from hf_bbpe.engine.chunking.patterns import SPLIT_PATTERNS, resolve_pattern
 
 MIX = Path(__file__).resolve().parents[1] / "data" / "text" / "mix-sample.txt"
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bbpe import patterns
-from hf_bbpe.patterns import (
+from hf_bbpe.engine.chunking import patterns
+from hf_bbpe.engine.chunking.patterns import (
     EQUIVALENT_PATTERNS,
     GPT4_SPLIT_PATTERN,
     LLAMA3_SPLIT_PATTERN,
@@ -76,7 +76,7 @@ def ends_of(chunks: list[str]) -> list[int]:
 def test_native_pretokenizer_is_built():
     """The C pre-tokenizer is part of the install: a missing build fails here instead of passing
     every comparison below vacuously."""
-    assert patterns._native is not None, "hf_bbpe._pretokenize is not built (pip install -e .)"
+    assert patterns._native is not None, "hf_bbpe.engine.chunking._pretokenize is not built (pip install -e .)"
 
 
 @pytest.mark.parametrize("pattern", NATIVE, ids=IDS)

@@ -14,8 +14,9 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bbpe import Tokenizer, chunk_encoder
-from hf_bbpe.patterns import NATIVE_PATTERNS
+from hf_bbpe import Tokenizer
+from hf_bbpe.engine.encoding import encoder as chunk_encoder
+from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 
 from .test_batch_threads import CHARS, cl100k, cl100k_ranks, twin_ids  # noqa: F401 (fixtures)
 from .test_encoder_modes import random_ranks

@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 from tokenizers import Regex, pre_tokenizers
 
 from hf_bbpe import RegexTokenizer, Tokenizer
-from hf_bbpe import chunk_counting
-from hf_bbpe.byte_unicode import token_to_unicode
-from hf_bbpe.chunk_counting import count_chunks
-from hf_bbpe.model_file import read_model_file
-from hf_bbpe.patterns import SPLIT_PATTERNS, chunk_splitter
-from hf_bbpe.pre_tokenizers import (
+from hf_bbpe.engine.training import counting_reference as chunk_counting
+from hf_bbpe.engine.chunking.byte_unicode import token_to_unicode
+from hf_bbpe.engine.training.counting_reference import count_chunks
+from hf_bbpe.engine.files.minbpe_model import read_model_file
+from hf_bbpe.engine.chunking.patterns import SPLIT_PATTERNS, chunk_splitter
+from hf_bbpe.engine.chunking.pre_tokenizers import (
     ByteLevel,
     ChunkSplitter,
     Digits,
@@ -35,7 +35,7 @@ from hf_bbpe.pre_tokenizers import (
     Split,
     pre_tokenizer_from_json,
 )
-from hf_bbpe.onig_regex import translate_pattern_from_onig
+from hf_bbpe.engine.chunking.onig_regex import translate_pattern_from_onig
 
 from .test_normalizers import CODE_POINTS
 
@@ -116,7 +116,7 @@ def test_character_classes_agree_with_tokenizers_on_every_code_point(table, step
 def test_python_categories_differ_from_tokenizers_classes():
     """Why the classes come from tokenizers: Python's Unicode data says otherwise for some."""
     python_numeric = {c for c in CODE_POINTS if unicodedata.category(chr(c)) in ("Nd", "Nl", "No")}
-    from hf_bbpe.unicode_tables import code_points
+    from hf_bbpe.engine.chunking.unicode_tables import code_points
 
     assert python_numeric != code_points("NUMERIC")
 

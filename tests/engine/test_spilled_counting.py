@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_bbpe import RegexTokenizer, native_counting
-from hf_bbpe.native_counting import count_native, memory_size
-from hf_bbpe.patterns import NATIVE_PATTERNS
+from hf_bbpe import RegexTokenizer
+from hf_bbpe.engine.training import counting as native_counting
+from hf_bbpe.engine.training.counting import count_native, memory_size
+from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 
 from .test_native_counting import MIX, SWIFT, TRICKY, assert_same, distinct, paragraphs_of, regex_counts
 
@@ -171,7 +172,7 @@ def test_the_final_merge_keeps_few_files_open(tmp_path, tiny_limits):
 KILLED_CHILD = """
 import sys
 from hf_bbpe import native_counting
-from hf_bbpe.patterns import NATIVE_PATTERNS
+from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 native_counting._spill_limits = lambda budget, threads: (1 << 16, 1 << 10, 1 << 12)  # spill every few records
 paths, spill_dir = sys.argv[1:-1], sys.argv[-1]
 for _ in range(100):  # (until killed)
@@ -239,7 +240,7 @@ def test_a_killed_counts_file_write_is_cleaned_by_the_next(tmp_path, caplog):
     import sys
 
     import hf_bbpe
-    from hf_bbpe.atomic_write import KILL_AT_ENV
+    from hf_bbpe.engine.files.atomic_write import KILL_AT_ENV
 
     out = tmp_path / "swift.counts"
     env = {**os.environ, KILL_AT_ENV: f"write:{out.name}",
@@ -254,6 +255,6 @@ def test_a_killed_counts_file_write_is_cleaned_by_the_next(tmp_path, caplog):
         counts = RegexTokenizer("gpt4").count_chunks(files=[str(SWIFT)], out=out, progress=False)
     assert sorted(tmp_path.iterdir()) == [out]
     assert [r.getMessage() for r in caplog.records] == [f"{out}: removed 1 temporary file(s) of a killed earlier write"]
-    from hf_bbpe.counts_file import load_counts
+    from hf_bbpe.engine.training.counts_file import load_counts
 
     assert list(load_counts(out).counts) == list(counts.counts)

@@ -27,12 +27,12 @@ from tests.support.reference_bpe import isolated_chunks, naive_superbpe, paper_a
 
 import conversion
 from hf_bbpe import RegexTokenizer, SuperwordConfig, Tokenizer
-from hf_bbpe import training
-from hf_bbpe.chunk_counting import count_chunks
-from hf_bbpe.chunk_encoder import ChunkEncoder
-from hf_bbpe.native_counting import count_native
-from hf_bbpe.patterns import SUPERBPE_STAGE1_SPLIT_PATTERN, SUPERBPE_STAGE2_SPLIT_PATTERN
-from hf_bbpe.superwords import count_superwords, spans_words
+from hf_bbpe.engine.training import api as training
+from hf_bbpe.engine.training.counting_reference import count_chunks
+from hf_bbpe.engine.encoding.encoder import ChunkEncoder
+from hf_bbpe.engine.training.counting import count_native
+from hf_bbpe.engine.chunking.patterns import SUPERBPE_STAGE1_SPLIT_PATTERN, SUPERBPE_STAGE2_SPLIT_PATTERN
+from hf_bbpe.engine.training.superwords import count_superwords, spans_words
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "text"
 TAYLOR = (DATA / "taylorswift.txt").read_text(encoding="utf-8")

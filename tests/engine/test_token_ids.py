@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tests.support.hf import mix_docs, trained_engine
 
-from hf_bbpe.token_ids import TokenIdTypeError
+from hf_bbpe.engine.encoding.token_ids import TokenIdTypeError
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from tests.support.hf import EOT, mix_docs, mix_text, trained_engine
 from tokenizers import Tokenizer as HFTokenizer
 
-from hf_bbpe.token_offsets import token_char_spans
-from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict
+from hf_bbpe.engine.encoding.offsets import token_char_spans
+from hf_bbpe.hf.tokenizer_json_writer import tokenizer_json_dict
 
 
 @pytest.fixture(scope="module")

@@ -36,8 +36,8 @@ from tests.support.reference_bpe import (
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
 from hf_bbpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, BasicTokenizer, RegexTokenizer
-from hf_bbpe.byte_unicode import unicode_to_token
-from hf_bbpe.onig_regex import translate_pattern_for_onig
+from hf_bbpe.engine.chunking.byte_unicode import unicode_to_token
+from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig
 
 TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
 TIE_BREAKS = ("smallest_pair", "first_occurrence", "huggingface")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hf_bbpe import BasicTokenizer, RegexTokenizer, Tokenizer
-from hf_bbpe.byte_unicode import bytes_to_unicode
+from hf_bbpe.engine.chunking.byte_unicode import bytes_to_unicode
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "text"
 ENGLISH = (DATA / "taylorswift.txt").read_text(encoding="utf-8")

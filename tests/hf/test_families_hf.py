@@ -19,7 +19,7 @@ from transformers import AutoTokenizer
 from transformers.dynamic_module_utils import get_class_from_dynamic_module
 
 import conversion
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 DOCS = mix_documents()
 

@@ -23,10 +23,10 @@ import tokenizers
 from transformers import AutoTokenizer
 
 import conversion
-from hf_bbpe.atomic_write import KILL_AT_ENV, NO_EXCHANGE_ENV, recover_folder
+from hf_bbpe.engine.files.atomic_write import KILL_AT_ENV, NO_EXCHANGE_ENV, recover_folder
 from hf_bbpe.cli.tokenizer_spec import load_tokenizer
-from hf_bbpe.saved_folder import MixedFolderError, check_folder_agrees
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.saved_folder import MixedFolderError, check_folder_agrees
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 from tests.support.cli import TAYLOR, assert_one_line_error, run_cli
 from tests.support.killed_saves import SaveKiller
 
@@ -202,7 +202,7 @@ def test_a_folder_of_mixed_files_is_refused_by_every_loader_of_ours(inputs, tmp_
 def test_a_converted_ranks_mode_folder_is_not_mixed(tmp_path):
     """A ranks-mode tokenizer.json lists more merges than merges.txt (merges that rebuild tokens no
     single merge makes): the same tokenizer, not two; a merges.txt with one merge gone still is."""
-    from hf_bbpe.saved_folder import folder_disagreement
+    from hf_bbpe.hf.saved_folder import folder_disagreement
 
     from tests.support.cli import run_cli
 

@@ -18,8 +18,8 @@ from tests.support.hf import mix_docs, trained_engine
 from tokenizers import Tokenizer as HFTokenizer
 from transformers import AddedToken, AutoTokenizer
 
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
-from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenizer_json_writer import tokenizer_json_dict
 
 pytestmark = pytest.mark.transformers_compat
 

@@ -28,10 +28,10 @@ from tests.support.hf import EOT
 
 import conversion
 from hf_bbpe import RegexTokenizer
-from hf_bbpe.onig_regex import translate_pattern_for_onig
-from hf_bbpe.patterns import GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
-from hf_bbpe.tokenizer_json_writer import token_past_a_line_break
+from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig
+from hf_bbpe.engine.chunking.patterns import GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenizer_json_writer import token_past_a_line_break
 
 TAILS = ["def f():\n    ", "x\n  ", "a\n \n  \t", "x  \n", "trailing newlines \n\n", "   ", "", "if x:\n\treturn\n\t",
          "I'M YOU'RE he'll 'S 'sss 12345 ١٢٣٤", "CamelCaseHTTPServer éÉǅ ß\u00a0x\u3000y 👍🏽", "\r\n \u3000"]

@@ -25,10 +25,10 @@ from transformers import AutoTokenizer
 
 import conversion
 from hf_bbpe import RegexTokenizer, SuperwordConfig, Tokenizer
-from hf_bbpe.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN
-from hf_bbpe.superwords import count_superwords
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
-from hf_bbpe.tokenizer_json_writer import tokenizer_json_dict
+from hf_bbpe.engine.chunking.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN
+from hf_bbpe.engine.training.superwords import count_superwords
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenizer_json_writer import tokenizer_json_dict
 
 pytestmark = pytest.mark.transformers_compat
 

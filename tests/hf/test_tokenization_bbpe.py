@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from tests.support.hf import EOT, mix_docs, mix_text, trained_engine
 from transformers import AddedToken, AutoTokenizer, BatchEncoding
 
-from hf_bbpe.byte_unicode import token_to_unicode
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.engine.chunking.byte_unicode import token_to_unicode
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 pytestmark = pytest.mark.transformers_compat
 

@@ -19,8 +19,8 @@ import pytest
 from tests.support.hf import EOT, trained_engine
 from transformers import AutoTokenizer, GenerationConfig
 
-from hf_bbpe.chat_presets import CHATML
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.chat_presets import CHATML
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 pytestmark = pytest.mark.transformers_compat
 

@@ -14,8 +14,8 @@ import pytest
 from tests.support.hf import EOT, mix_docs
 from transformers import AutoTokenizer
 
-from hf_bbpe.byte_unicode import token_to_unicode
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.engine.chunking.byte_unicode import token_to_unicode
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 pytestmark = pytest.mark.transformers_compat
 
@@ -58,8 +58,8 @@ def test_files_from_bpe_trainer_without_the_bytes_utf8_never_uses(tmp_path):
     loaded back, the fast twin, the folder's own code), and its bare vocab.json + merges.txt (the
     layout SuperBPE released) loaded as a GPT-2-style folder, all give tokenizers' ids."""
     import conversion
-    from hf_bbpe.byte_unicode import bytes_to_unicode
-    from hf_bbpe.chunk_encoder import NEVER_IN_UTF8
+    from hf_bbpe.engine.chunking.byte_unicode import bytes_to_unicode
+    from hf_bbpe.engine.encoding.encoder import NEVER_IN_UTF8
     from tests.support.families import bpe_trainer_file
     from tests.support.hf import run_python
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tests.support.hf import EOT, mix_docs, trained_engine
 
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 pytestmark = pytest.mark.transformers_compat
 

@@ -17,7 +17,7 @@ import json
 import pytest
 from tests.support.hf import EOT, load_elsewhere, mix_docs, run_python, trained_engine
 
-from hf_bbpe.tokenization_bbpe import BBPETokenizer, BBPETokenizerFast
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer, BBPETokenizerFast
 
 pytestmark = pytest.mark.transformers_compat
 

@@ -19,8 +19,8 @@ import pytest
 from tests.support.hf import EOT, load_elsewhere, mix_docs, trained_engine
 from transformers import AutoTokenizer
 
-from hf_bbpe.added_tokens import MAX_RESERVED_FILL
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.added_tokens import MAX_RESERVED_FILL
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 pytestmark = [pytest.mark.transformers_compat, pytest.mark.torch]
 torch = pytest.importorskip("torch")

@@ -29,7 +29,7 @@ from tests.support.hf import (
 )
 from transformers import AddedToken, AutoTokenizer
 
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 pytestmark = pytest.mark.transformers_compat
 
@@ -98,7 +98,7 @@ def test_b_auto_tokenizer_resolves_the_registered_name(folder, docs, expected, t
     """A folder or model config that names BBPETokenizer gets it once hf_bbpe is imported."""
     import shutil
 
-    from hf_bbpe.auto_registration import register_when_auto_tokenizer_loads
+    from hf_bbpe.hf.auto_registration import register_when_auto_tokenizer_loads
 
     register_when_auto_tokenizer_loads()  # what import hf_bbpe does; AutoTokenizer is loaded here
     named = tmp_path / "named"
@@ -117,12 +117,12 @@ def test_registration_waits_for_auto_tokenizer_to_load(tmp_path):
     out = run_python(
         """
         import sys
-        from hf_bbpe.auto_registration import register_when_auto_tokenizer_loads
+        from hf_bbpe.hf.auto_registration import register_when_auto_tokenizer_loads
         register_when_auto_tokenizer_loads()
         print("transformers.models.auto.tokenization_auto" in sys.modules)
         from transformers import AutoTokenizer
         from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
-        from hf_bbpe.tokenization_bbpe import BBPETokenizer
+        from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
         print(tokenizer_class_from_name("BBPETokenizer") is BBPETokenizer)
         """,
         tmp_path, block_hf_bbpe=False)

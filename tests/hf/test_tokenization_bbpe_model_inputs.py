@@ -14,7 +14,7 @@ import pytest
 from tests.support.hf import EOT, mix_docs, run_python, trained_engine
 from transformers import AutoTokenizer
 
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 pytestmark = [pytest.mark.transformers_compat, pytest.mark.torch]
 torch = pytest.importorskip("torch")

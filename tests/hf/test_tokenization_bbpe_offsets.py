@@ -10,7 +10,7 @@ import pytest
 from tests.support.hf import EOT, mix_docs, trained_engine
 from transformers import AddedToken, AutoTokenizer
 
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 pytestmark = pytest.mark.transformers_compat
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from tests.support.hf import EOT, load_elsewhere, mix_docs, run_python, trained_engine
 
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 pytestmark = pytest.mark.transformers_compat
 
@@ -144,7 +144,7 @@ def test_push_to_hub_commits_exactly_what_loading_needs(tmp_path):
         out = run_python(
             f"""
             import json
-            from hf_bbpe.tokenization_bbpe import BBPETokenizer
+            from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
             hf = BBPETokenizer.from_pretrained({str(local)!r})
             print(json.dumps(str(hf.push_to_hub({REPO_ID!r}, commit_message="add tokenizer", license="mit",
                                                 base_model="meta-llama/Meta-Llama-3-8B", tags=["german"]))))
@@ -203,7 +203,7 @@ def test_an_existing_card_keeps_its_text_and_gets_the_metadata_it_lacks(tmp_path
                "HF_HUB_DOWNLOAD_TIMEOUT": "30", "HF_HUB_ETAG_TIMEOUT": "30"}
         run_python(
             f"""
-            from hf_bbpe.tokenization_bbpe import BBPETokenizer
+            from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
             BBPETokenizer.from_pretrained({str(tmp_path / "local")!r}).push_to_hub({REPO_ID!r}, license="mit")
             """,
             tmp_path, block_hf_bbpe=False, env=env)
@@ -225,7 +225,7 @@ def test_save_pretrained_with_push_to_hub_pushes_the_rewritten_config(tmp_path):
             import sys
             sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
             from tests.support.hf import trained_engine
-            from hf_bbpe.tokenization_bbpe import BBPETokenizer
+            from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
             BBPETokenizer.from_engine(trained_engine()).save_pretrained({str(tmp_path / 'bbpe-tok')!r},
                                                                         push_to_hub=True, repo_id={REPO_ID!r})
             """,

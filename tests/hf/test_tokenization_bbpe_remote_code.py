@@ -1,9 +1,11 @@
-"""The code a saved folder carries for ``trust_remote_code=True`` is complete and self-contained.
+"""Saved folders are standard: no code unless ``remote_code=True``, and then code that is whole.
 
-``saved_folder.REMOTE_CODE_MODULES`` lists it; saving copies exactly that list, which must be
-``tokenization_bbpe.py`` and its whole relative-import closure. When transformers loads the
-folder, 4.57 copies only the modules a local remote-code file imports *directly*, so
-tokenization_bbpe.py must name the whole closure itself. Runs on 5.x and 4.57.
+By default a folder holds tokenizer files only, as every other tokenizer repository does. With
+``save_pretrained(..., remote_code=True)`` it holds tokenization_bbpe.py and its relative-import
+closure, flattened (remote_code.py computes it when saving). transformers 4.57 copies only the
+modules a local remote-code file imports *directly*, so the saved tokenization_bbpe.py must name
+the whole closure itself; transformers' own closure walker checks the saved copy. Runs on 5.x
+and 4.57.
 """
 
 from __future__ import annotations
@@ -17,52 +19,68 @@ import pytest
 from tests.support.hf import EOT, mix_docs, run_python, trained_engine
 from transformers.dynamic_module_utils import get_imports, get_relative_import_files, get_relative_imports
 
-import hf_bbpe.tokenization_bbpe as tokenization_bbpe
 from hf_bbpe import RegexTokenizer
-from hf_bbpe.saved_folder import REMOTE_CODE_MODULES
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 pytestmark = pytest.mark.transformers_compat
 
-MODULE = Path(tokenization_bbpe.__file__)
+
+def _remote_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "folder"
+    BBPETokenizer.from_engine(trained_engine(), eos_token=EOT).save_pretrained(folder, remote_code=True)
+    return folder
 
 
-def test_every_module_of_the_closure_is_imported_directly():
-    # the closure holds tokenization_bbpe itself too (helpers name BBPETokenizer for type hints)
-    closure = {Path(path).stem for path in get_relative_import_files(MODULE)} - {MODULE.stem}
-    direct = set(get_relative_imports(MODULE))
-    assert closure == direct, f"add to tokenization_bbpe.py's import list: {sorted(closure - direct)}"
+def test_a_default_save_holds_no_code_and_loads_without_hf_bbpe(tmp_path):
+    hf = BBPETokenizer.from_engine(trained_engine(), eos_token=EOT)
+    folder = tmp_path / "folder"
+    hf.save_pretrained(folder)
+    assert not list(folder.glob("*.py"))
+    assert "auto_map" not in json.loads((folder / "tokenizer_config.json").read_text())
+    docs = mix_docs()[:40]
+    out = run_python(
+        f"""
+        import json
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained({str(folder)!r}, trust_remote_code=True)
+        print(json.dumps([type(tok).__name__, [tok(doc)["input_ids"] for doc in {docs!r}]]))
+        """,
+        tmp_path, block_hf_bbpe=True)
+    name, ids = json.loads(out.splitlines()[-1])
+    assert name in ("PreTrainedTokenizerFast", "TokenizersBackend")
+    assert ids == [hf(doc)["input_ids"] for doc in docs]
 
 
-def _import_closure(module: Path) -> set[str]:
-    """Flat sibling modules that ``module`` imports relatively, transitively (read with ast)."""
-    seen, todo = set(), [module.stem]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        tree = ast.parse((module.parent / f"{name}.py").read_text(encoding="utf-8"))
-        todo += [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1]
-    return seen
+def test_a_default_save_over_a_remote_code_folder_removes_the_code(tmp_path):
+    folder = _remote_folder(tmp_path)
+    assert list(folder.glob("*.py"))
+    BBPETokenizer.from_pretrained(folder).save_pretrained(folder, remote_code=False)
+    assert not list(folder.glob("*.py"))
+    assert "auto_map" not in json.loads((folder / "tokenizer_config.json").read_text())
 
 
-def test_the_remote_code_list_is_the_import_closure():
-    listed = set(REMOTE_CODE_MODULES)
-    assert len(listed) == len(REMOTE_CODE_MODULES)
-    closure = _import_closure(MODULE)
-    assert listed == closure, (f"saved_folder.REMOTE_CODE_MODULES lacks {sorted(closure - listed)} "
-                               f"and lists {sorted(listed - closure)} that tokenization_bbpe.py does not need")
-    assert closure == {MODULE.stem} | {Path(path).stem for path in get_relative_import_files(MODULE)}
+def test_the_saved_code_is_the_closure_and_names_it_directly(tmp_path):
+    folder = _remote_folder(tmp_path)
+    entry = folder / "tokenization_bbpe.py"
+    closure = {Path(path).name for path in get_relative_import_files(entry)}
+    assert {path.name for path in folder.glob("*.py")} == {entry.name} | closure
+    direct = {f"{name}.py" for name in get_relative_imports(entry)}
+    assert closure - {entry.name} == direct - {entry.name}, "transformers 4.57 would miss modules"
 
 
-def test_the_closure_imports_only_siblings_stdlib_and_installed_packages():
-    for path in [MODULE] + [Path(p) for p in get_relative_import_files(MODULE)]:
+def test_the_saved_code_imports_only_siblings_stdlib_and_installed_packages(tmp_path):
+    folder = _remote_folder(tmp_path)
+    for path in folder.glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
-                assert node.level == 1 and node.module and "." not in node.module, (
-                    f"{path.name}: 'from {'.' * node.level}{node.module} import' is not a flat sibling import")
+                assert node.level == 1 and (node.module is None or "." not in node.module), (
+                    f"{path.name}, line {node.lineno}: not a flat sibling import")
+                if node.module is None:
+                    assert all((folder / f"{alias.name}.py").is_file() for alias in node.names), path.name
+                else:
+                    assert (folder / f"{node.module}.py").is_file() or node.module.startswith("_"), (
+                        f"{path.name} imports .{node.module}, which the folder lacks")
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else (
                 [node.module] if isinstance(node, ast.ImportFrom) and not node.level else [])
             for name in names:
@@ -74,9 +92,7 @@ def test_the_closure_imports_only_siblings_stdlib_and_installed_packages():
 def test_saved_folder_holds_the_closure_and_runs_it_alone(tmp_path):
     hf = BBPETokenizer.from_engine(trained_engine(), eos_token=EOT)
     folder = tmp_path / "folder"
-    hf.save_pretrained(folder)
-    needed = {"tokenization_bbpe.py"} | {Path(path).name for path in get_relative_import_files(MODULE)}
-    assert needed == {path.name for path in folder.glob("*.py")} == {f"{name}.py" for name in REMOTE_CODE_MODULES}
+    hf.save_pretrained(folder, remote_code=True)
     # the copied modules import as a package of their own, without hf_bbpe, and encode alike
     docs = mix_docs()[:50]
     out = run_python(
@@ -92,23 +108,22 @@ def test_saved_folder_holds_the_closure_and_runs_it_alone(tmp_path):
 
 
 def test_saved_folder_trains_with_the_python_merge_loop(tmp_path):
-    """A folder holds no compiled module, so its trainer.py runs merge_loop.py: same merges as C."""
-    folder = tmp_path / "folder"
-    BBPETokenizer.from_engine(trained_engine(), eos_token=EOT).save_pretrained(folder)
+    """A folder holds no compiled module, so its merge_loop.py runs merge_loop_reference.py: same merges as C."""
+    folder = _remote_folder(tmp_path)
     docs = mix_docs()[:80]
     out = run_python(
         f"""
         import importlib, json, sys
         sys.path.insert(0, {str(tmp_path)!r})
         engine = importlib.import_module("folder.tokenizer")
-        kernel = importlib.import_module("folder.trainer").merge_kernel()
+        kernel = importlib.import_module("folder.merge_loop").merge_kernel()
         tok = engine.RegexTokenizer("gpt4")
         tok.train({docs!r}, 600, progress=False)
         print(json.dumps([kernel.__name__, [[a, b, new] for (a, b), new in tok.merges.items()]]))
         """,
         tmp_path, block_hf_bbpe=True)
     kernel, merges = json.loads(out.splitlines()[-1])
-    assert kernel == "folder.merge_loop"
+    assert kernel == "folder.merge_loop_reference"
     expected = RegexTokenizer("gpt4")
     expected.train(docs, 600, progress=False)
     assert merges == [[a, b, new] for (a, b), new in expected.merges.items()] and len(merges) == 600 - 256
@@ -122,7 +137,7 @@ def test_a_folder_loaded_as_remote_code_saves_the_same_folder(tmp_path):
     hf = BBPETokenizer.from_engine(trained_engine(), eos_token=EOT, pad_token="<|pad|>")
     hf.add_tokens(["<x>"])
     folder, again = tmp_path / "folder", tmp_path / "again"
-    hf.save_pretrained(folder)
+    hf.save_pretrained(folder, remote_code=True)
     docs = mix_docs()[:30] + [f"a{EOT}b <x>"]
     out = run_python(
         f"""

@@ -20,7 +20,7 @@ from tests.support.javascript import tokenizers_js_ids
 
 import conversion
 from hf_bbpe import RegexTokenizer
-from hf_bbpe.tokenization_bbpe import BBPETokenizer
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EDGES = ["def f():\n    ", "x  \n", "a\n \n  \t", "I'M YOU'RE he'll 'S 'sss 12345 ١٢٣٤",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from hf_bbpe import patterns
+from hf_bbpe.engine.chunking import patterns
 
 CPU_FEATURE_MISSING = "CPU feature missing: "
 """The start of the reason of every skip that only says this CPU lacks a feature."""

@@ -51,7 +51,7 @@ def _save(request: dict, started: int) -> None:
         main(request["argv"])
     elif "save_pretrained" in request:
         from hf_bbpe import Tokenizer
-        from hf_bbpe.tokenization_bbpe import BBPETokenizer
+        from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
 
         BBPETokenizer.from_engine(Tokenizer.from_file(request["save_pretrained"])).save_pretrained(request["folder"])
     else:
@@ -67,7 +67,7 @@ def serve() -> None:
     import hf_bbpe.cli.main  # noqa: F401  (imported once, before the forks)
 
     try:
-        import hf_bbpe.tokenization_bbpe  # noqa: F401  (and transformers)
+        import hf_bbpe.hf.tokenization_bbpe  # noqa: F401  (and transformers)
     except ImportError:  # the engine's saves need neither
         pass
 

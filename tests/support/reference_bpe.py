@@ -32,8 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 
-from hf_bbpe.byte_unicode import bytes_to_unicode
-from hf_bbpe.patterns import compile_pattern
+from hf_bbpe.engine.chunking.byte_unicode import bytes_to_unicode
+from hf_bbpe.engine.chunking.patterns import compile_pattern
 
 Pair = tuple[int, int]
 Merges = dict[Pair, int]

@@ -16,9 +16,9 @@ import json
 import lzma
 from pathlib import Path
 
-from hf_bbpe.byte_unicode import bytes_to_unicode
-from hf_bbpe.chunk_encoder import NEVER_IN_UTF8
-from hf_bbpe.patterns import SUPERBPE_STAGE1_SPLIT_PATTERN, SUPERBPE_STAGE2_SPLIT_PATTERN
+from hf_bbpe.engine.chunking.byte_unicode import bytes_to_unicode
+from hf_bbpe.engine.encoding.encoder import NEVER_IN_UTF8
+from hf_bbpe.engine.chunking.patterns import SUPERBPE_STAGE1_SPLIT_PATTERN, SUPERBPE_STAGE2_SPLIT_PATTERN
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "superbpe"
 

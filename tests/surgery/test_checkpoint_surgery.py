@@ -237,7 +237,7 @@ def test_refuses_to_overwrite_unless_asked(checkpoints, tokenizer, tmp_path):
 
 def test_overwrite_swaps_the_folders_in_one_step(tmp_path):
     """On Linux the old output is exchanged with the new one atomically: no moment without ``out``."""
-    from hf_bbpe.atomic_write import _exchange as _exchange_paths
+    from hf_bbpe.engine.files.atomic_write import _exchange as _exchange_paths
 
     new, out = tmp_path / "new", tmp_path / "out"
     new.mkdir()

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from transformers import GPT2Config, GPT2LMHeadModel, PhiConfig, PhiForCausalLM  # noqa: E402
 
 from hf_bbpe import RegexTokenizer, surgery  # noqa: E402
-from hf_bbpe.tokenization_bbpe import BBPETokenizer  # noqa: E402
+from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ...atomic_write import replaced_folder, write_text_atomic
+from ...engine.files.atomic_write import replaced_folder, write_text_atomic
 from ..arguments import add_tokenizers, load_any, positive_int
 from ..errors import CommandError
 from ..output_dir import check_output

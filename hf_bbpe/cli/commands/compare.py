@@ -13,7 +13,7 @@ from ...analysis.baseline import TrainingRun, fallback_characters, measure, trai
 from ...analysis.compare import compare_tokenizers, rows_to_csv, rows_to_json, rows_to_table
 from ...analysis.foreign_tokenizers import EngineTokenizer, SentencePieceTokenizer, ViewTokenizer
 from ...analysis.text_table import format_table
-from ...tokenizer import RegexTokenizer, Tokenizer
+from ...engine.tokenizer import RegexTokenizer, Tokenizer
 from ..arguments import add_tokenizers, load_any, positive_int, write_stdout
 from ..errors import CommandError, one_line
 from ..text_input import expand_inputs, iter_documents, read_texts

@@ -7,8 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ...patterns import pattern_name, resolve_pattern
-from ...tokenizer import Tokenizer
+from ...engine.chunking.patterns import pattern_name, resolve_pattern
+from ...engine.tokenizer import Tokenizer
 from ..arguments import PATTERN_NAMES, add_bos_flag, add_chat_template, add_import_flags, add_role_options, \
     apply_roles, import_options, parse_special_assignment
 from ..errors import CommandError
@@ -128,11 +128,12 @@ def check_target(target: str, output: str) -> None:
         check_output(output, folder=False)
 
 
-def write_target(tok: Tokenizer, target: str, output: str, *, force: bool, chat: dict | None = None) -> None:
+def write_target(tok: Tokenizer, target: str, output: str, *, force: bool, chat: dict | None = None,
+                 remote_code: bool = False) -> None:
     """Write ``tok`` as ``target`` at ``output`` (the conversion package writes atomically);
     ``chat`` is a ``--chat-template`` value, for a save_pretrained folder only (``run`` checks)."""
     if target == "hf" and not output.endswith(".json"):
-        save_folder(tok, output, chat=chat)
+        save_folder(tok, output, chat=chat, remote_code=remote_code)
         return
     if target == "gpt2":
         conversion_function("to_gpt2_files")(tok, output)
@@ -149,8 +150,9 @@ def write_target(tok: Tokenizer, target: str, output: str, *, force: bool, chat:
 
 def run(args: argparse.Namespace) -> int:
     check_target(args.target, args.output)
-    if args.chat_template and (args.target != "hf" or args.output.endswith(".json")):
-        raise CommandError("--chat-template applies to --to hf with a folder OUTPUT (a save_pretrained folder)")
+    for given, option in ((args.chat_template, "--chat-template"), (args.remote_code, "--remote-code")):
+        if given and (args.target != "hf" or args.output.endswith(".json")):
+            raise CommandError(f"{option} applies to --to hf with a folder OUTPUT (a save_pretrained folder)")
     extra = dict(parse_special_assignment(s) for s in args.special)
     options = import_options(args)
     tok = read_source(args.source, args.inputs, args.pattern, strict=options["strict"],
@@ -158,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     if extra:
         tok.register_special_tokens(extra)
     apply_roles(tok, args)
-    write_target(tok, args.target, args.output, force=args.force, chat=args.chat_template)
+    write_target(tok, args.target, args.output, force=args.force, chat=args.chat_template,
+                 remote_code=args.remote_code)
     notes = []
     if args.target in ("tiktoken", "gpt2") and not tok.is_plain:
         notes.append(f"{args.target} files cannot hold this tokenizer's normalizer ({tok.normalizer}) or pre-tokenizer "

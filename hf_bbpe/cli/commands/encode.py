@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ...special_tokens import DisallowedSpecialToken
+from ...engine.encoding.special_tokens import DisallowedSpecialToken
 from ..arguments import add_specials, add_tokenizer, encode_policy, load, special_token_in_text, write_stdout
 from ..text_input import STDIN, text_argument
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ...superwords import count_superwords
+from ...engine.training.superwords import count_superwords
 from ..arguments import add_superword_options, add_tokenizer, add_training_options, check_add_bos, load, positive_int, \
     superword_config
 from ..errors import CommandError

@@ -51,7 +51,7 @@ def load_hf_tokenizer(folder: Path):
     if not folder.is_dir():
         raise CommandError(f"{folder}: no such folder")
     if saved_by_bbpe(folder / "tokenizer_config.json"):
-        from ...tokenization_bbpe import BBPETokenizer
+        from ...hf.tokenization_bbpe import BBPETokenizer
 
         return BBPETokenizer.from_pretrained(str(folder))
     from transformers import AutoTokenizer

@@ -48,9 +48,9 @@ def run(args: argparse.Namespace) -> int:
     engine = None if as_saved else load(args, args.tokenizer).tokenizer  # bad input fails before the imports
     hf_class = transformers_class()
     if hf_class is None:
-        raise CommandError("push needs the transformers integration (hf_bbpe.tokenization_bbpe)")
+        raise CommandError("push needs the transformers integration (hf_bbpe.hf.tokenization_bbpe)")
     hf_tok = hf_class.from_pretrained(str(folder)) if as_saved else hf_class.from_engine(engine)
-    from ...model_card import push_with_card
+    from ...hf.model_card import push_with_card
 
     readme = folder / "README.md"
     card = {"model_card": readme.read_text(encoding="utf-8"), "model_card_name": str(readme)} \

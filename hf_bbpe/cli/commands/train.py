@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ...counts_file import load_counts
-from ...superwords import count_superwords
+from ...engine.training.counts_file import load_counts
+from ...engine.training.superwords import count_superwords
 from ..arguments import DEFAULT_PATTERN, NO_SPLIT, add_input_files, bounded_int, add_split_pattern, add_superword_options, \
     add_training_options, check_add_bos, split_tokenizer, superword_config
 from ..errors import CommandError

@@ -6,7 +6,7 @@ import argparse
 import sys
 import warnings
 
-from ...atomic_write import write_text_atomic
+from ...engine.files.atomic_write import write_text_atomic
 from ...analysis.token_view import render_html, render_terminal, summary_line, tokenize_for_view
 from ..arguments import (
     add_color,

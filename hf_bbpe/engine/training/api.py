@@ -6,12 +6,12 @@ here. The steps, and where each lives:
 1. **Reading**: documents are strs (one str, an iterable, a ``datasets`` dataset) or the lines
    and records of files (``text_files.py``: text, ``.jsonl``, ``.parquet``).
 2. **Counting** (:func:`chunk_counts`): for a pattern a C scanner knows and no normalizer or
-   pipeline, the C kernel ``_chunk_count.c`` (``native_counting.py``: threads without the GIL,
+   pipeline, the C kernel ``_chunk_count.c`` (``engine/training/counting.py``: threads without the GIL,
    the counts in three flat buffers, :class:`~native_counting.ChunkCounts`); otherwise
-   ``chunk_counting.py`` (the regex module in worker processes, a dict), or
+   ``engine/training/counting_reference.py`` (the regex module in worker processes, a dict), or
    ``hf_bbpe.distributed`` for a Ray Dataset.
-3. **Merging** (:func:`learn`): ``trainer.py``, the one merge loop (the C kernel
-   ``_merge_loop.c`` or its twin ``merge_loop.py``), given the kernel's buffers as they are
+3. **Merging** (:func:`learn`): ``engine/training/merge_loop.py``, the one merge loop (the C kernel
+   ``_merge_loop.c`` or its twin ``engine/training/merge_loop_reference.py``), given the kernel's buffers as they are
    (no Python object per chunk from counting to the last merge) or a dict's chunks.
 
 The tokenizer's state is reset to the 256 bytes before training and set from the learned merges
@@ -20,7 +20,6 @@ after it; ``extend`` builds a new tokenizer that keeps every old merge.
 
 from __future__ import annotations
 
-import importlib
 import os
 from array import array
 import sys
@@ -28,18 +27,18 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .chunk_counting import count_chunks, warn_if_mostly_control
+from .counting_reference import count_chunks, warn_if_mostly_control
 from .counts_file import check_pattern, load_counts
-from .native_counting import ChunkCounts, available, count_native, is_arrow_dataset
-from .patterns import check_split_pattern, isolated_scanner_name
-from .progress import progress_bar
+from .counting import ChunkCounts, available, count_native, is_arrow_dataset
+from ..chunking.patterns import check_split_pattern, isolated_scanner_name
+from ..progress import progress_bar
 from .superwords import SuperwordConfig, superword_config
 from .text_files import check_doc_mode, iter_file_documents, training_files
-from .worker_pool import available_cpus
-from .trainer import reduce_words, train_flat_merges, train_merges
+from ..worker_pool import available_cpus
+from .merge_loop import reduce_words, train_flat_merges, train_merges
 
 if TYPE_CHECKING:
-    from .tokenizer import Merges, Tokenizer
+    from ..tokenizer import Merges, Tokenizer
 
 
 def train_tokenizer(
@@ -259,8 +258,9 @@ def chunk_counts(
             "define: count with hf_bbpe.distributed.count_chunks(ds, tok, order_column=...) and call "
             "train_from_counts"
         )
-    distributed = importlib.import_module(".distributed", __package__)
-    return distributed.count_chunks(text, tok, text_column=text_column)
+    if _dataset_counter is None:
+        raise ImportError("counting a Ray Dataset needs hf_bbpe.distributed (pip install 'hf_bbpe[ray]')")
+    return _dataset_counter(text, tok, text_column)
 
 
 def count_tokenizer_chunks(
@@ -340,6 +340,18 @@ def native_split(tok: Tokenizer) -> tuple[str, bool] | None:
     if chunker.plain_pattern is None and chunker.split_pattern:
         return chunker.split_pattern, True
     return None
+
+
+DatasetCounter = Callable[[Any, "Tokenizer", str], Any]
+_dataset_counter: DatasetCounter | None = None
+
+
+def register_dataset_counter(counter: DatasetCounter | None) -> None:
+    """Set how a Ray Dataset is counted: ``counter(dataset, tok, text_column)`` returns the chunk
+    counts. ``hf_bbpe/__init__.py`` registers ``hf_bbpe.distributed.count_chunks`` (loaded on first
+    use), so that the engine never imports the Ray layer above it."""
+    global _dataset_counter
+    _dataset_counter = counter
 
 
 def _is_ray_dataset(text: Any) -> bool:

@@ -13,17 +13,16 @@ added_tokens.py (matching added tokens as the Rust ``tokenizers`` library does, 
 ones), encode_outputs.py (the direct result of a plain request, offset mappings) and
 saved_folder.py (tokenizer.json, the portable tokenizer_config.json, the remote code).
 
-A saved folder holds ``vocab.json``, ``merges.txt``, ``tokenizer.json`` (the fast twin),
-``tokenizer_config.json`` (split pattern, special tokens, added tokens, chat template) and the
-modules of ``saved_folder.REMOTE_CODE_MODULES``, for ``trust_remote_code=True``.
-``tokenizer_config.json`` names ``PreTrainedTokenizerFast`` as the class, which every
-transformers version resolves without this package, so ``AutoTokenizer.from_pretrained`` loads
-the folder anywhere; ``auto_map`` points ``trust_remote_code=True`` at ``BBPETokenizerFast``
-(below: the same ``tokenizer.json`` in transformers' fast class, which serving stacks ask for)
-and, with ``use_fast=False`` on 4.57, at ``BBPETokenizer``.
-
-This module is copied into saved folders as remote code: it imports flat sibling modules only,
-relatively, and third-party libraries that transformers already needs.
+A saved folder holds ``vocab.json``, ``merges.txt``, ``tokenizer.json`` (the fast twin) and
+``tokenizer_config.json`` (split pattern, special tokens, added tokens, chat template): the files
+of any tokenizer repository, and no code. ``tokenizer_config.json`` names
+``PreTrainedTokenizerFast`` as the class, which every transformers version resolves without this
+package, so ``AutoTokenizer.from_pretrained`` loads the folder anywhere. With
+``save_pretrained(..., remote_code=True)`` the folder also carries this module and what it imports
+(remote_code.py), and ``auto_map`` points ``trust_remote_code=True`` at ``BBPETokenizerFast``
+(below: the same ``tokenizer.json`` in transformers' fast class) and, with ``use_fast=False`` on
+4.57, at ``BBPETokenizer``. Hence its imports are relative, and of third-party libraries only
+those transformers already needs.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from transformers import AddedToken, BatchEncoding, PreTrainedTokenizerFast
 
@@ -46,8 +45,8 @@ from .added_tokens import (
     refuse_id_holes,
     reserved_tokens_for_holes,
 )
-from .atomic_write import replaced_folder, write_text_atomic
-from .byte_unicode import spell_vocab, unicode_to_token
+from ..engine.files.atomic_write import replaced_folder, write_text_atomic
+from ..engine.chunking.byte_unicode import spell_vocab, unicode_to_token
 from .chat_presets import chat_preset as resolve_chat_preset
 from .encode_outputs import (
     Offsets,
@@ -61,9 +60,9 @@ from .encode_outputs import (
     with_token_spans,
 )
 from .model_card import push_with_card
-from .normalizers import original_span, resolve_normalizer
-from .patterns import resolve_pattern
-from .pre_tokenizers import resolve_pre_tokenizer
+from ..engine.chunking.normalizers import original_span, resolve_normalizer
+from ..engine.chunking.patterns import resolve_pattern
+from ..engine.chunking.pre_tokenizers import resolve_pre_tokenizer
 from .saved_folder import (
     PORTABLE_TOKENIZER_CLASS,
     TOKENIZER_JSON,
@@ -75,9 +74,9 @@ from .saved_folder import (
     recover_and_check,
     saved_files,
 )
-from .special_tokens import TokenRoles, is_reserved_token
-from .token_ids import single_token_id, token_id_list
-from .tokenizer import Tokenizer
+from ..engine.encoding.special_tokens import TokenRoles, is_reserved_token
+from ..engine.encoding.token_ids import single_token_id, token_id_list
+from ..engine.tokenizer import Tokenizer
 from .transformers_compat import (
     SlowTokenizerBase,
     TransformersHooks,
@@ -86,29 +85,7 @@ from .transformers_compat import (
     in_target_context,
     loading_saved_folder,
 )
-from .vocab_merges_files import read_vocab_merges, split_extra_tokens, write_vocab_merges
-
-if TYPE_CHECKING:
-    # transformers 4.57 copies into its module cache only the modules that a local folder's
-    # remote-code file imports directly, so every module of saved_folder.REMOTE_CODE_MODULES
-    # that this one needs through others is named here too (tests check both lists).
-    from .batch_encoding import encode_batch  # noqa: F401
-    from .chunk_counting import count_chunks  # noqa: F401
-    from .chunk_encoder import ChunkEncoder  # noqa: F401
-    from .counts_file import load_counts  # noqa: F401
-    from .merge_loop import train  # noqa: F401
-    from .model_file import read_model_file  # noqa: F401
-    from .native_counting import count_native  # noqa: F401
-    from .onig_regex import translate_pattern_for_onig  # noqa: F401
-    from .progress import progress_bar  # noqa: F401
-    from .superwords import SuperwordConfig  # noqa: F401
-    from .text_files import iter_file_documents  # noqa: F401
-    from .token_offsets import token_char_spans  # noqa: F401
-    from .tokenizer_json_writer import tokenizer_json_dict  # noqa: F401
-    from .trainer import train_merges  # noqa: F401
-    from .training import train_tokenizer  # noqa: F401
-    from .unicode_tables import code_points  # noqa: F401
-    from .worker_pool import forked_pool  # noqa: F401
+from ..engine.files.vocab_merges import read_vocab_merges, split_extra_tokens, write_vocab_merges
 
 logger = logging.getLogger(__name__)
 
@@ -128,14 +105,23 @@ class _PortableFolder:
         legacy_format: bool | None = None,
         filename_prefix: str | None = None,
         push_to_hub: bool = False,
+        remote_code: bool | None = None,
         **kwargs: Any,
     ) -> tuple[str, ...]:
         """transformers' save, then ``_finish_folder``. With ``push_to_hub=True`` the folder is
         saved first and then pushed with ``push_to_hub`` (``repo_id`` defaults to the folder's
-        name), so the Hub gets the rewritten config."""
+        name), so the Hub gets the rewritten config.
+
+        The folder holds tokenizer files only, which load anywhere without this package. With
+        ``remote_code=True`` it also holds the code of these classes, and ``auto_map`` names them
+        for ``trust_remote_code=True`` (see remote_code.py). ``None`` (the default) keeps what the
+        folder this tokenizer was loaded from had: no code for a new tokenizer."""
+        if remote_code is None:
+            remote_code = bool(self.init_kwargs.get("auto_map"))
         if push_to_hub:
             hub = {key: kwargs.pop(key) for key in _HUB_KEYS if key in kwargs}
-            files = self.save_pretrained(save_directory, legacy_format, filename_prefix, **kwargs)
+            files = self.save_pretrained(save_directory, legacy_format, filename_prefix, remote_code=remote_code,
+                                         **kwargs)
             self.push_to_hub(hub.pop("repo_id", Path(save_directory).name), **hub)
             return files
         self._check_savable()
@@ -146,14 +132,14 @@ class _PortableFolder:
         with replaced_folder(target, saved_files(prefix)) as stage:
             files = super().save_pretrained(str(stage), legacy_format=legacy_format,  # type: ignore[misc]
                                             filename_prefix=filename_prefix, **kwargs)
-            files = tuple(files) + self._finish_folder(stage, prefix)
+            files = tuple(files) + self._finish_folder(stage, prefix, remote_code)
         return tuple(str(target / Path(file).relative_to(stage)) if Path(file).is_relative_to(stage) else file
                      for file in files)
 
     def _check_savable(self) -> None:
         """Raise before anything is written if the folder could not be whole."""
 
-    def _finish_folder(self, folder: Path, prefix: str) -> tuple[str, ...]:
+    def _finish_folder(self, folder: Path, prefix: str, remote_code: bool) -> tuple[str, ...]:
         raise NotImplementedError
 
     def push_to_hub(self, repo_id: str, **options: Any) -> Any:
@@ -194,7 +180,7 @@ class BBPETokenizer(_PortableFolder, TransformersHooks, SlowTokenizerBase):
         add_bos_token, add_eos_token: put ``bos_token`` / ``eos_token`` around each sequence when
             ``add_special_tokens=True`` (the default of ``tokenizer(...)``).
         bpe_mode: the engine's mode ("merges", "ignore_merges" or "ranks", see
-            hf_bbpe/tokenizer.py); saved in tokenizer_config.json, "merges" if absent.
+            hf_bbpe/engine/tokenizer.py); saved in tokenizer_config.json, "merges" if absent.
         engine: an engine :class:`Tokenizer` to wrap instead of files (use :meth:`from_engine`).
         chat_preset: a chat-template preset of chat_presets.py (``"chatml"``): its template (with
             ``{% generation %}`` markers), its special tokens (added if missing) and its
@@ -717,10 +703,10 @@ class BBPETokenizer(_PortableFolder, TransformersHooks, SlowTokenizerBase):
         reserved special tokens, unless there were more than ``MAX_RESERVED_FILL``)."""
         refuse_id_holes(self._spelled, added_tokens_by_id(self))
 
-    def _finish_folder(self, folder: Path, prefix: str) -> tuple[str, ...]:
+    def _finish_folder(self, folder: Path, prefix: str, remote_code: bool) -> tuple[str, ...]:
         """After transformers' save: ``tokenizer_config.json`` rewritten to load on 4.57 and 5.x
-        alike, ``generation_config.json`` and the remote code (see saved_folder.py)."""
-        finish_saved_folder(folder, self, prefix, (self.add_bos_token, self.add_eos_token))
+        alike, ``generation_config.json`` and, if asked, the remote code (see saved_folder.py)."""
+        finish_saved_folder(folder, self, prefix, (self.add_bos_token, self.add_eos_token), remote_code)
         return ()
 
     # ------------------------------------------------------------------ pickling
@@ -769,12 +755,13 @@ class BBPETokenizerFast(_PortableFolder, PreTrainedTokenizerFast):
         """False: 4.57 would write ``added_tokens.json``; ``save_pretrained`` copies the slow files itself."""
         return False
 
-    def _finish_folder(self, folder: Path, prefix: str) -> tuple[str, ...]:
+    def _finish_folder(self, folder: Path, prefix: str, remote_code: bool) -> tuple[str, ...]:
         """After transformers' save: ``vocab.json`` + ``merges.txt`` copied from the folder this
-        was loaded from, ``tokenizer_config.json`` made portable, ``generation_config.json`` and
-        the remote code."""
+        was loaded from, ``tokenizer_config.json`` made portable, ``generation_config.json`` and,
+        if asked, the remote code."""
         copied = copy_slow_files(folder, prefix, self.init_kwargs)
-        finish_saved_folder(folder, self, prefix, bos_eos_from_tokenizer_json(folder / (prefix + TOKENIZER_JSON)))
+        finish_saved_folder(folder, self, prefix, bos_eos_from_tokenizer_json(folder / (prefix + TOKENIZER_JSON)),
+                            remote_code)
         return tuple(copied)
 
 

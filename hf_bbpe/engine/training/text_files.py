@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .chunk_counting import paragraphs
+from .counting_reference import paragraphs
 
 TEXT, JSONL, PARQUET = "text", "jsonl", "parquet"
 DOC_MODES = ("line", "paragraph", "file")

@@ -4,12 +4,13 @@
   added tokens with their flags and a template that puts ``bos``/``eos`` around sequences;
 * ``tokenizer_config.json`` rewritten so that transformers 4.57 and 5.x read it alike, with or
   without hf_bbpe: the class name ``PreTrainedTokenizerFast`` (which every version resolves),
-  ``auto_map`` pointing ``trust_remote_code=True`` at BBPETokenizerFast (BBPETokenizer with
-  ``use_fast=False``), the chat template inline, and the model input names (``input_ids``,
+  with ``remote_code=True`` an ``auto_map`` pointing ``trust_remote_code=True`` at
+  BBPETokenizerFast (BBPETokenizer with ``use_fast=False``), the chat template inline, and the model input names (``input_ids``,
   ``attention_mask``: without them 4.57's fast tokenizer also returns ``token_type_ids``, which
   GPT-2's forward adds to the embeddings);
 * ``generation_config.json`` with the stop tokens (a chat preset's end of turn) as eos ids;
-* the remote code: exactly the modules of :data:`REMOTE_CODE_MODULES`.
+* with ``remote_code=True`` only, the code: the flattened import closure of tokenization_bbpe.py
+  (remote_code.py).
 
 A save owns the files of :func:`saved_files` (a tokenizer's files and the remote code): saving
 into a folder replaces the folder whole (atomic_write.replaced_folder), keeping every other file
@@ -17,8 +18,8 @@ into a folder replaces the folder whole (atomic_write.replaced_folder), keeping 
 dropping the owned files it does not write again. :func:`check_folder_agrees` refuses a folder
 whose tokenizer files come from different tokenizers.
 
-This module is also copied into model folders as remote code: it imports only flat sibling
-modules, relatively, and third-party libraries that transformers already needs.
+This module is part of the remote code: it imports hf_bbpe modules relatively, and third-party
+libraries that transformers already needs.
 """
 
 from __future__ import annotations
@@ -30,58 +31,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .atomic_write import recover_folder, write_bytes_atomic, write_text_atomic
-from .byte_unicode import token_to_unicode
-from .model_file import HEADERS as MODEL_FILE_HEADERS
-from .model_file import read_model_file
-from .special_tokens import TokenRoles
+from ..engine.files.atomic_write import recover_folder, write_bytes_atomic, write_text_atomic
+from ..engine.chunking.byte_unicode import token_to_unicode
+from ..engine.files.minbpe_model import HEADERS as MODEL_FILE_HEADERS
+from ..engine.files.minbpe_model import read_model_file
+from ..engine.encoding.special_tokens import TokenRoles
+from .remote_code import ENTRY_MODULE, remote_code_names, write_remote_code
 from .tokenizer_json_writer import template_bos_eos, tokenizer_json_dict
 
 if TYPE_CHECKING:
     from .tokenization_bbpe import BBPETokenizer
-    from .tokenizer import Tokenizer
-
-REMOTE_CODE_MODULES = (
-    # the transformers class and its helpers
-    "tokenization_bbpe",
-    "transformers_compat",
-    "added_tokens",
-    "encode_outputs",
-    "saved_folder",
-    "vocab_merges_files",
-    "tokenizer_json_writer",
-    "onig_regex",  # tokenizer.json holds the split pattern in Oniguruma's syntax: saving translates it
-    "chat_presets",
-    "model_card",  # push_to_hub's README.md
-    # the engine
-    "tokenizer",
-    "training",
-    "superwords",
-    "token_ids",
-    "token_offsets",
-    "chunk_encoder",
-    "chunk_counting",
-    "native_counting",
-    "counts_file",
-    "text_files",
-    "batch_encoding",
-    "trainer",
-    "patterns",
-    "special_tokens",
-    "byte_unicode",
-    "model_file",
-    "progress",
-    "atomic_write",
-    "worker_pool",
-    "merge_loop",
-    "normalizers",
-    "pre_tokenizers",
-    "unicode_tables",
-)
-"""The modules (flat siblings, ``.py``) that a saved folder carries for ``trust_remote_code=True``:
-tokenization_bbpe.py and every module it needs, directly or not. transformers 4.57 copies only
-the modules that a local folder's tokenization_bbpe.py imports *directly*, so that file imports
-each of these itself; tests check both lists against the real import closure."""
+    from ..engine.tokenizer import Tokenizer
 
 TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -106,9 +66,9 @@ class MixedFolderError(ValueError):
 
 def saved_files(prefix: str = "") -> frozenset[str]:
     """The names a save of a tokenizer owns in its folder (``prefix``: ``save_pretrained``'s
-    ``filename_prefix`` with its dash): :data:`TOKENIZER_FILES` and the remote code. Every other
-    file of a folder saved into is kept."""
-    return frozenset(prefix + name for name in TOKENIZER_FILES) | {f"{name}.py" for name in REMOTE_CODE_MODULES}
+    ``filename_prefix`` with its dash): :data:`TOKENIZER_FILES` and the remote code's files (a
+    save without remote code removes those of an earlier one). Every other file is kept."""
+    return frozenset(prefix + name for name in TOKENIZER_FILES) | remote_code_names(remote_code_entry())
 
 
 _ADDED_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
@@ -116,15 +76,9 @@ _ADDED_FLAGS = ("single_word", "lstrip", "rstrip", "normalized", "special")
 _DROPPED_KEYS = ("backend", "is_local", "local_files_only", "tokenizer_file", "vocab_file", "merges_file")
 
 
-def copy_remote_code(folder: str | os.PathLike) -> list[str]:
-    """Copy the modules of :data:`REMOTE_CODE_MODULES` from beside this module into ``folder``."""
-    source = Path(__file__).parent
-    written = []
-    for name in REMOTE_CODE_MODULES:
-        target = Path(folder) / f"{name}.py"
-        write_bytes_atomic(target, (source / f"{name}.py").read_bytes())
-        written.append(str(target))
-    return written
+def remote_code_entry() -> Path:
+    """tokenization_bbpe.py, beside this module (in hf_bbpe/hf/, or in a flat remote-code folder)."""
+    return Path(__file__).with_name(f"{ENTRY_MODULE}.py")
 
 
 def fast_twin_json(tok: BBPETokenizer) -> dict[str, Any]:
@@ -150,14 +104,16 @@ def fast_twin_json(tok: BBPETokenizer) -> dict[str, Any]:
     return data
 
 
-def write_portable_config(config_file: str | os.PathLike, tok: Any, add_bos_eos: tuple[bool, bool]) -> None:
+def write_portable_config(config_file: str | os.PathLike, tok: Any, add_bos_eos: tuple[bool, bool],
+                          remote_code: bool = False) -> None:
     """Rewrite the ``tokenizer_config.json`` that transformers wrote into the form both majors read."""
     path = Path(config_file)
-    config = portable_config(json.loads(path.read_text(encoding="utf-8")), tok, add_bos_eos)
+    config = portable_config(json.loads(path.read_text(encoding="utf-8")), tok, add_bos_eos, remote_code)
     write_text_atomic(path, json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def portable_config(config: Mapping[str, Any], tok: Any, add_bos_eos: tuple[bool, bool]) -> dict[str, Any]:
+def portable_config(config: Mapping[str, Any], tok: Any, add_bos_eos: tuple[bool, bool],
+                    remote_code: bool = False) -> dict[str, Any]:
     """``config`` as transformers 4.57 and 5.x, with or without hf_bbpe, read it the same way.
 
     5.x writes extra special tokens as a list under ``extra_special_tokens`` (4.57 wants a dict
@@ -167,11 +123,14 @@ def portable_config(config: Mapping[str, Any], tok: Any, add_bos_eos: tuple[bool
     ``chat_template.jinja``; it goes inline too, where TGI, transformers.js and Ollama's
     converter read it. ``tok`` is a BBPETokenizer (its engine's split and mode are written) or
     the BBPETokenizerFast loaded from such a folder (whose config already holds them);
-    ``add_bos_eos`` says whether sequences get ``bos_token`` / ``eos_token``.
+    ``add_bos_eos`` says whether sequences get ``bos_token`` / ``eos_token``; ``auto_map`` is
+    written only with ``remote_code``.
     """
     config = dict(config)
     config["tokenizer_class"] = PORTABLE_TOKENIZER_CLASS
-    config["auto_map"] = {"AutoTokenizer": [REMOTE_CODE_CLASS, REMOTE_CODE_FAST_CLASS]}
+    config.pop("auto_map", None)
+    if remote_code:
+        config["auto_map"] = {"AutoTokenizer": [REMOTE_CODE_CLASS, REMOTE_CODE_FAST_CLASS]}
     for key in _DROPPED_KEYS:
         config.pop(key, None)
     extras = config.pop("extra_special_tokens", None)
@@ -212,12 +171,14 @@ def portable_config(config: Mapping[str, Any], tok: Any, add_bos_eos: tuple[bool
     return config
 
 
-def finish_saved_folder(folder: str | os.PathLike, tok: Any, prefix: str, add_bos_eos: tuple[bool, bool]) -> None:
+def finish_saved_folder(folder: str | os.PathLike, tok: Any, prefix: str, add_bos_eos: tuple[bool, bool],
+                        remote_code: bool = False) -> None:
     """After transformers' ``save_pretrained`` of either class: the portable config, the stop
-    tokens in ``generation_config.json`` and the remote code."""
-    write_portable_config(Path(folder) / (prefix + TOKENIZER_CONFIG), tok, add_bos_eos)
+    tokens in ``generation_config.json`` and, with ``remote_code``, the code (remote_code.py)."""
+    write_portable_config(Path(folder) / (prefix + TOKENIZER_CONFIG), tok, add_bos_eos, remote_code)
     write_generation_config(folder, tok)
-    copy_remote_code(folder)
+    if remote_code:
+        write_remote_code(folder, remote_code_entry())
 
 
 def stop_tokens_of(tok: Any) -> list[str]:

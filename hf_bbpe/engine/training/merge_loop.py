@@ -4,7 +4,7 @@ Training works on *unique* chunks ("words") with their counts, never on the raw 
 itself is C (``_merge_loop.c``): every pair keeps its total count and the positions where it
 occurs, a heap orders the pairs, and each merge rewrites only its own occurrences and the
 counts of the pairs around them, so its cost is proportional to the occurrences it changes.
-``merge_loop.py`` is the same loop in readable Python, and the tests hold the C kernel to it. It
+``engine/training/merge_loop_reference.py`` is the same loop in readable Python, and the tests hold the C kernel to it. It
 runs when the kernel is not built: in the copy of this code that a saved folder carries for
 ``trust_remote_code=True``, which holds no compiled module (slower, same merges).
 
@@ -34,8 +34,8 @@ from array import array
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 
-from .byte_unicode import bytes_to_unicode
-from .merge_loop import BELOW_MIN_FREQUENCY, OUT_OF_PAIRS
+from ..chunking.byte_unicode import bytes_to_unicode
+from .merge_loop_reference import BELOW_MIN_FREQUENCY, OUT_OF_PAIRS
 
 TIE_BREAKS = ("smallest_pair", "first_occurrence", "huggingface")
 
@@ -48,7 +48,7 @@ def merge_kernel() -> ModuleType:
     try:  # imported by name, not "from .", so that remote-code copies of this file load without it
         return importlib.import_module("._merge_loop", __package__)
     except ImportError:
-        return importlib.import_module(".merge_loop", __package__)
+        return importlib.import_module(".merge_loop_reference", __package__)
 
 
 def train_merges(

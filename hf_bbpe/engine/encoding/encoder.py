@@ -41,7 +41,7 @@ from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 
-from .patterns import part_scanner
+from ..chunking.patterns import part_scanner
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
     _native = importlib.import_module("._chunk_bpe", __package__)

@@ -43,9 +43,9 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from .atomic_write import atomic_open, remove_stale_temps
-from .native_counting import ChunkCounts, counting_kernel
-from .patterns import scanner_name
+from ..files.atomic_write import atomic_open, remove_stale_temps
+from .counting import ChunkCounts, counting_kernel
+from ..chunking.patterns import scanner_name
 
 logger = logging.getLogger("hf_bbpe")
 

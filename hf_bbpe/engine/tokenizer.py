@@ -9,7 +9,7 @@ the ``roles`` some of them play for transformers (BOS, EOS, pad; never added by 
 Everything else (``vocab``, the chunk encoder, the special-token regex) is derived and rebuilt
 when those change.
 
-Modes (see chunk_encoder.py): ``"merges"`` applies the merges (minbpe, GPT-2); ``"ignore_merges"``
+Modes (see engine/encoding/encoder.py): ``"merges"`` applies the merges (minbpe, GPT-2); ``"ignore_merges"``
 first looks a whole chunk up in the vocabulary (``tokenizers``' ``ignore_merges: true``);
 ``"ranks"`` is tiktoken's algorithm: the whole-chunk lookup, then any two adjacent parts whose
 bytes form a token merge, lowest id first. In ``"ranks"`` mode the vocabulary is what counts and
@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from pathlib import Path
 
-from .chunk_encoder import MODES, ChunkEncoder, DuplicateTokensError, TokenTable
-from .model_file import (
+from .encoding.encoder import MODES, ChunkEncoder, DuplicateTokensError, TokenTable
+from .files.minbpe_model import (
     ModelFileContents,
     ModelFileError,
     model_file_path,
@@ -34,10 +34,10 @@ from .model_file import (
     repair_vocab_listing,
     save_model_files,
 )
-from .normalizers import Normalizer, original_span, resolve_normalizer
-from .patterns import resolve_pattern
-from .pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
-from .special_tokens import (
+from .chunking.normalizers import Normalizer, original_span, resolve_normalizer
+from .chunking.patterns import resolve_pattern
+from .chunking.pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
+from .encoding.special_tokens import (
     AllowedSpecial,
     DisallowedSpecial,
     DisallowedSpecialToken,
@@ -47,10 +47,10 @@ from .special_tokens import (
     special_token_regex,
     split_on,
 )
-from .token_ids import MAX_TOKEN_ID, single_token_id, token_id_list
-from .token_offsets import token_char_spans
-from .superwords import SuperwordConfig
-from .training import ChunkCounts, count_tokenizer_chunks, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
+from .encoding.token_ids import MAX_TOKEN_ID, single_token_id, token_id_list
+from .encoding.offsets import token_char_spans
+from .training.superwords import SuperwordConfig
+from .training.api import ChunkCounts, count_tokenizer_chunks, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
 
 Merges = dict[tuple[int, int], int]
 
@@ -561,7 +561,7 @@ class Tokenizer:
         return {token: idx for idx, token in sorted(self.vocab.items()) if idx not in specials}
 
     # -------------------------------------------------------------- training
-    # (the work is in training.py; these methods are the public API)
+    # (the work is in engine/training/api.py; these methods are the public API)
 
     def train(
         self,
@@ -845,7 +845,7 @@ class Tokenizer:
         """``encode(text, ...)`` and each token's ``(start, end)`` character offsets in ``text``.
 
         A token holding part of a multi-byte character spans that whole character, as the
-        ``tokenizers`` library reports it (see token_offsets.py). Under a normalizer or a
+        ``tokenizers`` library reports it (see engine/encoding/offsets.py). Under a normalizer or a
         pipeline that changes the text (``ByteLevel(add_prefix_space=True)``), offsets go
         through :meth:`chunks_with_spans`: a token covers the original characters its normalized
         characters come from. ``allowed_special="none"`` gives ``encode_ordinary``'s ids.
@@ -926,7 +926,7 @@ class Tokenizer:
         ``num_workers`` instead uses that many forked processes, which only pays where threads
         cannot run in parallel (the pure-Python encoder, other patterns, normalizers).
         """
-        from .batch_encoding import encode_batch, encode_batch_threads
+        from .encoding.batches import encode_batch, encode_batch_threads
 
         options = {"allowed_special": allowed_special, "disallowed_special": disallowed_special}
         if num_workers is not None:
@@ -957,7 +957,7 @@ class Tokenizer:
                         self._plain_array = self._encoder.plain_array_call(
                             scanner, allowed_special, disallowed_special) or _no_plain_array
                     return frombuffer(ids, uint32)
-        from .batch_encoding import encode_to_numpy
+        from .encoding.batches import encode_to_numpy
 
         return encode_to_numpy(self, text, num_threads=num_threads, allowed_special=allowed_special,
                                disallowed_special=disallowed_special)
@@ -972,7 +972,7 @@ class Tokenizer:
     ):
         """``encode_batch`` as two numpy arrays: every id, flat, as uint32, and int64 ``offsets``
         (one more than there are texts): text ``i`` has ids ``ids[offsets[i]:offsets[i + 1]]``."""
-        from .batch_encoding import encode_batch_to_numpy
+        from .encoding.batches import encode_batch_to_numpy
 
         return encode_batch_to_numpy(self, texts, num_threads=num_threads, allowed_special=allowed_special,
                                      disallowed_special=disallowed_special)
@@ -1013,7 +1013,7 @@ class Tokenizer:
 
     def save(self, file_prefix: str | os.PathLike) -> None:
         """Write ``<prefix>.model`` (minbpe v1, loadable by minbpe, when the tokenizer fits its
-        layout; else hf_bbpe's extension, see model_file.py) and ``<prefix>.vocab``."""
+        layout; else hf_bbpe's extension, see engine/files/minbpe_model.py) and ``<prefix>.vocab``."""
         prefix = Path(file_prefix)
         mode = self._mode
         if mode == "ranks" and self.merge_list_mismatch() is None:

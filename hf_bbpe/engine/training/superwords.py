@@ -19,7 +19,7 @@ merge and id is kept whatever the stage-2 corpus holds (the paper's trainer drop
 whose pair its stage-2 data never shows: its issue 12).
 
 :class:`SuperwordConfig` is what ``Tokenizer.train(..., superwords=...)`` and
-``Tokenizer.extend(..., superwords=...)`` take (see training.py).
+``Tokenizer.extend(..., superwords=...)`` take (see engine/training/api.py).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from .patterns import SUPERBPE_STAGE2_SPLIT_PATTERN, isolated_pattern_name, pattern_name, resolve_pattern
-from .pre_tokenizers import Split
+from ..chunking.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN, isolated_pattern_name, pattern_name, resolve_pattern
+from ..chunking.pre_tokenizers import Split
 
 if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
+    from ..tokenizer import Tokenizer
 
 DEFAULT_TRANSITION = 0.9
 """Stage 1's share of the vocabulary when no transition is given: the paper's main tokenizer

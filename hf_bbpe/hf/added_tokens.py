@@ -22,8 +22,8 @@ from typing import Any, NamedTuple
 import regex
 from transformers import AddedToken
 
-from .normalizers import Alignment, Normalizer, original_span
-from .special_tokens import RESERVED_TOKEN
+from ..engine.chunking.normalizers import Alignment, Normalizer, original_span
+from ..engine.encoding.special_tokens import RESERVED_TOKEN
 
 PREFILTER_MAX = 32
 """Up to this many tokens in a group, a substring test per token (C speed) runs before the

@@ -30,15 +30,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .byte_unicode import spell_vocab
-from .chunk_encoder import UNMERGEABLE_ID
-from .onig_regex import translate_pattern_for_onig
-from .patterns import GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, canonical_pattern
+from ..engine.chunking.byte_unicode import spell_vocab
+from ..engine.encoding.encoder import UNMERGEABLE_ID
+from ..engine.chunking.onig_regex import translate_pattern_for_onig
+from ..engine.chunking.patterns import GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, canonical_pattern
 
 if TYPE_CHECKING:
-    from .pre_tokenizers import PreTokenizer
-    from .special_tokens import TokenRoles
-    from .tokenizer import Tokenizer
+    from ..engine.chunking.pre_tokenizers import PreTokenizer
+    from ..engine.encoding.special_tokens import TokenRoles
+    from ..engine.tokenizer import Tokenizer
 
 
 def token_past_a_line_break(vocab: Mapping[int, bytes]) -> int | None:
@@ -109,7 +109,7 @@ def token_splits(vocab: Mapping[int, bytes], ids: Iterable[int]) -> list[tuple[i
 
     These are the pairs that tiktoken's rule merges (``"ranks"`` mode), in the order that makes
     ``tokenizers``' merge-list BPE agree with it (transformers' ``TikTokenConverter`` order). The
-    token of id 2**32 - 1 has none: tiktoken never makes it by a merge (chunk_encoder.py).
+    token of id 2**32 - 1 has none: tiktoken never makes it by a merge (engine/encoding/encoder.py).
     """
     token_id: dict[bytes, int] = {}
     for idx in sorted(ids, reverse=True):  # a byte string listed twice is its lowest id

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .atomic_write import write_text_atomic
-from .byte_unicode import bytes_to_unicode, unicode_to_token
+from ..chunking.byte_unicode import bytes_to_unicode, unicode_to_token
 
 VERSION_PREFIX = "#version"
 """How an optional first line of ``merges.txt`` (mandatory in OpenAI's ``vocab.bpe``) starts."""

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .atomic_write import remove_stale_temps, write_bytes_atomic, write_text_atomic
-from .byte_unicode import render_token
+from ..chunking.byte_unicode import render_token
 
 MINBPE_HEADER = "minbpe v1"
 EXTENDED_HEADER = "hf_bbpe v1"

@@ -27,8 +27,8 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from .patterns import HOLD_GIL, chunk_splitter, compile_pattern
-from .worker_pool import forked_pool, shared, usable_workers
+from ..chunking.patterns import HOLD_GIL, chunk_splitter, compile_pattern
+from ..worker_pool import forked_pool, shared, usable_workers
 
 _BATCH_CHARS = 1 << 20  # characters of text sent to a worker at a time
 _SEGMENT_CHARS = 1 << 22  # a str longer than two segments is counted in parallel segments
@@ -49,7 +49,7 @@ def count_chunks(
     ``num_workers`` defaults to the CPUs available; 1 counts in this process, and so does a
     process that cannot fork (see worker_pool.py). Warns if a pattern's chunks leave text out.
     """
-    from .progress import progress_bar
+    from ..progress import progress_bar
 
     workers = usable_workers(num_workers)
     bar = progress_bar(desc="counting chunks", unit="MB", enabled=progress, scale=1 / 1e6)

@@ -14,7 +14,7 @@ chunk from counting to the last merge. Inputs:
 * a str, or any iterable of str: in batches of about 8 MB.
 
 Everything else, and any process without the kernel (the copy of this code that a saved folder
-carries), takes chunk_counting.py, the readable twin; both give the same counts in the same order.
+carries), takes engine/training/counting_reference.py, the readable twin; both give the same counts in the same order.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .chunk_counting import document_batches
-from .patterns import native_scanner
-from .progress import progress_bar
+from .counting_reference import document_batches
+from ..chunking.patterns import native_scanner
+from ..progress import progress_bar
 from .text_files import DOC_MODES, JSONL, PARQUET, check_doc_mode, file_kind, iter_file_documents, parquet_text_arrays
-from .worker_pool import available_cpus
+from ..worker_pool import available_cpus
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
     _kernel = importlib.import_module("._chunk_count", __package__)

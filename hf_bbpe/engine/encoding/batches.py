@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .special_tokens import DisallowedSpecialToken
-from .worker_pool import available_cpus, forked_pool, shared, usable_workers
+from ..worker_pool import available_cpus, forked_pool, shared, usable_workers
 
 if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
+    from ..tokenizer import Tokenizer
 
 _PARALLEL_MIN_CHARS = 1 << 20  # below this, process start-up costs more than it saves
 _TASK_CHARS = 1 << 19  # characters of text per task sent to a worker
