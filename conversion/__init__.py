@@ -29,7 +29,8 @@ from .gguf_vocab import gguf_vocab_of, llama_cpp_pre_tokenizer, pre_tokenizer_ha
 from .gpt2_files import from_gpt2_files, from_transformers_gpt2, to_gpt2_files
 from .loading import detect_format, gpt2_file_pair, load
 from .minbpe_model import from_minbpe, to_minbpe
-from .presets import PRESETS, load_preset
+from .preset_loading import load_preset
+from .presets import PRESETS
 from .representability import RepresentabilityError, check_rank_representable
 from .tekken import from_tekken
 from .tiktoken_ranks import from_tiktoken, to_tiktoken

@@ -210,7 +210,8 @@ def _read(kind: str, files: tuple, pattern: str | None, special_tokens: Mapping[
         return tokenizer_from_json_data(files[1], files[0], **options)
     if kind == "gpt2":
         from .gpt2_files import from_gpt2_files
-        from .presets import PRESETS, load_preset, preset_of_files
+        from .preset_loading import load_preset
+        from .presets import PRESETS, preset_of_files
 
         pre_tokenizer = options.get("pre_tokenizer")
         if pattern is not None and pre_tokenizer is not None:

@@ -24,7 +24,7 @@ Tekken adds ``<s>`` and ends with ``</s>`` (Tekkenizer's bos and eos, as Mistral
 folders do); OpenAI's encodings and Whisper add nothing and name ``<|endoftext|>`` as bos and eos
 (Whisper also as pad), as ``openai-community/gpt2`` and ``openai/whisper-*`` do.
 
-``load_preset(name, path)`` never downloads. It checks the file's sha256 against the known
+``preset_loading.load_preset(name, path)`` never downloads. It checks the file's sha256 against the known
 hashes (tiktoken's ``expected_hash`` for OpenAI's; the files openai-whisper 20250625,
 llama-models 0.3.0 and mistral-common 1.13.1 ship for the others; Whisper's ``gpt2.tiktoken``
 is byte for byte ``r50k_base.tiktoken``), so a wrong or damaged file is reported instead of
@@ -34,7 +34,6 @@ silently giving other ids (``check_hash=False`` skips that, e.g. for a deliberat
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,20 +187,6 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def _resolve_files(preset: Preset, path: str | os.PathLike | tuple) -> list[Path]:
-    if isinstance(path, (tuple, list)):
-        if len(path) != len(preset.files):
-            raise FormatError(f"preset {preset.name!r} needs {len(preset.files)} files ({', '.join(preset.files)}), "
-                              f"got {len(path)}")
-        return [Path(p) for p in path]
-    path = Path(path)
-    if path.is_dir():
-        return [path / name for name in preset.files]
-    if len(preset.files) > 1:
-        raise FormatError(f"preset {preset.name!r} needs {', '.join(preset.files)}: pass their directory or a tuple")
-    return [path]
-
-
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(read_bytes(path)).hexdigest()
 
@@ -243,37 +228,3 @@ def preset_of_files(paths: list[Path] | tuple[Path, ...]) -> str | None:
                 all(digest in _known(preset.sha256.get(name, ())) for digest, name in zip(actual, preset.files)):
             return preset.name
     return None
-
-
-def load_preset(name: str, path: str | os.PathLike | tuple, *, check_hash: bool = True) -> Tokenizer:
-    """The named tokenizer ("gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base",
-    "whisper", "whisper_v3", "whisper_en", "llama3", "llama4", "tekken", "superbpe_t180k",
-    "superbpe_baseline") from local files, with its owner's pattern, special tokens and ids.
-
-    ``path`` is the rank file (``.tiktoken``, e.g. ``whisper/assets/multilingual.tiktoken``;
-    Meta's ``tokenizer.model``), the Tekken JSON file,
-    or for "gpt2" the directory holding ``encoder.json`` and ``vocab.bpe`` (for the SuperBPE ones,
-    ``vocab.json`` and ``merges.txt``; or a tuple of the two paths); a directory holding the
-    preset's file name works for every preset.
-    """
-    from .gpt2_files import from_gpt2_files
-    from .tekken import from_tekken
-    from .tiktoken_ranks import from_tiktoken
-
-    preset = PRESETS.get(name)
-    if preset is None:
-        raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
-    files = _resolve_files(preset, path)
-    for file, file_name in zip(files, preset.files):
-        if not file.is_file():
-            raise FormatError(f"{file}: no such file (preset {name!r} reads local files only, never downloads)")
-        if check_hash:
-            check_sha256(file, preset.sha256[file_name], preset=name)
-    if preset.reader == "gpt2":
-        tok = from_gpt2_files(files[0], files[1], pattern=preset.pattern, special_tokens=preset.special_tokens)
-    elif preset.reader == "tekken":
-        tok = from_tekken(files[0])
-    else:
-        tok = from_tiktoken(files[0], pattern=preset.pattern, special_tokens=preset.special_tokens)
-    tok.roles = preset.roles.kept(tok.special_tokens)  # a Tekken file lists its own special tokens
-    return tok

@@ -17,7 +17,7 @@ read from the installed ``tokenizers`` itself, by running its components on ever
 The character classes of the built-in split patterns (``LETTER``, ``NUMBER``, ``SPACE``,
 ``UPPERISH``, ``LOWERISH``) are those of Unicode :data:`CLASSES_UNICODE_VERSION`, the version that
 the owners' regex engines classify with (tiktoken's Rust regex tables and the Oniguruma inside
-``tokenizers``; ``tests/engine/test_owner_unicode.py`` probes both on every code point). They are
+``tokenizers``; ``tests/engine/chunking/test_owner_unicode.py`` probes both on every code point). They are
 made from ``unicodedata2`` of that version (the ``unicode-tables`` extra), general categories, and
 White_Space from :data:`WHITE_SPACE` (unchanged since Unicode 6.3).
 
@@ -52,7 +52,7 @@ CLASS_CATEGORIES = {
 CLASS_NAMES = ("LETTER", "NUMBER", "SPACE", "UPPERISH", "LOWERISH")
 """The class sets, in the module's order."""
 
-OUT = Path(__file__).resolve().parents[1] / "hf_bbpe" / "unicode_tables.py"
+OUT = Path(__file__).resolve().parents[1] / "hf_bbpe" / "engine" / "chunking" / "unicode_tables.py"
 CODE_POINTS = [c for c in range(1, 0x110000) if not 0xD800 <= c < 0xE000]  # U+0000 is the separator
 
 

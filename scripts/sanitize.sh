@@ -2,7 +2,7 @@
 # Build the C kernels with AddressSanitizer and UBSan and run the engine tests against them.
 #
 #   bash scripts/sanitize.sh                 # tests/engine, slow tests left out
-#   bash scripts/sanitize.sh tests/engine/test_merge_loop.py -m ""   # any pytest arguments
+#   bash scripts/sanitize.sh tests/engine/training/test_merge_loop.py -m ""   # any pytest arguments
 #
 # The build happens in a temporary copy of the checkout, so the working tree keeps its normal
 # kernels. Any sanitizer report fails the run (UBSan does not recover; ASan stops at its first

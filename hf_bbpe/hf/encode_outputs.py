@@ -19,15 +19,14 @@ import contextlib
 import contextvars
 import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from transformers import BatchEncoding
+from transformers import BatchEncoding, PreTrainedTokenizerBase
 
 from .transformers_compat import batch_encoding_of, set_token_encodings, warn_if_too_long
 
-if TYPE_CHECKING:
-    from .tokenization_bbpe import BBPETokenizer
-
+BBPETokenizer = PreTrainedTokenizerBase
+"""What these functions take: a BBPETokenizer (named by its base class: tokenization_bbpe.py imports this module)."""
 Offsets = list[tuple[int, int]]
 
 

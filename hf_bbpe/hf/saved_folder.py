@@ -40,7 +40,8 @@ from .remote_code import ENTRY_MODULE, remote_code_names, write_remote_code
 from .tokenizer_json_writer import template_bos_eos, tokenizer_json_dict
 
 if TYPE_CHECKING:
-    from .tokenization_bbpe import BBPETokenizer
+    from transformers import PreTrainedTokenizerBase as BBPETokenizer  # tokenization_bbpe.py imports this module
+
     from ..engine.tokenizer import Tokenizer
 
 TOKENIZER_JSON = "tokenizer.json"

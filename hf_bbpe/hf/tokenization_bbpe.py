@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -45,7 +44,7 @@ from .added_tokens import (
     refuse_id_holes,
     reserved_tokens_for_holes,
 )
-from ..engine.files.atomic_write import replaced_folder, write_text_atomic
+from ..engine.files.atomic_write import write_text_atomic
 from ..engine.chunking.byte_unicode import spell_vocab, unicode_to_token
 from .chat_presets import chat_preset as resolve_chat_preset
 from .encode_outputs import (
@@ -59,10 +58,10 @@ from .encode_outputs import (
     with_offset_mapping,
     with_token_spans,
 )
-from .model_card import push_with_card
 from ..engine.chunking.normalizers import original_span, resolve_normalizer
 from ..engine.chunking.patterns import resolve_pattern
 from ..engine.chunking.pre_tokenizers import resolve_pre_tokenizer
+from .portable_folder import PortableFolder
 from .saved_folder import (
     PORTABLE_TOKENIZER_CLASS,
     TOKENIZER_JSON,
@@ -72,7 +71,6 @@ from .saved_folder import (
     fast_twin_json,
     finish_saved_folder,
     recover_and_check,
-    saved_files,
 )
 from ..engine.encoding.special_tokens import TokenRoles, is_reserved_token
 from ..engine.encoding.token_ids import single_token_id, token_id_list
@@ -87,82 +85,13 @@ from .transformers_compat import (
 )
 from ..engine.files.vocab_merges import read_vocab_merges, split_extra_tokens, write_vocab_merges
 
-logger = logging.getLogger(__name__)
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}
 # tokenizer(text) with only these options takes the direct path (see __call__)
 _DIRECT_CALL = frozenset({"add_special_tokens", "return_attention_mask", "split_special_tokens", "verbose"})
 
 
-class _PortableFolder:
-    """Saving and pushing, for both classes: transformers' save, then the folder made whole and
-    portable by the class's ``_finish_folder`` (see saved_folder.py); a push uploads that folder
-    with a model card."""
-
-    def save_pretrained(
-        self,
-        save_directory: str | os.PathLike,
-        legacy_format: bool | None = None,
-        filename_prefix: str | None = None,
-        push_to_hub: bool = False,
-        remote_code: bool | None = None,
-        **kwargs: Any,
-    ) -> tuple[str, ...]:
-        """transformers' save, then ``_finish_folder``. With ``push_to_hub=True`` the folder is
-        saved first and then pushed with ``push_to_hub`` (``repo_id`` defaults to the folder's
-        name), so the Hub gets the rewritten config.
-
-        The folder holds tokenizer files only, which load anywhere without this package. With
-        ``remote_code=True`` it also holds the code of these classes, and ``auto_map`` names them
-        for ``trust_remote_code=True`` (see remote_code.py). ``None`` (the default) keeps what the
-        folder this tokenizer was loaded from had: no code for a new tokenizer."""
-        if remote_code is None:
-            remote_code = bool(self.init_kwargs.get("auto_map"))
-        if push_to_hub:
-            hub = {key: kwargs.pop(key) for key in _HUB_KEYS if key in kwargs}
-            files = self.save_pretrained(save_directory, legacy_format, filename_prefix, remote_code=remote_code,
-                                         **kwargs)
-            self.push_to_hub(hub.pop("repo_id", Path(save_directory).name), **hub)
-            return files
-        self._check_savable()
-        prefix = f"{filename_prefix}-" if filename_prefix else ""
-        target = Path(save_directory)
-        # the whole folder is built beside the target and switched in at once (atomic_write.py);
-        # files that are not a tokenizer's (weights, a README) are carried over
-        with replaced_folder(target, saved_files(prefix)) as stage:
-            files = super().save_pretrained(str(stage), legacy_format=legacy_format,  # type: ignore[misc]
-                                            filename_prefix=filename_prefix, **kwargs)
-            files = tuple(files) + self._finish_folder(stage, prefix, remote_code)
-        return tuple(str(target / Path(file).relative_to(stage)) if Path(file).is_relative_to(stage) else file
-                     for file in files)
-
-    def _check_savable(self) -> None:
-        """Raise before anything is written if the folder could not be whole."""
-
-    def _finish_folder(self, folder: Path, prefix: str, remote_code: bool) -> tuple[str, ...]:
-        raise NotImplementedError
-
-    def push_to_hub(self, repo_id: str, **options: Any) -> Any:
-        """Upload the saved folder to the Hub with a model card (model_card.push_with_card: the
-        metadata the Hub reads, a "Use in Transformers" snippet; an existing card keeps its text).
-        Takes transformers' options (``commit_message``, ``private``, ``token``, ``revision``,
-        ``create_pr``, ``tags``...) and ``base_model``, ``license``, ``pipeline_tag``, ``model_card``
-        (a README.md's text to push instead of a new card). Returns the commit info."""
-        for key in _PUSH_OPTIONS_FOR_WEIGHTS:
-            options.pop(key, None)
-        info, note = push_with_card(self, repo_id, **options)
-        logger.info("pushed to %s: %s", repo_id, note)
-        return info
-
-
-_HUB_KEYS = ("repo_id", "commit_message", "private", "token", "create_pr", "revision", "commit_description",
-             "tags", "base_model", "license", "pipeline_tag", "model_card")
-"""``save_pretrained(..., push_to_hub=True)`` options that go to ``push_to_hub``."""
-_PUSH_OPTIONS_FOR_WEIGHTS = ("use_temp_dir", "max_shard_size", "safe_serialization")
-"""transformers' ``push_to_hub`` options that concern model weights or 4.57's working copy: accepted, unused."""
-
-
-class BBPETokenizer(_PortableFolder, TransformersHooks, SlowTokenizerBase):
+class BBPETokenizer(PortableFolder, TransformersHooks, SlowTokenizerBase):
     """A byte-level BPE tokenizer (GPT-2 / GPT-4 / minbpe algorithm) backed by hf_bbpe's engine.
 
     Build one with :meth:`from_engine` from a trained engine tokenizer, or load one with
@@ -726,7 +655,7 @@ class BBPETokenizer(_PortableFolder, TransformersHooks, SlowTokenizerBase):
         return self._spelling.tables(self)[1]
 
 
-class BBPETokenizerFast(_PortableFolder, PreTrainedTokenizerFast):
+class BBPETokenizerFast(PortableFolder, PreTrainedTokenizerFast):
     """transformers' fast tokenizer over a saved folder's ``tokenizer.json``: the class that the
     folder's ``auto_map`` names for a fast tokenizer, so that ``AutoTokenizer.from_pretrained(folder,
     trust_remote_code=True)``, which vLLM, SGLang and xgrammar make, gives a fast tokenizer (ids,

@@ -62,7 +62,7 @@ def test_train_from_stdin_into_an_existing_folder(tmp_path):
 
 def test_train_takes_each_tie_break(tmp_path):
     """--tie-break reaches the merge loop: huggingface (BpeTrainer's rule, tested against it in
-    tests/engine/test_trainer.py) gives the library's merges, which are not smallest_pair's."""
+    tests/engine/training/test_train.py) gives the library's merges, which are not smallest_pair's."""
     learned = {}
     for rule in ("smallest_pair", "huggingface"):
         run_cli("train", TAYLOR, "--vocab-size", 400, "--pattern", "gpt2", "--tie-break", rule, "--out", tmp_path / rule)
@@ -75,7 +75,7 @@ def test_train_takes_each_tie_break(tmp_path):
 
 def test_train_hands_text_files_to_the_counting_threads_in_every_docs_mode():
     """Paragraphs (the default), lines and whole files: the engine gets the files themselves, which
-    the C counter's threads read and cut (tests/engine/test_native_counting.py holds its paragraphs
+    the C counter's threads read and cut (tests/engine/training/test_counting.py holds its paragraphs
     to hf_bbpe.paragraphs); only stdin is read in Python."""
     parser = build_parser()
     for mode in ("paragraph", "line", "file"):
@@ -87,7 +87,7 @@ def test_train_hands_text_files_to_the_counting_threads_in_every_docs_mode():
 
 
 def test_train_max_memory_reaches_the_counter_and_bad_sizes_are_one_line_errors(tmp_path):
-    """--max-memory is the library's max_memory (tests/engine/test_spilled_counting.py holds the
+    """--max-memory is the library's max_memory (tests/engine/training/test_spilled_counting.py holds the
     spilled counts to the in-memory ones): the same merges; a size that is not one, or a pattern
     the C counter does not know, is a one-line error."""
     args = build_parser().parse_args(["train", str(TAYLOR), "--vocab-size", "300", "--out", "x", "--max-memory", "2G"])

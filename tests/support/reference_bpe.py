@@ -73,7 +73,7 @@ def merge_pair(ids: Sequence[int], pair: Pair, new_id: int) -> list[int]:
 def merge_pair_scan(ids: list[int], pair: Pair, new_id: int) -> list[int]:
     """:func:`merge_pair`, but jumping between occurrences of the left id with ``list.index``.
 
-    Same result (tests/test_trainer.py checks it); used by :func:`naive_train`, whose loop runs
+    Same result (tests/engine/training/test_train.py checks it); used by :func:`naive_train`, whose loop runs
     over a whole text per merge and would otherwise make the minbpe-parity tests too slow.
     """
     a, b = pair

@@ -14,7 +14,7 @@ and ranges (``A-B``), read by :func:`code_points`.
   the character classes of the built-in split patterns as the owners' regex engines have them
   (tiktoken's Rust regex for the OpenAI, Llama 3/4 and Tekken families, the Oniguruma inside
   ``tokenizers`` for tokenizer.json pipelines: both Unicode ``CLASSES_UNICODE_VERSION``, which
-  ``tests/engine/test_owner_unicode.py`` checks on every code point). The C scanners and the
+  ``tests/engine/chunking/test_owner_unicode.py`` checks on every code point). The C scanners and the
   ``regex`` module's twin both classify with these (``patterns.py``), not with the newer Unicode
   of the ``regex`` module: the owners' encoders define the ids.
 

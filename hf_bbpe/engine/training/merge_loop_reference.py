@@ -4,7 +4,7 @@
 copy of the tokenizer code that transformers saves beside a model for ``trust_remote_code=True``
 (a folder never holds a compiled module), or in a source checkout that was not built. Both have
 the same ``train`` function, take the same arguments and return the same merges in the same
-order; tests/engine/test_merge_loop.py holds the kernel to this file on hypothesis corpora.
+order; tests/engine/training/test_merge_loop.py holds the kernel to this file on hypothesis corpora.
 
 The algorithm, step by step (names as in the C file):
 

@@ -20,7 +20,7 @@ from tests.support.reference_bpe import minbpe_load, minbpe_save, naive_encode
 from hf_bbpe import BasicTokenizer, RegexTokenizer, Tokenizer
 from hf_bbpe.engine.files.minbpe_model import ModelFileError
 
-TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
+TEXT_DIR = Path(__file__).resolve().parents[2] / "data" / "text"
 SAMPLE = (TEXT_DIR / "mix-sample.txt").read_text(encoding="utf-8")
 
 

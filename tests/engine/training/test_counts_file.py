@@ -21,7 +21,7 @@ from hf_bbpe.engine.training.counts_file import first_bad_record, load_counts, s
 from hf_bbpe.engine.training.counting import ChunkCounts, count_native
 from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 
-from .test_native_counting import MIX, SWIFT, assert_same, distinct
+from .test_counting import MIX, SWIFT, assert_same, distinct
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ from hf_bbpe.engine.training.counting import count_native
 from hf_bbpe.engine.chunking.patterns import SUPERBPE_STAGE1_SPLIT_PATTERN, SUPERBPE_STAGE2_SPLIT_PATTERN
 from hf_bbpe.engine.training.superwords import count_superwords, spans_words
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "text"
+DATA = Path(__file__).resolve().parents[2] / "data" / "text"
 TAYLOR = (DATA / "taylorswift.txt").read_text(encoding="utf-8")
 MIX_DOCS = mix_documents()
 CODE_DOCS = [doc for doc in MIX_DOCS if "def " in doc or "import " in doc]

@@ -39,7 +39,7 @@ from hf_bbpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN,
 from hf_bbpe.engine.chunking.byte_unicode import unicode_to_token
 from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig
 
-TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
+TEXT_DIR = Path(__file__).resolve().parents[2] / "data" / "text"
 TIE_BREAKS = ("smallest_pair", "first_occurrence", "huggingface")
 PATTERNS = {"basic": None, "gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN}
 

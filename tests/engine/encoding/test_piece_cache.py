@@ -18,7 +18,7 @@ from hf_bbpe import Tokenizer
 from hf_bbpe.engine.encoding import encoder as chunk_encoder
 from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 
-from .test_batch_threads import CHARS, cl100k, cl100k_ranks, twin_ids  # noqa: F401 (fixtures)
+from .test_batches import CHARS, cl100k, cl100k_ranks, twin_ids  # noqa: F401 (fixtures)
 from .test_encoder_modes import random_ranks
 
 
@@ -117,7 +117,7 @@ def test_clear_cache_gives_the_caches_back_and_ids_stay(cl100k):  # noqa: F811
     """``Tokenizer.clear_cache`` frees the kernel's piece and front caches and the spare ids
     buffer; encoding after it (one text, a long text on threads, a batch) fills them again with
     the same ids as before, and an array made before it keeps its ids."""
-    text = (Path(__file__).resolve().parents[1] / "data" / "text" / "mix-sample.txt").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "data" / "text" / "mix-sample.txt").read_text(encoding="utf-8")
     big = text * (1_500_000 // len(text) + 1)
     docs = text.split("\n\n")
     before = (cl100k.encode_ordinary(big), cl100k.encode_batch(docs, num_threads=2))

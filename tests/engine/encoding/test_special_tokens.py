@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from hf_bbpe import DisallowedSpecialToken, RegexTokenizer, Tokenizer
 
-TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
+TEXT_DIR = Path(__file__).resolve().parents[2] / "data" / "text"
 SPECIALS = {"<|endoftext|>": 512, "<|fim_prefix|>": 513, "<|im_start|>": 600}  # 514..599: a hole
 
 

@@ -22,7 +22,7 @@ from hf_bbpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN,
 from hf_bbpe.engine.training import counting_reference as chunk_counting
 from hf_bbpe.engine.training.counting_reference import count_chunks
 
-TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
+TEXT_DIR = Path(__file__).resolve().parents[2] / "data" / "text"
 PATTERNS = {"basic": None, "gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN}
 
 

@@ -32,7 +32,7 @@ from hf_bbpe.engine.training.counting import ChunkCounts, collected, count_nativ
 from hf_bbpe.engine.chunking.patterns import EQUIVALENT_PATTERNS, NATIVE_PATTERNS, native_scanner
 from hf_bbpe.engine.training.text_files import iter_file_documents
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "text"
+DATA = Path(__file__).resolve().parents[2] / "data" / "text"
 MIX = DATA / "mix-sample.txt"
 SWIFT = DATA / "taylorswift.txt"
 PATTERNS = {**NATIVE_PATTERNS, **{f"{name}-spelling{k}": pattern for k, (pattern, name) in

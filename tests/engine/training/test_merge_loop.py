@@ -46,7 +46,7 @@ from hf_bbpe.engine.training import merge_loop as trainer
 from hf_bbpe.engine.training import api as training
 from hf_bbpe.engine.chunking.patterns import GPT4_SPLIT_PATTERN
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TAYLORSWIFT = ROOT / "tests" / "data" / "text" / "taylorswift.txt"
 KERNEL = trainer.merge_kernel()
 TWIN = merge_loop

@@ -39,7 +39,7 @@ from hf_bbpe.engine.chunking.onig_regex import translate_pattern_from_onig
 
 from .test_normalizers import CODE_POINTS
 
-DOCS = [doc for doc in open(__import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "text" /
+DOCS = [doc for doc in open(__import__("pathlib").Path(__file__).resolve().parents[2] / "data" / "text" /
                             "mix-sample.txt", encoding="utf-8").read().split("\n\n") if doc.strip()]
 BEHAVIORS = ["removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous"]
 

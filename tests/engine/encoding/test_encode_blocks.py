@@ -24,7 +24,7 @@ from hf_bbpe import Tokenizer
 from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS, compile_pattern
 from tests.support.families import mix_documents
 
-from .test_batch_threads import cl100k, cl100k_ranks  # noqa: F401 (fixtures)
+from .test_batches import cl100k, cl100k_ranks  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from hf_bbpe.engine.training import counting_reference as chunk_counting
 from hf_bbpe.engine.training.counting_reference import count_chunks
 from hf_bbpe.engine.chunking.patterns import SPLIT_PATTERNS, resolve_pattern
 
-MIX = Path(__file__).resolve().parents[1] / "data" / "text" / "mix-sample.txt"
+MIX = Path(__file__).resolve().parents[2] / "data" / "text" / "mix-sample.txt"
 
 
 @pytest.mark.parametrize("name", ["gpt-4", "gpt5", "cl100k-base", "o200", "GPT_4o"])

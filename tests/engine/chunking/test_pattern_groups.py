@@ -22,7 +22,7 @@ from hf_bbpe import RegexTokenizer  # noqa: E402
 from hf_bbpe.engine.training.counting_reference import count_chunks  # noqa: E402
 from hf_bbpe.engine.chunking.patterns import chunk_splitter  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "text"
+DATA = Path(__file__).resolve().parents[2] / "data" / "text"
 DOCS = [d for d in (DATA / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n") if d]
 
 GROUPED = r"(\w+)|\s|[^\w\s]+"

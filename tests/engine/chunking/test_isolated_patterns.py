@@ -18,7 +18,7 @@ from hf_bbpe import RegexTokenizer
 from hf_bbpe.engine.chunking import patterns
 from hf_bbpe.engine.chunking.patterns import ISOLATED_PATTERNS, SUPERBPE_STAGE2_SPLIT_PATTERN, native_isolated_splitter, native_scanner
 from hf_bbpe.engine.chunking.pre_tokenizers import ByteLevel, Sequence, Split, isolated_split
-from tests.engine.test_patterns import (
+from tests.engine.chunking.test_patterns import (
     DATA, KINDS, NO_SURROGATE, TEXT_ENDS, TRICKY, WINDOW_BUILDS, WINDOW_CHARS, WORDY, ends_of, str_kind, text_of_kind,
     utf8_ends_of, window_build,
 )

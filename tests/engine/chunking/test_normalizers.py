@@ -126,7 +126,7 @@ def test_unicode_tables_are_those_of_the_installed_tokenizers():
     import importlib.util
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[2] / "scripts" / "make_unicode_tables.py"
+    script = Path(__file__).resolve().parents[3] / "scripts" / "make_unicode_tables.py"
     spec = importlib.util.spec_from_file_location("make_unicode_tables", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -46,7 +46,7 @@ from hf_bbpe.engine.chunking import unicode_tables  # noqa: E402
 from tests.support.cpu import HAS_AVX512, needs_avx512  # noqa: E402
 from tests.support.families import LLAMA3_MODEL, TEKKEN_FILES, mix_documents, tiktoken_pattern  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
 EVERYTHING = "".join(map(chr, CODE_POINTS))
 CLASSES = dict(patterns._CLASS_SPELLINGS)  # unicode_tables' name -> how the patterns write it

@@ -24,7 +24,7 @@ from hf_bbpe.engine.chunking.patterns import (
 )
 from tests.support.cpu import HAS_AVX512, needs_avx512
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "text"
+DATA = Path(__file__).resolve().parents[2] / "data" / "text"
 NATIVE = list(NATIVE_PATTERNS.values())
 IDS = list(NATIVE_PATTERNS)
 EQUIVALENT = list(EQUIVALENT_PATTERNS)

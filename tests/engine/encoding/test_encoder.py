@@ -35,7 +35,7 @@ from hf_bbpe.engine.encoding import batches as batch_encoding
 from hf_bbpe.engine.encoding import encoder as chunk_encoder
 from hf_bbpe.engine.encoding.encoder import ChunkEncoder
 
-TEXT_DIR = Path(__file__).resolve().parents[1] / "data" / "text"
+TEXT_DIR = Path(__file__).resolve().parents[2] / "data" / "text"
 PATTERNS = {"basic": None, "gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN}
 NO_SPLIT = r"[\s\S]+"  # tiktoken's stand-in for "no split pattern": the whole text is one piece
 CJK = "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过家学对可她里后小么心多天而能好都然没日于起"  # common Hanzi

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hf_bbpe import BasicTokenizer, RegexTokenizer, Tokenizer
 from hf_bbpe.engine.chunking.byte_unicode import bytes_to_unicode
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "text"
+DATA = Path(__file__).resolve().parents[2] / "data" / "text"
 ENGLISH = (DATA / "taylorswift.txt").read_text(encoding="utf-8")
 MIXED = (DATA / "mix-sample.txt").read_text(encoding="utf-8")
 MIXED_DOCS = MIXED.split("\n\n")

@@ -18,7 +18,7 @@ from hf_bbpe.engine.training import counting as native_counting
 from hf_bbpe.engine.training.counting import count_native, memory_size
 from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 
-from .test_native_counting import MIX, SWIFT, TRICKY, assert_same, distinct, paragraphs_of, regex_counts
+from .test_counting import MIX, SWIFT, TRICKY, assert_same, distinct, paragraphs_of, regex_counts
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_spilling_happens_thousands_of_times_and_the_merge_splits_partitions(tmp
 def test_spilled_paragraphs_texts_and_long_documents_in_parts(tmp_path, tiny_limits, name):
     """Every input the kernel takes: paragraphs of a file, an iterable of strs in several calls,
     and one long str counted in parts on the threads (whose own tables spill between calls)."""
-    from .test_native_counting import parts_from
+    from .test_counting import parts_from
 
     pattern = NATIVE_PATTERNS[name]
     got = count_native(None, pattern, files=[str(MIX)], docs="paragraph", num_threads=2, progress=False,
