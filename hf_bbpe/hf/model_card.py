@@ -7,8 +7,8 @@ when given) and a "Use in Transformers" section. A card that already exists (the
 or a ``README.md`` of the user's folder) keeps its text: only metadata it lacks is added, and
 the push says so.
 
-This module is also copied into model folders as remote code: it imports only flat sibling
-modules, relatively, and third-party libraries that transformers already needs.
+This module is part of the remote code (remote_code.py): its imports are relative, and of
+third-party libraries only those transformers already needs.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ def card_metadata(tok: Any, repo_id: str, *, base_model: str | None = None, lice
     return metadata
 
 
-def tokenizer_card(tok: Any, repo_id: str, metadata: Mapping[str, Any]) -> str:
+def tokenizer_card(tok: Any, repo_id: str, metadata: Mapping[str, Any], remote_code: bool = False) -> str:
     """A new card for ``tok`` pushed to ``repo_id``: ``metadata`` as its YAML header, a short
-    description and the snippets that load and use it."""
+    description and the snippets that load and use it; ``remote_code``: the folder carries the code."""
     from huggingface_hub import ModelCard, ModelCardData
 
     specials = [token for token in tok.all_special_tokens if not is_reserved_token(token)]
@@ -77,9 +77,14 @@ def tokenizer_card(tok: Any, repo_id: str, metadata: Mapping[str, Any]) -> str:
         'print(tokenizer("Hello world")["input_ids"])',
         "```",
         "",
+    ] + ([
         "Without `trust_remote_code`, transformers loads `tokenizer.json` in its fast class; with",
         "`trust_remote_code=True`, the folder's own `BBPETokenizerFast` (what vLLM and SGLang load), or",
         "`BBPETokenizer`, the Python engine, with `use_fast=False` on transformers 4.57. All give the same ids.",
+    ] if remote_code else [
+        "transformers loads `tokenizer.json` in its fast class, with or without `trust_remote_code`. With",
+        "hf_bbpe installed, `BBPETokenizer.from_pretrained` gives its Python engine, with the same ids.",
+    ]) + [
         "",
     ]
     if tok.chat_template:
@@ -122,15 +127,19 @@ def push_with_card(tok: Any, repo_id: str, *, model_card: str | None = None,
                    pipeline_tag: str | None = DEFAULT_PIPELINE_TAG, commit_message: str | None = None,
                    commit_description: str | None = None, private: bool | None = None,
                    token: bool | str | None = None, revision: str | None = None,
-                   create_pr: bool = False) -> tuple[Any, str]:
+                   create_pr: bool = False, remote_code: bool | None = None) -> tuple[Any, str]:
     """Save ``tok`` to a temporary folder with a model card and upload it to ``repo_id`` (created
     if needed). The card: ``model_card`` (a README.md's text, e.g. the user's) if given, else the one
     already in the repository, else a new one (:func:`tokenizer_card`); an existing card keeps its
     text and gets the metadata it lacks. One commit, as transformers' ``push_to_hub`` makes it.
     Returns the commit info (its str is the commit's URL) and one line saying which card
-    went up (``model_card_name`` names ``model_card`` there)."""
+    went up (``model_card_name`` names ``model_card`` there). ``remote_code`` is
+    ``save_pretrained``'s (None: as the folder ``tok`` was loaded from)."""
     from huggingface_hub import CommitOperationAdd, HfApi, ModelCard
     from huggingface_hub.errors import EntryNotFoundError
+
+    if remote_code is None:
+        remote_code = bool(tok.init_kwargs.get("auto_map"))
 
     api = HfApi()
     repo_id = api.create_repo(repo_id, private=private, token=token, exist_ok=True).repo_id
@@ -144,14 +153,14 @@ def push_with_card(tok: Any, repo_id: str, *, model_card: str | None = None,
         except EntryNotFoundError:
             pass
     if card is None:
-        text, note = tokenizer_card(tok, repo_id, metadata), f"wrote a model card ({', '.join(metadata)})"
+        text, note = tokenizer_card(tok, repo_id, metadata, remote_code), f"wrote a model card ({', '.join(metadata)})"
     else:
         text, added = with_metadata(card, metadata)
         note = f"kept {source}" + (f", added metadata: {', '.join(added)}" if added else " unchanged")
     with tempfile.TemporaryDirectory() as staging:
         # the commit is made from a complete folder: the whole save and the card, then one commit
         folder = Path(staging, "upload")
-        tok.save_pretrained(folder)
+        tok.save_pretrained(folder, remote_code=remote_code)
         write_text_atomic(folder / "README.md", text)
         if revision is not None and not revision.startswith("refs/pr"):
             api.create_branch(repo_id, branch=revision, token=token, exist_ok=True)

@@ -48,7 +48,7 @@ class PortableFolder:
             hub = {key: kwargs.pop(key) for key in _HUB_KEYS if key in kwargs}
             files = self.save_pretrained(save_directory, legacy_format, filename_prefix, remote_code=remote_code,
                                          **kwargs)
-            self.push_to_hub(hub.pop("repo_id", Path(save_directory).name), **hub)
+            self.push_to_hub(hub.pop("repo_id", Path(save_directory).name), remote_code=remote_code, **hub)
             return files
         self._check_savable()
         prefix = f"{filename_prefix}-" if filename_prefix else ""
@@ -73,7 +73,8 @@ class PortableFolder:
         metadata the Hub reads, a "Use in Transformers" snippet; an existing card keeps its text).
         Takes transformers' options (``commit_message``, ``private``, ``token``, ``revision``,
         ``create_pr``, ``tags``...) and ``base_model``, ``license``, ``pipeline_tag``, ``model_card``
-        (a README.md's text to push instead of a new card). Returns the commit info."""
+        (a README.md's text to push instead of a new card), and ``remote_code`` as
+        :meth:`save_pretrained` takes it. Returns the commit info."""
         for key in _PUSH_OPTIONS_FOR_WEIGHTS:
             options.pop(key, None)
         info, note = push_with_card(self, repo_id, **options)

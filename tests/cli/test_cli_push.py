@@ -100,7 +100,8 @@ def test_push_commits_a_loadable_folder(hub, mix_tok_dir, tmp_path):
     assert commit["path"].startswith("/api/models/me/mix512/commit/main")
     assert commit["summary"] == "first tokenizer"
     files = commit["files"]
-    assert {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "tokenization_bbpe.py"} <= set(files)
+    assert {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"} <= set(files)
+    assert not [name for name in files if name.endswith(".py")]  # a standard folder: no code unless --remote-code
     (tmp_path / "README.md").write_bytes(files["README.md"])
     metadata = metadata_load(tmp_path / "README.md")
     assert metadata == {"library_name": "transformers", "license": "mit", "pipeline_tag": "text-generation",

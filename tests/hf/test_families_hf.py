@@ -47,7 +47,7 @@ def test_bbpe_tokenizer_and_fast_twin_equal_the_owner(name, tmp_path):
     hf = BBPETokenizer.from_engine(tok)
     assert hf.engine.mode == "ranks" and hf.add_bos_token and hf("Hi")["input_ids"] == reference("Hi")
     assert differing(lambda d: hf(d)["input_ids"], reference) == []
-    hf.save_pretrained(tmp_path)
+    hf.save_pretrained(tmp_path, remote_code=True)  # the remote-code class is checked below too
     config = json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))
     assert config["bpe_mode"] == "ranks"
     back = BBPETokenizer.from_pretrained(tmp_path)

@@ -36,7 +36,7 @@ BIG = "model.safetensors"  # over atomic_write.LINK_MIN_BYTES: carried over as a
 
 # the steps, each with the tokenizer a kill there leaves ("old" or "new"), for the exchange switch
 # and (last three) for the fallback's two renames
-FILE_STEPS = ["vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json", "tokenization_bbpe.py"]
+FILE_STEPS = ["vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"]
 SWITCH_STEPS = [("built", False, "old"), ("ready", False, "old"), ("exchanged", False, "new"),
                 ("ready", True, "old"), ("moved-aside", True, "new"), ("moved-in", True, "new")]
 

@@ -69,7 +69,7 @@ def test_files_from_bpe_trainer_without_the_bytes_utf8_never_uses(tmp_path):
     expected = [reference.encode(doc, add_special_tokens=False).ids for doc in docs]
     hf = BBPETokenizer.from_engine(conversion.load(tmp_path / "tokenizer.json"), eos_token=EOT)
     assert [hf(doc)["input_ids"] for doc in docs] == expected
-    hf.save_pretrained(tmp_path / "saved")
+    hf.save_pretrained(tmp_path / "saved", remote_code=True)  # its code runs alone below
     for tok in (BBPETokenizer.from_pretrained(tmp_path / "saved"), AutoTokenizer.from_pretrained(tmp_path / "saved")):
         assert [tok(doc)["input_ids"] for doc in docs] == expected
     model_files = tmp_path / "model_files"

@@ -1,5 +1,7 @@
-"""``BBPETokenizerFast``: the fast class a saved folder's ``auto_map`` names, so that
-``trust_remote_code=True`` (vLLM, SGLang) gives a fast tokenizer that xgrammar accepts.
+"""``BBPETokenizerFast``: the fast class that the ``auto_map`` of a folder saved with
+``remote_code=True`` names, so that ``trust_remote_code=True`` (vLLM, SGLang) gives a fast
+tokenizer that xgrammar accepts. (A default folder has no code: every path gives transformers'
+fast class from tokenizer.json, the "plain" path below.)
 
 * xgrammar's ``TokenizerInfo.from_huggingface`` (the real package) takes the folder's remote fast
   class and its plain fast twin: vocabulary size, decoded vocabulary and stop token are ours, and
@@ -63,7 +65,7 @@ def hf() -> BBPETokenizer:
 @pytest.fixture(scope="module")
 def folder(hf, tmp_path_factory):
     path = tmp_path_factory.mktemp("saved")
-    hf.save_pretrained(path)
+    hf.save_pretrained(path, remote_code=True)
     return path
 
 

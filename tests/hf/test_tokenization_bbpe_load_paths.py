@@ -2,9 +2,9 @@
 
 a. ``BBPETokenizer.from_pretrained``; b. ``AutoTokenizer`` after ``import hf_bbpe``;
 c. ``AutoTokenizer`` where hf_bbpe cannot be imported (the tokenizer.json twin);
-d. the same with ``trust_remote_code=True`` (the code saved in the folder: BBPETokenizerFast, the
-   fast class that vLLM and xgrammar need; BBPETokenizer with ``use_fast=False`` on 4.57), with
-   hf_bbpe importable or not;
+d. the same with ``trust_remote_code=True``: on a default folder (no code) the same fast class;
+   on a ``remote_code=True`` folder its code (BBPETokenizerFast, a fast class as vLLM and
+   xgrammar need; BBPETokenizer with ``use_fast=False`` on 4.57), with hf_bbpe importable or not;
 e. GPT-2-style folders from elsewhere (cl100k / o200k folders: test_tokenization_bbpe_converted.py).
 Runs on transformers 5.x and, through scripts/test.sh, on 4.57; a folder saved by one major is
 also loaded by the other when its virtual environment exists.
@@ -48,14 +48,24 @@ def docs() -> list[str]:
     return mix_docs() + [f"one{EOT}two {EOT}", "user <x> said [L]  hi<|im_end|>"]
 
 
-@pytest.fixture(scope="module")
-def folder(engine, tmp_path_factory):
+def _saved(engine, path: Path, remote_code: bool) -> Path:
     hf = BBPETokenizer.from_engine(engine, eos_token=EOT, pad_token="<|pad|>",
                                    additional_special_tokens=["<|im_start|>", "<|im_end|>"])
     hf.add_tokens(["<x>", AddedToken("[L]", lstrip=True)])
-    path = tmp_path_factory.mktemp("saved")
-    hf.save_pretrained(path)
+    hf.save_pretrained(path, remote_code=remote_code)
     return path
+
+
+@pytest.fixture(scope="module")
+def folder(engine, tmp_path_factory):
+    """A folder saved with the defaults: tokenizer files, no code."""
+    return _saved(engine, tmp_path_factory.mktemp("saved"), remote_code=False)
+
+
+@pytest.fixture(scope="module")
+def remote_folder(engine, tmp_path_factory):
+    """The same tokenizer saved with ``remote_code=True``."""
+    return _saved(engine, tmp_path_factory.mktemp("remote"), remote_code=True)
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +115,7 @@ def test_b_auto_tokenizer_resolves_the_registered_name(folder, docs, expected, t
     shutil.copytree(folder, named)
     config = json.loads((named / "tokenizer_config.json").read_text(encoding="utf-8"))
     config["tokenizer_class"] = "BBPETokenizer"
-    del config["auto_map"]
+    assert "auto_map" not in config  # a default folder carries no code
     (named / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     tok = AutoTokenizer.from_pretrained(named)
     assert type(tok) is BBPETokenizer
@@ -153,6 +163,14 @@ def test_c_auto_tokenizer_without_hf_bbpe(loaded_elsewhere, expected):
     assert loaded_elsewhere["plain"]["ids"] == expected
 
 
+def test_d_trust_remote_code_on_a_default_folder_gives_the_fast_class(loaded_elsewhere, expected):
+    """vLLM and SGLang pass ``trust_remote_code=True``: harmless on a folder with no code."""
+    for path in ("remote", "remote_slow"):
+        assert loaded_elsewhere[path]["module"].startswith("transformers."), path
+        assert loaded_elsewhere[path]["ids"] == expected, path
+    assert loaded_elsewhere["remote"]["class"] in FAST_CLASSES and loaded_elsewhere["remote"]["fast"]
+
+
 def _check_remote_code_paths(loaded: dict, expected: list, slow_class: str) -> None:
     """``trust_remote_code=True`` gives the folder's fast class (what vLLM asks for), and
     ``use_fast=False`` ``slow_class``; every path has the same ids and length."""
@@ -169,12 +187,14 @@ def _check_remote_code_paths(loaded: dict, expected: list, slow_class: str) -> N
 SLOW_BY_REMOTE_CODE = "BBPETokenizer" if int(transformers.__version__.split(".")[0]) < 5 else "BBPETokenizerFast"
 
 
-def test_d_trust_remote_code_without_hf_bbpe(loaded_elsewhere, expected):
-    _check_remote_code_paths(loaded_elsewhere, expected, SLOW_BY_REMOTE_CODE)
+def test_d_trust_remote_code_without_hf_bbpe(remote_folder, text_file, expected, tmp_path):
+    loaded = load_elsewhere(str(remote_folder), text_file, tmp_path)
+    assert loaded["plain"]["class"] in FAST_CLASSES
+    _check_remote_code_paths(loaded, expected, SLOW_BY_REMOTE_CODE)
 
 
-def test_d_trust_remote_code_with_hf_bbpe_installed(folder, text_file, expected, tmp_path):
-    loaded = load_elsewhere(str(folder), text_file, tmp_path, block_hf_bbpe=False)
+def test_d_trust_remote_code_with_hf_bbpe_installed(remote_folder, text_file, expected, tmp_path):
+    loaded = load_elsewhere(str(remote_folder), text_file, tmp_path, block_hf_bbpe=False)
     _check_remote_code_paths(loaded, expected, SLOW_BY_REMOTE_CODE)
 
 
@@ -261,11 +281,14 @@ def _other_venv() -> Path | None:
     return None
 
 
-def test_folder_saved_here_loads_in_the_other_transformers_major(folder, text_file, expected, tmp_path):
+def test_folder_saved_here_loads_in_the_other_transformers_major(folder, remote_folder, text_file, expected,
+                                                                 tmp_path):
     python = _other_venv()
     if python is None:
         pytest.skip("the other transformers major's venv is not there (scripts/setup.sh makes .venv and .venv-tf457)")
-    loaded = load_elsewhere(str(folder), text_file, tmp_path, python=python)
+    plain = load_elsewhere(str(folder), text_file, tmp_path, python=python)
+    assert plain["plain"]["class"] in FAST_CLASSES and plain["plain"]["ids"] == expected
+    loaded = load_elsewhere(str(remote_folder), text_file, tmp_path, python=python)
     assert loaded["plain"]["class"] in FAST_CLASSES
     _check_remote_code_paths(loaded, expected, "BBPETokenizerFast" if SLOW_BY_REMOTE_CODE == "BBPETokenizer"
                              else "BBPETokenizer")

@@ -157,7 +157,8 @@ def test_push_to_hub_commits_exactly_what_loading_needs(tmp_path):
         assert pulled_ids == expected  # a: BBPETokenizer.from_pretrained from the Hub
         elsewhere = load_elsewhere(REPO_ID, text_file, tmp_path, env=env)
         assert elsewhere["plain"]["ids"] == expected  # c: the tokenizer.json twin, no hf_bbpe
-        assert elsewhere["remote"]["class"] == "BBPETokenizerFast" and elsewhere["remote"]["ids"] == expected  # d
+        assert elsewhere["remote"]["class"] in ("PreTrainedTokenizerFast", "TokenizersBackend")  # d: no code pushed
+        assert elsewhere["remote"]["ids"] == expected
         assert elsewhere["remote_slow"]["ids"] == expected
 
         # the card's "Use in Transformers" snippet runs as written, where hf_bbpe cannot be imported

@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--license", default=None, help="the card's license, a Hub license id (mit, apache-2.0, ...)")
     p.add_argument("--tag", dest="tags", metavar="TAG", action="append", default=[],
                    help="a tag for the card, beside tokenizer, bpe, byte-level-bpe, hf_bbpe (repeatable)")
+    p.add_argument("--remote-code", action="store_true",
+                   help="also push BBPETokenizer's code, with an auto_map for trust_remote_code=True (default: as "
+                        "the folder has it; a folder without code loads everywhere as PreTrainedTokenizerFast)")
     p.set_defaults(run=run)
 
 
@@ -57,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         if folder.is_dir() and readme.is_file() else {}
     result, note = push_with_card(hf_tok, args.repo_id, private=args.private or None, token=args.token,
                                   revision=args.revision, commit_message=args.message, base_model=args.base_model,
-                                  license=args.license, tags=args.tags, **card)
+                                  license=args.license, tags=args.tags, remote_code=args.remote_code or None, **card)
     url = getattr(result, "commit_url", None) or str(result)
     print(f"pushed {args.tokenizer} to {args.repo_id}: {url}", file=sys.stderr)
     print(f"model card: {note}", file=sys.stderr)
