@@ -1,16 +1,16 @@
 """hf_bbpe: byte-level BPE (GPT-2 / GPT-4 / minbpe) as a first-class Hugging Face tokenizer.
 
-Layers (imports go downward only):
+Folders (imports go downward only; ARCHITECTURE.md has one row per folder):
 
-* flat modules here: the engine (``Tokenizer``, ``BasicTokenizer``, ``RegexTokenizer`` and what
-  they use) plus ``tokenization_bbpe`` (transformers) and the modules it needs. Saved folders
-  carry these as remote code, so they import each other relatively (``from .x import``) and
-  never a subpackage;
-* subpackages built on them: ``surgery/`` (torch), ``analysis/`` (audit, compare, views),
-  ``cli/`` (the ``hf-bbpe`` command, on top of everything);
+* ``engine/``: ``Tokenizer``, ``BasicTokenizer``, ``RegexTokenizer`` and their layers
+  (``chunking/``, ``encoding/``, ``training/``, ``files/``), with no transformers in them;
+* ``hf/``: ``BBPETokenizer`` and the rest of the transformers integration;
+* subpackages built on them: ``token_shards/``, ``distributed/`` (Ray), ``surgery/`` (torch),
+  ``analysis/`` and ``cli/`` (the ``hf-bbpe`` command, on top of everything);
 * ``conversion/`` (other formats) is a top-level package on the engine; it never imports ``cli``.
 
-ARCHITECTURE.md (at the repository root) maps every module to its layer.
+This module registers the one upward link, counting a Ray Dataset (the engine calls
+``distributed.count_chunks`` through a hook), and loads Ray only when one is counted.
 
 ``import hf_bbpe`` loads the engine, whose only third-party import is ``regex``; tqdm (progress
 bars) and multiprocessing (parallel counting and ``encode_batch``) load when first used.
