@@ -21,10 +21,11 @@ from __future__ import annotations
 import operator
 import os
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from .encoding.batches import encode_batch, encode_batch_threads, encode_batch_to_numpy, encode_to_numpy, no_plain_array
 from .encoding.encoder import MODES, ChunkEncoder, DuplicateTokensError, TokenTable
 from .files.minbpe_model import (
     ModelFileContents,
@@ -34,23 +35,22 @@ from .files.minbpe_model import (
     repair_vocab_listing,
     save_model_files,
 )
-from .chunking.normalizers import Normalizer, original_span, resolve_normalizer
-from .chunking.patterns import resolve_pattern
-from .chunking.pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
+from .chunking.normalizers import Normalizer
+from .chunking.chunking import Chunking
+from .chunking.pre_tokenizers import PreTokenizer
 from .encoding.special_tokens import (
     AllowedSpecial,
     DisallowedSpecial,
     DisallowedSpecialToken,
     TokenRoles,
+    SpecialTokenIndex,
     checked_special_tokens,
-    resolve_special_policy,
-    special_token_regex,
-    split_on,
 )
 from .encoding.token_ids import MAX_TOKEN_ID, single_token_id, token_id_list
-from .encoding.offsets import token_char_spans
+from .encoding.offsets import encoded_offsets
 from .training.superwords import SuperwordConfig
 from .training.api import ChunkCounts, count_tokenizer_chunks, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
+from .training.options import TrainingOptions
 
 Merges = dict[tuple[int, int], int]
 
@@ -75,7 +75,7 @@ class Tokenizer:
             pre_tokenizer: PreTokenizer | Mapping | None = None,
         normalizer: Normalizer | str | Mapping | None = None,
     ) -> None:
-        self._set_chunking(pattern, pre_tokenizer, normalizer)
+        self.chunking = Chunking.from_options(pattern, pre_tokenizer, normalizer)
         self._mode = "merges"
         self._merges: Merges | None = {}
         self._byte_ids: list[int] = list(range(256))
@@ -134,16 +134,21 @@ class Tokenizer:
 
     # --------------------------------------------------------- chunking text
 
-    def _set_chunking(self, pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
-                      normalizer: Normalizer | str | Mapping | None) -> None:
-        self._chunker = _chunker(pattern, pre_tokenizer, normalizer)
+    @property
+    def chunking(self) -> Chunking:
+        """How ordinary text becomes chunks (normalizer, pre-tokenizer, C scanner): the one
+        object every caller asks (see engine/chunking/chunking.py). Assign a new one to change it."""
+        return self._chunker
+
+    @chunking.setter
+    def chunking(self, chunking: Chunking) -> None:
+        self._chunker = chunking
         self._set_hot_path()
 
     def _set_hot_path(self) -> None:
-        # with no normalizer, the pre-tokenizer's own splitter (None: no split), e.g. the C scanner
-        self._split = self._chunker.fast_split if self._chunker.normalizer is None else self._chunker
+        # the hot path's copies of the chunking's splitter and C scanner (one attribute lookup each)
+        self._split = self._chunker.split
         self._bytes_chunks = self._chunker.emits_bytes
-        # a C scanner when the whole of chunking is one known pattern: split and encode in one C call
         self._scanner = self._chunker.scanner
 
     def __getstate__(self) -> dict:
@@ -152,8 +157,7 @@ class Tokenizer:
         one array. Pickling stays cheap, and so does ``datasets``' fingerprint of a ``map``
         function that holds a tokenizer (it pickles it)."""
         state = self.__dict__.copy()
-        for key in ("_split", "_scanner", "_encoder", "_vocab", "_rank_vocab", "_special_regex_cache",
-                    "_normalized_forms", "_policy_cache", "_last_policy", "_plain_array"):
+        for key in ("_split", "_scanner", "_encoder", "_vocab", "_rank_vocab", "_specials", "_plain_array"):
             state.pop(key, None)
         merges = state.get("_merges")
         if type(merges) is dict:
@@ -190,7 +194,7 @@ class Tokenizer:
 
     @pattern.setter
     def pattern(self, pattern: str | None) -> None:
-        self._set_chunking(pattern, None, self._chunker.normalizer)
+        self.chunking = Chunking.from_options(pattern, None, self._chunker.normalizer)
 
     @property
     def pre_tokenizer(self) -> PreTokenizer | None:
@@ -200,9 +204,9 @@ class Tokenizer:
     @pre_tokenizer.setter
     def pre_tokenizer(self, pre_tokenizer: PreTokenizer | Mapping | str | None) -> None:
         if isinstance(pre_tokenizer, str):
-            self._set_chunking(pre_tokenizer, None, self._chunker.normalizer)
+            self.chunking = Chunking.from_options(pre_tokenizer, None, self._chunker.normalizer)
         else:
-            self._set_chunking(None, pre_tokenizer, self._chunker.normalizer)
+            self.chunking = Chunking.from_options(None, pre_tokenizer, self._chunker.normalizer)
 
     @property
     def normalizer(self) -> Normalizer | None:
@@ -211,7 +215,7 @@ class Tokenizer:
 
     @normalizer.setter
     def normalizer(self, normalizer: Normalizer | str | Mapping | None) -> None:
-        self._set_chunking(None, self._chunker.pre_tokenizer, normalizer)
+        self.chunking = Chunking.from_options(None, self._chunker.pre_tokenizer, normalizer)
 
     @property
     def plain_pattern(self) -> str | None:
@@ -223,7 +227,7 @@ class Tokenizer:
     def is_plain(self) -> bool:
         """True if text is cut by one split pattern (or not at all) with no normalizer: what
         tiktoken and minbpe's formats can hold."""
-        return self._chunker.normalizer is None and self._chunker.plain_pattern is not None
+        return self._chunker.is_plain
 
     def chunks(self, text: str) -> list[str] | list[bytes]:
         """The chunks that ordinary ``text`` is encoded in (normalized, then pre-tokenized);
@@ -234,13 +238,6 @@ class Tokenizer:
         """:meth:`chunks` with, per chunk character (per byte for bytes chunks), the span of
         ``text`` it comes from, aligned as ``tokenizers`` aligns offsets (for offset mapping)."""
         return self._chunker.with_spans(text)
-
-    def _chunking_spec(self) -> str | None | ChunkSplitter:
-        """What :func:`count_chunks` needs: the plain pattern (or None) when there is one, else
-        the whole normalize-and-split callable."""
-        if self.is_plain:
-            return self._chunker.plain_pattern or None
-        return self._chunker
 
     @classmethod
     def _blank(cls, pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None = None,
@@ -526,14 +523,10 @@ class Tokenizer:
             normal = self._rank_table if self._rank_table is not None else self._normal_vocab()
             merges = {} if self._mode == "ranks" else self._merges
             self._encoder = ChunkEncoder(merges, self._byte_ids, mode=self._mode, vocab=normal)
-        self._inverse_special = {idx: token for token, idx in self._special_tokens.items()}
-        self._special_regex_cache: dict[frozenset[str], object] = {}
-        self._normalized_forms: tuple[Normalizer | None, dict[str, str]] | None = None  # {normalized form: token}
-        self._policy_cache: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
-        self._last_policy: tuple = (_NO_ARGUMENT, _NO_ARGUMENT, (frozenset(), frozenset()))
+        self._specials = SpecialTokenIndex(self._special_tokens, self._normalized_specials)
         # encode_to_numpy's one C call for the special-token arguments of its last call that needed
         # no special-token handling (the kernel's PlainArrayCall); it answers None to any other call
-        self._plain_array: Callable = _no_plain_array
+        self._plain_array: Callable = no_plain_array
 
     @property
     def vocab(self) -> dict[int, bytes]:
@@ -607,9 +600,7 @@ class Tokenizer:
         with; every stage-1 merge and id is kept (see superwords.py). The corpus is read twice,
         so it cannot be a one-shot iterator.
         """
-        train_tokenizer(self, text, vocab_size, verbose, files=files, tie_break=tie_break, min_frequency=min_frequency,
-                        num_workers=num_workers, progress=progress, text_column=text_column, docs=docs,
-                        max_memory=max_memory, superwords=superwords)
+        train_tokenizer(self, text, files, vocab_size, TrainingOptions.from_arguments(locals()))
 
     def train_from_counts(
         self,
@@ -630,8 +621,7 @@ class Tokenizer:
         mapped, not read, and must have been counted with this tokenizer's split pattern.
         Special tokens already registered keep their ids; merges skip them.
         """
-        train_tokenizer_from_counts(self, counts, vocab_size, verbose, tie_break=tie_break,
-                                   min_frequency=min_frequency, progress=progress)
+        train_tokenizer_from_counts(self, counts, vocab_size, TrainingOptions.from_arguments(locals()))
 
     def count_chunks(
         self,
@@ -653,8 +643,7 @@ class Tokenizer:
         spill to disk in hash partitions, merged back exactly into a counts file that is mapped,
         not read into memory (the merge loop still holds every distinct chunk).
         """
-        return count_tokenizer_chunks(self, text, files=files, docs=docs, text_column=text_column,
-                                      num_workers=num_workers, progress=progress, max_memory=max_memory, out=out)
+        return count_tokenizer_chunks(self, text, files, TrainingOptions.from_arguments(locals()), out)
 
     # The keywords repeat train's on purpose: extending is training that continues from these merges.
     def extend(
@@ -692,12 +681,11 @@ class Tokenizer:
         which no new merge applies then encodes as before only within those longer chunks; see
         superwords.py).
         """
-        return extend_tokenizer(self, text, num_new_merges, verbose, files=files, tie_break=tie_break,
-                                min_frequency=min_frequency, num_workers=num_workers, progress=progress,
-                                text_column=text_column, docs=docs, max_memory=max_memory, superwords=superwords)
+        return extend_tokenizer(self, text, files, num_new_merges, TrainingOptions.from_arguments(locals()))
 
-    def _reset_to_bytes(self) -> None:
-        """Training's start: the 256 byte tokens, no merges (special tokens keep their ids)."""
+    def reset_to_bytes(self) -> None:
+        """Training's start (engine/training/api.py): the 256 byte tokens and no merges, in
+        ``"merges"`` mode; special tokens keep their ids."""
         self._mode = "merges"
         self._byte_ids = list(range(256))
         self._merges = {}
@@ -705,22 +693,17 @@ class Tokenizer:
         self._rank_table = self._rank_vocab = None
         self._rebuild()
 
-    def _set_merges(self, merges: Merges) -> None:
-        """Training's end: ``merges``, valid by construction, replace the current ones."""
+    def adopt_merges(self, merges: Merges) -> None:
+        """Training's end (engine/training/api.py): ``merges``, valid by construction (they are not
+        checked, unlike an assignment to :attr:`merges`), replace the current ones."""
         self._merges = merges
         self._rebuild()
 
-    def _copy_for_extension(self) -> Tokenizer:
-        """A copy that ``extend`` adds merges to: the same merges, mode, specials and chunking."""
-        extended = type(self).from_merges(
-            self.merges, special_tokens=self._special_tokens, byte_ids=self._byte_ids,
-            check=False, unmerged_tokens=self._unmerged, mode=self._mode,
-            allow_large_ids=True,  # the ids were checked when they were registered here
-            pre_tokenizer=self.pre_tokenizer, normalizer=self.normalizer,
-        )
-        extended._normalized_specials = self._normalized_specials
-        extended._roles = self._roles
-        return extended
+    @property
+    def encoder(self) -> ChunkEncoder:
+        """The chunk encoder (engine/encoding/encoder.py: the C kernel or its Python twin), made
+        from the merges or ranks: what batches and training encode chunks with. Read-only."""
+        return self._encoder
 
     # -------------------------------------------------------------- encoding
 
@@ -782,58 +765,25 @@ class Tokenizer:
         ``allowed_special="all"`` to encode it as the special id, or ``disallowed_special=()``
         to encode it as ordinary text.
         """
-        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        if self._normalized_specials and not self._normalized_specials.isdisjoint(allowed | disallowed):
-            return self._encode_normalized_specials(text, allowed, disallowed)
+        specials = self._specials
+        allowed, disallowed = specials.policy(allowed_special, disallowed_special)
+        if specials.normalized and not specials.normalized.isdisjoint(allowed | disallowed):
+            return specials.encode_normalized(text, allowed, disallowed, self.normalizer, self.encode_ordinary)
         if disallowed:
-            match = self._special_regex(disallowed).search(text)
+            match = specials.regex(disallowed).search(text)
             if match:
                 raise DisallowedSpecialToken(match.group())
         if not allowed:
             return self.encode_ordinary(text, num_threads=num_threads)
         ids: list[int] = []
         start = 0
-        for match in self._special_regex(allowed).finditer(text):
+        for match in specials.regex(allowed).finditer(text):
             if match.start() > start:
                 ids += self.encode_ordinary(text[start : match.start()], num_threads=num_threads)
             ids.append(self._special_tokens[match.group()])
             start = match.end()
         if start < len(text):
             ids += self.encode_ordinary(text[start:], num_threads=num_threads)
-        return ids
-
-    def _encode_normalized_specials(self, text: str, allowed: frozenset[str], disallowed: frozenset[str]) -> list[int]:
-        """:meth:`encode` when some special tokens are found in the normalized text, in
-        ``tokenizers``' two passes (see :attr:`normalized_special_tokens`)."""
-        late = self._normalized_specials
-        normalize = self.normalizer.normalize if self.normalizer is not None else str
-        cached = self._normalized_forms
-        if cached is None or cached[0] is not self.normalizer:
-            forms: dict[str, str] = {}
-            for token in sorted(late, reverse=True):  # a form two tokens share goes to the first by name
-                if normalize(token):
-                    forms[normalize(token)] = token
-            cached = self._normalized_forms = (self.normalizer, forms)
-        by_form = cached[1]
-        forbidden = frozenset(form for form, token in by_form.items() if token in disallowed)
-        wanted = frozenset(form for form, token in by_form.items() if token in allowed)
-        if disallowed - late:
-            match = self._special_regex(disallowed - late).search(text)
-            if match:
-                raise DisallowedSpecialToken(match.group())
-        ids: list[int] = []
-        for stretch, is_special in split_on(text, self._special_regex(allowed - late) if allowed - late else None):
-            if is_special:
-                ids.append(self._special_tokens[stretch])
-                continue
-            normalized = normalize(stretch)
-            if forbidden:
-                match = self._special_regex(forbidden).search(normalized)
-                if match:
-                    raise DisallowedSpecialToken(by_form[match.group()])
-            for piece, is_form in split_on(normalized, self._special_regex(wanted) if wanted else None):
-                # the piece is normalized already; normalizing again changes nothing (normal forms are idempotent)
-                ids += [self._special_tokens[by_form[piece]]] if is_form else self.encode_ordinary(piece)
         return ids
 
     def encode_with_offsets(
@@ -851,64 +801,14 @@ class Tokenizer:
         characters come from. ``allowed_special="none"`` gives ``encode_ordinary``'s ids.
         """
         ids = self.encode(text, allowed_special, disallowed_special)
-        vocab = self.vocab
-        if self.is_plain:  # the tokens' bytes are the text's bytes
-            return ids, token_char_spans(text, [len(vocab[idx]) for idx in ids])
-        allowed, _ = self._special_policy(allowed_special, disallowed_special)
-        if not self._normalized_specials.isdisjoint(allowed):
-            raise NotImplementedError("offsets with special tokens found in the normalized text")
-        lengths = iter([len(vocab[idx]) for idx in ids])
-        offsets: list[tuple[int, int]] = []
-        at = 0
-        for stretch, is_special in split_on(text, self._special_regex(allowed) if allowed else None):
-            if is_special:
-                next(lengths)
-                offsets.append((at, at + len(stretch)))
-            else:
-                offsets += self._stretch_offsets(stretch, at, lengths)
-            at += len(stretch)
-        return ids, offsets
+        allowed, _ = self._specials.policy(allowed_special, disallowed_special)
+        return ids, encoded_offsets(text, ids, self.vocab, self._chunker, self._specials, allowed)
 
-    def _stretch_offsets(self, stretch: str, at: int, lengths: Iterator[int]) -> list[tuple[int, int]]:
-        """Offsets (from ``at``) of the tokens of ``stretch``, text without special tokens, taking
-        their byte lengths from ``lengths``: chunk by chunk, since each chunk is encoded alone."""
-        offsets: list[tuple[int, int]] = []
-        for chunk, spans in self.chunks_with_spans(stretch):
-            data = chunk if isinstance(chunk, bytes) else chunk.encode("utf-8", "surrogatepass")
-            taken: list[int] = []
-            while sum(taken) < len(data):
-                taken.append(next(lengths))
-            if isinstance(chunk, bytes):  # spans are per byte
-                ends = list(accumulate(taken))
-                parts = list(zip([0, *ends[:-1]], ends))
-            else:
-                parts = token_char_spans(chunk, taken)
-            offsets += [(start + at, end + at) for start, end in (original_span(spans, a, b) for a, b in parts)]
-        return offsets
-
-    def _special_policy(
-        self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
-    ) -> tuple[frozenset[str], frozenset[str]]:
-        last = self._last_policy  # the same arguments as the last call (one per document): no hashing
-        if last[0] is allowed_special and last[1] is disallowed_special:
-            return last[2]
-        try:
-            key = (allowed_special, disallowed_special)
-            policy = self._policy_cache[key]
-        except TypeError:  # an unhashable set: resolve every time
-            return resolve_special_policy(self._special_tokens, allowed_special, disallowed_special)
-        except KeyError:
-            policy = self._policy_cache[key] = resolve_special_policy(
-                self._special_tokens, allowed_special, disallowed_special
-            )
-        self._last_policy = (allowed_special, disallowed_special, policy)  # (hashable, so immutable)
-        return policy
-
-    def _special_regex(self, tokens: frozenset[str]):
-        found = self._special_regex_cache.get(tokens)
-        if found is None:
-            found = self._special_regex_cache[tokens] = special_token_regex(tokens)
-        return found
+    @property
+    def special_token_index(self) -> SpecialTokenIndex:
+        """The special tokens as ``encode`` uses them, with the policies and regexes it derived
+        (engine/encoding/special_tokens.py): for the engine's batch encoders. Read-only."""
+        return self._specials
 
     def encode_batch(
         self,
@@ -926,8 +826,6 @@ class Tokenizer:
         ``num_workers`` instead uses that many forked processes, which only pays where threads
         cannot run in parallel (the pure-Python encoder, other patterns, normalizers).
         """
-        from .encoding.batches import encode_batch, encode_batch_threads
-
         options = {"allowed_special": allowed_special, "disallowed_special": disallowed_special}
         if num_workers is not None:
             return encode_batch(self, texts, num_workers=num_workers, **options)
@@ -946,21 +844,10 @@ class Tokenizer:
         array = self._plain_array(text, allowed_special, disallowed_special, num_threads)
         if array is not None:  # the common call (one per document) in one C call: see _plain_array
             return array
-        scanner = self._scanner
-        if num_threads == 1 and scanner is not None:
-            allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-            if not allowed and not (disallowed and self._special_regex(disallowed).search(text)):
-                ids = self._encoder.encode_text_array(text, scanner)
-                if ids is not None:
-                    frombuffer, uint32 = _NUMPY_UINT32 or _load_numpy_uint32()
-                    if not disallowed and {type(allowed_special), type(disallowed_special)} <= _IMMUTABLE_ARGUMENTS:
-                        self._plain_array = self._encoder.plain_array_call(
-                            scanner, allowed_special, disallowed_special) or _no_plain_array
-                    return frombuffer(ids, uint32)
-        from .encoding.batches import encode_to_numpy
-
-        return encode_to_numpy(self, text, num_threads=num_threads, allowed_special=allowed_special,
-                               disallowed_special=disallowed_special)
+        array, plain_array = encode_to_numpy(self, text, allowed_special, disallowed_special, num_threads)
+        if plain_array is not None:
+            self._plain_array = plain_array
+        return array
 
     def encode_batch_to_numpy(
         self,
@@ -972,8 +859,6 @@ class Tokenizer:
     ):
         """``encode_batch`` as two numpy arrays: every id, flat, as uint32, and int64 ``offsets``
         (one more than there are texts): text ``i`` has ids ``ids[offsets[i]:offsets[i + 1]]``."""
-        from .encoding.batches import encode_batch_to_numpy
-
         return encode_batch_to_numpy(self, texts, num_threads=num_threads, allowed_special=allowed_special,
                                      disallowed_special=disallowed_special)
 
@@ -1037,9 +922,9 @@ class Tokenizer:
         contents = read_model_file(model_file)
         try:
             if contents.pre_tokenizer is not None:
-                chunker = _chunker(None, contents.pre_tokenizer, contents.normalizer)
+                chunker = Chunking.from_options(None, contents.pre_tokenizer, contents.normalizer)
             else:
-                chunker = _chunker(contents.pattern, None, contents.normalizer)
+                chunker = Chunking.from_options(contents.pattern, None, contents.normalizer)
             unmerged = _checked_unmerged(contents.unmerged, contents.byte_ids)
             merges = _checked_merges(contents.merges, contents.byte_ids, unmerged)
             specials = checked_special_tokens(contents.special_tokens, existing={}, normal_ids=_byte_token_ids(
@@ -1050,8 +935,7 @@ class Tokenizer:
             roles = TokenRoles.from_kwargs(contents.roles).checked(specials)
         except ValueError as exc:
             raise ModelFileError(f"{model_file}: {exc}") from None
-        self._chunker = chunker
-        self._set_hot_path()
+        self.chunking = chunker
         self._mode = contents.mode
         self._byte_ids = contents.byte_ids
         self._unmerged = unmerged
@@ -1104,18 +988,6 @@ class RegexTokenizer(Tokenizer):
         if pre_tokenizer is None:
             pattern = pattern or "gpt4"
         super().__init__(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
-
-
-def _chunker(pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
-             normalizer: Normalizer | str | Mapping | None) -> ChunkSplitter:
-    """How text becomes chunks, from the constructor's options (ValueError for bad ones)."""
-    if pattern and pre_tokenizer is not None:
-        raise ValueError("pass a split pattern or a pre_tokenizer pipeline, not both")
-    if pre_tokenizer is not None:
-        pre = resolve_pre_tokenizer(pre_tokenizer)
-    else:
-        pre = pattern_pre_tokenizer(resolve_pattern(pattern or None))
-    return ChunkSplitter(resolve_normalizer(normalizer), pre)
 
 
 def _byte_token_ids(byte_ids: Sequence[int]) -> set[int]:
@@ -1176,32 +1048,6 @@ def _checked_merges_one_by_one(
         known.add(new)
         last = new
     return checked
-
-
-_NUMPY_UINT32: tuple | None = None  # (numpy.frombuffer, its uint32 dtype), set on first use
-
-
-_NO_ARGUMENT = object()  # what no call passes: the last special-token policy before the first call
-
-# special-token arguments whose objects are kept by identity for encode_to_numpy's C call: only
-# immutable ones (a set could change between two calls)
-_IMMUTABLE_ARGUMENTS = frozenset({str, tuple, frozenset})
-
-
-def _no_plain_array(text: str, allowed_special: object, disallowed_special: object, num_threads: int) -> None:
-    """encode_to_numpy's C call before there is one: no array (the general path runs)."""
-    return None
-
-
-def _load_numpy_uint32() -> tuple:
-    """numpy's ``frombuffer`` and uint32 dtype, imported on first use (``import hf_bbpe`` stays
-    light) and kept: in a call made once per document, the import statement and the dtype's
-    parsing would cost more than encoding a short text."""
-    global _NUMPY_UINT32
-    import numpy
-
-    _NUMPY_UINT32 = (numpy.frombuffer, numpy.dtype(numpy.uint32))
-    return _NUMPY_UINT32
 
 
 _MAX_ID = MAX_TOKEN_ID  # the chunk encoder renumbers ids past int32 for the C kernel
