@@ -18,42 +18,50 @@ the merges are the ones the ranks imply, recovered when first asked for.
 
 from __future__ import annotations
 
-import operator
 import os
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from .encoding.batches import encode_batch, encode_batch_threads, encode_batch_to_numpy, encode_to_numpy, no_plain_array
-from .encoding.encoder import MODES, ChunkEncoder, DuplicateTokensError, TokenTable
-from .files.minbpe_model import (
-    ModelFileContents,
-    ModelFileError,
-    model_file_path,
-    read_model_file,
-    repair_vocab_listing,
-    save_model_files,
-)
-from .chunking.normalizers import Normalizer
 from .chunking.chunking import Chunking
+from .chunking.normalizers import Normalizer
 from .chunking.pre_tokenizers import PreTokenizer
+from .encoding.batches import encode_batch, encode_batch_threads, encode_batch_to_numpy, encode_to_numpy, no_plain_array
+from .encoding.encoder import ChunkEncoder, DuplicateTokensError, TokenTable, encode_split_text
+from .encoding.offsets import encoded_offsets
 from .encoding.special_tokens import (
     AllowedSpecial,
     DisallowedSpecial,
     DisallowedSpecialToken,
-    TokenRoles,
     SpecialTokenIndex,
+    TokenRoles,
+    checked_normalized_specials,
     checked_special_tokens,
 )
-from .encoding.token_ids import MAX_TOKEN_ID, single_token_id, token_id_list
-from .encoding.offsets import encoded_offsets
-from .training.superwords import SuperwordConfig
+from .encoding.token_ids import single_token_id, token_id_list
+from .encoding.vocabulary import (
+    Merges,
+    check_merge_list,
+    check_table_ids,
+    checked_byte_ids,
+    checked_merges,
+    checked_mode,
+    checked_model_contents,
+    checked_unmerged,
+    id_bound,
+    merge_list_mismatch,
+    merges_from_array,
+    merges_to_array,
+    normal_ids,
+    merges_miss_token,
+    normal_vocab,
+    rank_vocabulary,
+    recovered_merges,
+)
+from .files.minbpe_model import ModelFileError, model_file_path, read_model_file, repair_vocab_listing, save_tokenizer
 from .training.api import ChunkCounts, count_tokenizer_chunks, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
 from .training.options import TrainingOptions
-
-Merges = dict[tuple[int, int], int]
-
+from .training.superwords import SuperwordConfig
 
 class Tokenizer:
     """Byte-level BPE: train, encode, decode, save and load.
@@ -72,18 +80,24 @@ class Tokenizer:
         self,
         pattern: str | None = None,
         *,
-            pre_tokenizer: PreTokenizer | Mapping | None = None,
+        pre_tokenizer: PreTokenizer | Mapping | None = None,
         normalizer: Normalizer | str | Mapping | None = None,
     ) -> None:
         self.chunking = Chunking.from_options(pattern, pre_tokenizer, normalizer)
-        self._mode = "merges"
-        self._merges: Merges | None = {}
-        self._byte_ids: list[int] = list(range(256))
-        self._unmerged: dict[int, bytes] = {}
-        self._rank_table: TokenTable | None = None  # "ranks" mode before its merges are recovered
-        self._rank_vocab: dict[int, bytes] | None = None  # the same as a dict, made when first needed
-        self._special_tokens: dict[str, int] = {}
-        self._normalized_specials: frozenset[str] = frozenset()
+        self._set_tokens("merges", list(range(256)), {}, {}, {}, normalized_specials=frozenset())
+
+    def _set_tokens(self, mode: str, byte_ids: list[int], merges: Merges | None, unmerged: dict[int, bytes],
+                    special_tokens: dict[str, int], *, rank_table: TokenTable | None = None,
+                    normalized_specials: frozenset[str] | None = None, roles: TokenRoles | None = None) -> None:
+        """Set the token state, checked by the caller (the module doc; ``rank_table`` and no
+        merges: ``"ranks"`` mode before its merges are recovered), then rebuild what derives from it."""
+        self._mode, self._byte_ids, self._merges, self._unmerged = mode, byte_ids, merges, unmerged
+        self._rank_table, self._rank_vocab = rank_table, None  # (_rank_vocab: the table as a dict, made on use)
+        self._special_tokens = special_tokens
+        if normalized_specials is not None:
+            self._normalized_specials = normalized_specials
+        if roles is not None:
+            self._roles = roles
         self._rebuild()
 
     # ----------------------------------------------------------------- state
@@ -120,16 +134,13 @@ class Tokenizer:
         pattern or pipeline; called on a subclass, it gives that class.
         """
         tok = cls._blank(pattern, pre_tokenizer, normalizer)
-        byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
-        present = _byte_token_ids(byte_ids)
-        if len(byte_ids) != 256 or len(present) != 256 - byte_ids.count(-1) or min(byte_ids) < -1:
-            raise ValueError("byte_ids must give 256 distinct ids, one per byte value (-1: the byte has no token)")
-        tok._mode = _checked_mode(mode)
-        tok._byte_ids = byte_ids
-        tok._unmerged = _checked_unmerged(unmerged_tokens or {}, byte_ids)
-        tok._merges = _checked_merges(merges, byte_ids, tok._unmerged) if check else dict(merges)
-        tok._special_tokens = tok._checked_specials(special_tokens or {}, allow_large_ids=allow_large_ids)
-        tok._rebuild()  # once: tables for 100k+ merges take a while to build
+        byte_ids = checked_byte_ids(byte_ids)
+        mode = checked_mode(mode)
+        unmerged = checked_unmerged(unmerged_tokens or {}, byte_ids)
+        merges = checked_merges(merges, byte_ids, unmerged) if check else dict(merges)
+        specials = checked_special_tokens(special_tokens or {}, existing={}, allow_large_ids=allow_large_ids,
+                                          normal_ids=normal_ids(byte_ids, unmerged, merges))
+        tok._set_tokens(mode, byte_ids, merges, unmerged, specials)  # once: tables for 100k+ merges take a while
         return tok
 
     # --------------------------------------------------------- chunking text
@@ -146,10 +157,7 @@ class Tokenizer:
         self._set_hot_path()
 
     def _set_hot_path(self) -> None:
-        # the hot path's copies of the chunking's splitter and C scanner (one attribute lookup each)
-        self._split = self._chunker.split
-        self._bytes_chunks = self._chunker.emits_bytes
-        self._scanner = self._chunker.scanner
+        self._scanner = self._chunker.scanner  # encode_ordinary's one attribute lookup for it
 
     def __getstate__(self) -> dict:
         """A compact state: what is rebuilt on unpickling (the C scanner, which is per process;
@@ -157,18 +165,15 @@ class Tokenizer:
         one array. Pickling stays cheap, and so does ``datasets``' fingerprint of a ``map``
         function that holds a tokenizer (it pickles it)."""
         state = self.__dict__.copy()
-        for key in ("_split", "_scanner", "_encoder", "_vocab", "_rank_vocab", "_specials", "_plain_array"):
+        for key in ("_scanner", "_encoder", "_vocab", "_rank_vocab", "_specials", "_plain_array"):
             state.pop(key, None)
-        merges = state.get("_merges")
-        if type(merges) is dict:
-            state["_merges"] = array("q", [value for (a, b), new in merges.items() for value in (a, b, new)])
+        if type(state.get("_merges")) is dict:
+            state["_merges"] = merges_to_array(state["_merges"])
         return state
 
     def __setstate__(self, state: dict) -> None:
-        merges = state.get("_merges")
-        if isinstance(merges, array):
-            triples = iter(merges)
-            state = {**state, "_merges": {(a, b): new for a, b, new in zip(triples, triples, triples)}}
+        if isinstance(state.get("_merges"), array):
+            state = {**state, "_merges": merges_from_array(state["_merges"])}
         self.__dict__.update(state)
         if "_rank_table" in state:
             self._rank_vocab = None
@@ -277,22 +282,12 @@ class Tokenizer:
         panics there), everything else encodes as tiktoken encodes it. Such a vocabulary has no
         merge list (:attr:`merges` raises), so it cannot be saved or extended.
         """
-        vocab: dict[int, bytes] = {}
-        for data, idx in mergeable_ranks.items():
-            idx = int(idx)
-            if idx in vocab:
-                raise ValueError(f"tokens {vocab[idx]!r} and {bytes(data)!r} have the same id {idx}")
-            vocab[idx] = bytes(data)
-        byte_ids = [-1] * 256
-        for idx, data in vocab.items():
-            if len(data) == 1 and (byte_ids[data[0]] < 0 or idx < byte_ids[data[0]]):
-                byte_ids[data[0]] = idx
-        return cls._from_token_table(TokenTable.from_vocab(dict(sorted(vocab.items()))), byte_ids,
-                                     pattern=pattern, special_tokens=special_tokens,
-                                     pre_tokenizer=pre_tokenizer, normalizer=normalizer)
+        table, byte_ids = rank_vocabulary(mergeable_ranks)
+        return cls.from_token_table(table, byte_ids, pattern=pattern, special_tokens=special_tokens,
+                                    pre_tokenizer=pre_tokenizer, normalizer=normalizer)
 
     @classmethod
-    def _from_token_table(
+    def from_token_table(
         cls,
         table: TokenTable,
         byte_ids: Sequence[int],
@@ -304,18 +299,10 @@ class Tokenizer:
     ) -> Tokenizer:
         """:meth:`from_ranks` for a vocabulary given as a table with distinct ids (importers
         read files straight into one); ``byte_ids[b]`` is the id of byte ``b``, -1 if none."""
-        if len(table.ids) and (min(table.ids) < 0 or max(table.ids) > _MAX_ID):
-            bad = next(i for i in table.ids if not 0 <= i <= _MAX_ID)
-            raise ValueError(f"token id {bad} is out of range 0 .. {_MAX_ID}")
+        check_table_ids(table)
         tok = cls._blank(pattern, pre_tokenizer, normalizer)
-        tok._mode = "ranks"
-        tok._byte_ids = [int(i) for i in byte_ids]
-        tok._merges = None
-        tok._unmerged = {}
-        tok._rank_table = table
-        tok._rank_vocab = None
-        tok._special_tokens = tok._checked_specials(special_tokens or {})
-        tok._rebuild()
+        specials = checked_special_tokens(special_tokens or {}, existing={}, normal_ids=set(table.ids))
+        tok._set_tokens("ranks", [int(i) for i in byte_ids], None, {}, specials, rank_table=table)
         duplicate = tok._encoder.first_duplicate()
         if duplicate is not None:
             raise DuplicateTokensError(tok._normal_vocab()[duplicate[0]], *duplicate)
@@ -328,7 +315,7 @@ class Tokenizer:
 
     @mode.setter
     def mode(self, mode: str) -> None:
-        mode = _checked_mode(mode)
+        mode = checked_mode(mode)
         if mode != self._mode:
             self._recover_merges()
             self._mode = mode
@@ -346,67 +333,25 @@ class Tokenizer:
 
     def merge_list_mismatch(self) -> int | None:
         """The lowest id of a normal token that plain BPE over :attr:`merges` encodes differently
-        from this tokenizer, or None when the merge list alone is exact.
-
-        Merge-list formats (GPT-2 ``encoder.json``/``vocab.bpe``, ``vocab.json``/``merges.txt``,
-        minbpe's ``.model`` v1) carry no mode: ``tokenizers`` and minbpe read them as ``"merges"``.
-        ``"ranks"`` mode is exact there when the ranks imply exactly these merges and no token is
-        built by none of them (then every token's bytes merge back into it, so the whole-piece rule
-        never disagrees); ``"ignore_merges"`` when no token lacks a merge and the merges encode every
-        token's bytes as that one token. Raises ValueError in ``"ranks"`` mode for a missing byte.
-        """
-        if self._mode == "merges":
-            return None
-        unmerged = [idx for idx, token in self.unmerged_tokens.items() if token]
-        if unmerged:
-            return min(unmerged)
-        specials = set(self._special_tokens.values())
-        normal = {idx: token for idx, token in self.vocab.items() if idx not in specials and token}
-        if self._mode == "ranks":
-            implied = type(self).from_ranks({token: idx for idx, token in normal.items()})
-            if implied.merges == self._merges and not any(implied.unmerged_tokens.values()):
-                return None
-            by_id = {new: pair for pair, new in self._merges.items()}
-            implied_by_id = {new: pair for pair, new in implied.merges.items()}
-            return min(idx for idx in set(by_id) | set(implied_by_id) | set(implied.unmerged_tokens)
-                       if by_id.get(idx) != implied_by_id.get(idx) or implied.unmerged_tokens.get(idx))
-        return self.merges_miss_token()
+        from this tokenizer, or None when the merge list alone is exact: what merge-list formats
+        (which carry no mode) can hold. See engine/encoding/vocabulary.py."""
+        return merge_list_mismatch(self)
 
     def merges_miss_token(self) -> int | None:
         """The lowest id of a normal token whose own bytes plain BPE over :attr:`merges` does not
         encode as that one token, or None: where none is, a whole-piece rule (``ignore_merges``)
         changes no id, so this tokenizer encodes alike with the rule and without it."""
-        specials = set(self._special_tokens.values())
-        plain = ChunkEncoder(self._merges, self._byte_ids)
-        return next((idx for idx, token in sorted(self.vocab.items())
-                     if idx not in specials and token and plain.encode_bytes(token) != [idx]), None)
+        return merges_miss_token(self)
 
     def check_merge_list(self, format_name: str) -> None:
         """Raise ValueError naming ``format_name``, the first token that plain BPE over the merges
         would encode differently (:meth:`merge_list_mismatch`) and the formats that carry the mode."""
-        idx = self.merge_list_mismatch()
-        if idx is None:
-            return
-        carriers = "tokenizer.json (ignore_merges: true), tiktoken ranks or a .model (hf_bbpe v2)" \
-            if self._mode == "ranks" else "tokenizer.json (ignore_merges: true) or a .model (hf_bbpe v2)"
-        raise ValueError(
-            f"{format_name} cannot hold this {self._mode!r}-mode tokenizer: it carries only merges, and plain BPE "
-            f"over them encodes token {self.vocab[idx]!r} (id {idx}) differently from this tokenizer's "
-            f"whole-piece rule; write {carriers} instead"
-        )
+        check_merge_list(self, format_name)
 
     def _recover_merges(self) -> None:
         """In ``"ranks"`` mode, recover the merges from the ranks once (see from_ranks)."""
         if self._merges is None:
-            if -1 in self._byte_ids:
-                missing = self._byte_ids.index(-1)
-                raise ValueError(f"the single byte {bytes([missing])!r} has no rank ({self._byte_ids.count(-1)} bytes "
-                                 "missing): this vocabulary encodes as tiktoken does, but has no merge list, which "
-                                 "byte-level BPE needs all 256 bytes for (to save, extend or convert it)")
-            merges, unmerged = self._encoder.recover_merges()
-            vocab = self._normal_vocab()
-            self._unmerged = {idx: vocab[idx] for idx in unmerged}
-            self._merges = merges
+            self._merges, self._unmerged = recovered_merges(self._encoder, self._byte_ids, self._normal_vocab())
             self._rank_table = self._rank_vocab = None
 
     @property
@@ -418,7 +363,7 @@ class Tokenizer:
     @merges.setter
     def merges(self, merges: Mapping[tuple[int, int], int]) -> None:
         self._recover_merges()
-        self._merges = _checked_merges(merges, self._byte_ids, self._unmerged)
+        self._merges = checked_merges(merges, self._byte_ids, self._unmerged)
         self._rebuild()
 
     @property
@@ -469,11 +414,7 @@ class Tokenizer:
 
     @normalized_special_tokens.setter
     def normalized_special_tokens(self, tokens: Iterable[str]) -> None:
-        tokens = frozenset(tokens)
-        unknown = sorted(tokens - self._special_tokens.keys())
-        if unknown:
-            raise ValueError(f"normalized special token {unknown[0]!r} is not a registered special token")
-        self._normalized_specials = tokens
+        self._normalized_specials = checked_normalized_specials(tokens, self._special_tokens)
         self._rebuild()
 
     def register_special_tokens(self, special_tokens: Mapping[str, int], *, allow_large_ids: bool = False) -> None:
@@ -491,17 +432,10 @@ class Tokenizer:
         self, special_tokens: Mapping[str, int], *, replace: bool = False, allow_large_ids: bool = False
     ) -> dict[str, int]:
         """The current special tokens (none if ``replace``) plus ``special_tokens``, checked."""
-        return checked_special_tokens(
-            special_tokens,
-            existing={} if replace else self._special_tokens,
-            normal_ids=self._normal_ids(),
-            allow_large_ids=allow_large_ids,
-        )
-
-    def _normal_ids(self) -> set[int]:
-        if self._rank_table is not None:
-            return set(self._rank_table.ids)
-        return _byte_token_ids(self._byte_ids) | set(self._unmerged) | set(self._merges.values())
+        rank_ids = None if self._rank_table is None else self._rank_table.ids
+        return checked_special_tokens(special_tokens, existing={} if replace else self._special_tokens,
+                                      normal_ids=normal_ids(self._byte_ids, self._unmerged, self._merges, rank_ids),
+                                      allow_large_ids=allow_large_ids)
 
     def _normal_vocab(self) -> dict[int, bytes]:
         """``{id: bytes}`` of every non-special token: bytes, unmerged tokens, then merges."""
@@ -509,11 +443,7 @@ class Tokenizer:
             if self._rank_vocab is None:
                 self._rank_vocab = self._rank_table.to_vocab()
             return self._rank_vocab
-        vocab = {idx: bytes([b]) for b, idx in enumerate(self._byte_ids) if idx >= 0}
-        vocab.update(self._unmerged)
-        for (a, b), new in self._merges.items():
-            vocab[new] = vocab[a] + vocab[b]
-        return vocab
+        return normal_vocab(self._byte_ids, self._unmerged, self._merges)
 
     def _rebuild(self) -> None:
         self._vocab: dict[int, bytes] | None = None  # built on first use: encoding never needs it
@@ -541,12 +471,8 @@ class Tokenizer:
     @property
     def n_vocab(self) -> int:
         """One more than the largest token id (tiktoken's definition)."""
-        if self._rank_table is not None:
-            last = max(self._rank_table.ids, default=-1)
-        else:
-            last = max(next(reversed(self._merges.values()), -1),  # merge ids increase in merge order
-                       max(self._unmerged, default=-1))
-        return max(max(self._byte_ids), last, max(self._special_tokens.values(), default=-1)) + 1
+        ranks = None if self._rank_table is None else self._rank_table.ids
+        return id_bound(self._byte_ids, self._unmerged, self._merges, ranks, self._special_tokens.values())
 
     def mergeable_ranks(self) -> dict[bytes, int]:
         """``{token bytes: id}`` for every non-special token, ready for ``tiktoken.Encoding``."""
@@ -574,31 +500,11 @@ class Tokenizer:
     ) -> None:
         """Learn ``vocab_size - 256`` merges from a str, an iterable of documents, or files.
 
-        ``files=`` (a path or a list: text files, ``.jsonl``, ``.parquet``, as ``tokenizers``'
-        ``train(files=...)`` takes them; ``pathlib.Path`` objects given as ``text`` are files
-        too, a str never is): each line of a text file is a document, as ``open(f)`` yields it
-        (with ``\r`` kept as it is), or with ``docs="paragraph"`` each paragraph (lines up to
-        a run of blank lines, as :func:`hf_bbpe.paragraphs` cuts them), or with ``docs="file"``
-        the whole file; each record's ``text_column`` of a ``.jsonl`` or ``.parquet`` file is
-        one (see text_files.py; ``text_files.DOCS_RULE`` states the rule once, with the command
-        line's defaults, which differ by job: ``hf-bbpe train`` reads paragraphs, ``encode-corpus``
-        whole files). A Hugging Face ``datasets.Dataset`` or
-        streaming ``IterableDataset`` is read in batches (column ``text_column``); a
-        ``ray.data.Dataset`` is counted on its Ray cluster (the same column; see
-        ``hf_bbpe.distributed``).
-
-        With a pattern the C scanner knows (and no normalizer or pipeline), chunks are counted
-        by the C kernel on ``num_workers`` threads (default: the CPUs available), files read in
-        blocks by those threads; otherwise documents are split one by one in ``num_workers``
-        processes. ``max_memory`` (bytes, or e.g. ``"4G"``) bounds that kernel's memory: its
-        counts spill to disk and are merged back exactly (see :meth:`count_chunks`). See
-        :func:`train_from_counts` for the rest.
-
-        ``superwords`` (a :class:`~superwords.SuperwordConfig`, or True for its defaults) trains
-        SuperBPE: plain BPE up to the transition point, then merges that may span words, learned
-        on the chunks of a pattern that does not cut at spaces, which the tokenizer then encodes
-        with; every stage-1 merge and id is kept (see superwords.py). The corpus is read twice,
-        so it cannot be a one-shot iterator.
+        ``files=`` is a path or a list (text files, ``.jsonl``, ``.parquet``, as ``tokenizers``'
+        ``train(files=...)`` takes them); ``pathlib.Path`` objects given as ``text`` are files
+        too, a str never is. A ``datasets`` dataset or a ``ray.data.Dataset`` is read by column.
+        The keywords are documented once, in :class:`~hf_bbpe.engine.training.options.TrainingOptions`.
+        Special tokens already registered keep their ids; merges skip them.
         """
         train_tokenizer(self, text, files, vocab_size, TrainingOptions.from_arguments(locals()))
 
@@ -615,11 +521,10 @@ class Tokenizer:
         """Learn merges from precomputed chunk counts ``{chunk: count}``.
 
         Count the chunks with any engine (e.g. a map-reduce over ``pattern``), then call this.
-        For ``tie_break="first_occurrence"`` the mapping must be in order of first appearance.
-        ``counts`` may also be the C kernel's :class:`~native_counting.ChunkCounts`, or the path
-        of a counts file (written by :meth:`count_chunks` with ``out=``), which is
-        mapped, not read, and must have been counted with this tokenizer's split pattern.
-        Special tokens already registered keep their ids; merges skip them.
+        ``counts`` may also be the C kernel's :class:`~counting.ChunkCounts`, or the path of a
+        counts file (written by :meth:`count_chunks` with ``out=``), which is mapped, not read,
+        and must have been counted with this tokenizer's split pattern. The keywords: see
+        :class:`~hf_bbpe.engine.training.options.TrainingOptions`, and :meth:`train`.
         """
         train_tokenizer_from_counts(self, counts, vocab_size, TrainingOptions.from_arguments(locals()))
 
@@ -636,12 +541,9 @@ class Tokenizer:
         out: str | os.PathLike | None = None,
     ) -> ChunkCounts:
         """The chunk counts that :meth:`train` would learn from (same inputs), as
-        :class:`~native_counting.ChunkCounts`, in order of first appearance; with ``out``, also
-        written to that counts file (atomically; see counts_file.py), which
-        ``train_from_counts(out, vocab_size)`` trains from at any vocab size without counting
-        again. ``max_memory`` (bytes, or e.g. ``"4G"``) bounds the C counter's memory: its tables
-        spill to disk in hash partitions, merged back exactly into a counts file that is mapped,
-        not read into memory (the merge loop still holds every distinct chunk).
+        :class:`~counting.ChunkCounts`, in order of first appearance; with ``out``, also written to
+        that counts file (atomically; see counts_file.py), which ``train_from_counts(out,
+        vocab_size)`` trains from at any vocab size without counting again.
         """
         return count_tokenizer_chunks(self, text, files, TrainingOptions.from_arguments(locals()), out)
 
@@ -664,34 +566,20 @@ class Tokenizer:
     ) -> Tokenizer:
         """A new tokenizer with up to ``num_new_merges`` merges learned on top of this one's.
 
-        The new corpus is counted with this tokenizer's pattern and each chunk is segmented with
-        the existing merges; BPE then continues on those sequences with the same merge loop.
+        The new corpus (as :meth:`train` takes it) is counted with this tokenizer's chunking and
+        each chunk is segmented with the existing merges; BPE then continues on those sequences.
         Every old id keeps its bytes, every old merge is kept in order, special tokens keep their
         ids, new ids start above the highest normal id and skip ids that are taken, and no new
-        token repeats the bytes of an existing one. Because new merge ids are all higher than the
-        old ones, text in which no new merge applies encodes exactly as before. The mode is kept:
-        in ``"ranks"`` mode the new tokens join the vocabulary, and text that does not contain
-        a new token's bytes encodes exactly as before (tiktoken's rule only builds a token from
-        its own bytes). The corpus is ``text`` or ``files=`` (cut by ``docs``), as :meth:`train`
-        takes them.
-
-        ``superwords`` (a :class:`~superwords.SuperwordConfig` without a transition, or True)
-        makes the new merges superwords, SuperBPE's stage 2 on top of this whole tokenizer: the
-        corpus is split with the config's pattern, which the new tokenizer encodes with (text in
-        which no new merge applies then encodes as before only within those longer chunks; see
-        superwords.py).
+        token repeats the bytes of an existing one, so text in which no new merge applies
+        encodes exactly as before. The mode is kept (in ``"ranks"`` mode the new tokens join the
+        vocabulary). The keywords, ``superwords`` too: see :meth:`train`.
         """
         return extend_tokenizer(self, text, files, num_new_merges, TrainingOptions.from_arguments(locals()))
 
     def reset_to_bytes(self) -> None:
         """Training's start (engine/training/api.py): the 256 byte tokens and no merges, in
         ``"merges"`` mode; special tokens keep their ids."""
-        self._mode = "merges"
-        self._byte_ids = list(range(256))
-        self._merges = {}
-        self._unmerged = {}
-        self._rank_table = self._rank_vocab = None
-        self._rebuild()
+        self._set_tokens("merges", list(range(256)), {}, {}, self._special_tokens)
 
     def adopt_merges(self, merges: Merges) -> None:
         """Training's end (engine/training/api.py): ``merges``, valid by construction (they are not
@@ -720,12 +608,7 @@ class Tokenizer:
             ids = self._encoder.encode_text(text, scanner, num_threads)
             if ids is not None:
                 return ids
-        try:
-            return self._encode_ordinary(text, num_threads)
-        except UnicodeEncodeError:
-            # tiktoken's rule for lone surrogates: pair what pairs, replace the rest by U+FFFD
-            return self._encode_ordinary(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"),
-                                         num_threads)
+        return encode_split_text(self._encoder, self._chunker, text, num_threads)
 
     def encode_single_piece(self, piece: str | bytes) -> list[int]:
         """Apply the merges to ``piece`` as one chunk: no split pattern, no special tokens.
@@ -735,19 +618,6 @@ class Tokenizer:
         """
         data = piece.encode("utf-8") if isinstance(piece, str) else bytes(piece)
         return self._encoder.encode_bytes(data)
-
-    def _encode_ordinary(self, text: str, num_threads: int = 1) -> list[int]:
-        if self._scanner is not None:
-            ids = self._encoder.encode_text(text, self._scanner, num_threads)
-            if ids is not None:
-                return ids
-        split = self._split
-        if split is None:
-            return self._encoder.encode_bytes(text.encode("utf-8"))
-        if self._bytes_chunks:
-            encode_bytes = self._encoder.encode_bytes
-            return [idx for chunk in split(text) for idx in encode_bytes(chunk)]
-        return self._encoder.encode_chunks(split(text))
 
     def encode(
         self,
@@ -775,16 +645,7 @@ class Tokenizer:
                 raise DisallowedSpecialToken(match.group())
         if not allowed:
             return self.encode_ordinary(text, num_threads=num_threads)
-        ids: list[int] = []
-        start = 0
-        for match in specials.regex(allowed).finditer(text):
-            if match.start() > start:
-                ids += self.encode_ordinary(text[start : match.start()], num_threads=num_threads)
-            ids.append(self._special_tokens[match.group()])
-            start = match.end()
-        if start < len(text):
-            ids += self.encode_ordinary(text[start:], num_threads=num_threads)
-        return ids
+        return specials.encode_allowed(text, allowed, self.encode_ordinary, num_threads)
 
     def encode_with_offsets(
         self,
@@ -899,18 +760,7 @@ class Tokenizer:
     def save(self, file_prefix: str | os.PathLike) -> None:
         """Write ``<prefix>.model`` (minbpe v1, loadable by minbpe, when the tokenizer fits its
         layout; else hf_bbpe's extension, see engine/files/minbpe_model.py) and ``<prefix>.vocab``."""
-        prefix = Path(file_prefix)
-        mode = self._mode
-        if mode == "ranks" and self.merge_list_mismatch() is None:
-            mode = "merges"  # the merges alone encode alike (minbpe can read it)
-        contents = ModelFileContents(self._chunker.plain_pattern or "", dict(self._special_tokens), dict(self.merges),
-                                     list(self._byte_ids), mode=mode, unmerged=dict(self._unmerged),
-                                     normalized_specials=sorted(self._normalized_specials),
-                                     roles=self._roles.as_kwargs())
-        if not self.is_plain:
-            contents.normalizer = None if self.normalizer is None else self.normalizer.to_json()
-            contents.pre_tokenizer = None if self.pre_tokenizer is None else self.pre_tokenizer.to_json()
-        save_model_files(prefix, contents, self.vocab, self._merges)
+        save_tokenizer(self, file_prefix)
 
     def load(self, model_file: str | os.PathLike) -> None:
         """Read a ``.model`` file written by minbpe or by :meth:`save` into this tokenizer.
@@ -921,30 +771,12 @@ class Tokenizer:
         model_file = model_file_path(model_file)
         contents = read_model_file(model_file)
         try:
-            if contents.pre_tokenizer is not None:
-                chunker = Chunking.from_options(None, contents.pre_tokenizer, contents.normalizer)
-            else:
-                chunker = Chunking.from_options(contents.pattern, None, contents.normalizer)
-            unmerged = _checked_unmerged(contents.unmerged, contents.byte_ids)
-            merges = _checked_merges(contents.merges, contents.byte_ids, unmerged)
-            specials = checked_special_tokens(contents.special_tokens, existing={}, normal_ids=_byte_token_ids(
-                contents.byte_ids) | set(unmerged) | set(merges.values()))
-            unknown = sorted(set(contents.normalized_specials) - specials.keys())
-            if unknown:
-                raise ValueError(f"normalized special token {unknown[0]!r} is not a special token of the file")
-            roles = TokenRoles.from_kwargs(contents.roles).checked(specials)
+            state = checked_model_contents(contents)
         except ValueError as exc:
             raise ModelFileError(f"{model_file}: {exc}") from None
-        self.chunking = chunker
-        self._mode = contents.mode
-        self._byte_ids = contents.byte_ids
-        self._unmerged = unmerged
-        self._merges = merges
-        self._rank_table = self._rank_vocab = None
-        self._special_tokens = specials
-        self._normalized_specials = frozenset(contents.normalized_specials)
-        self._roles = roles
-        self._rebuild()
+        self.chunking = state.chunking
+        self._set_tokens(state.mode, state.byte_ids, state.merges, state.unmerged, state.special_tokens,
+                         normalized_specials=state.normalized_specials, roles=state.roles)
         repair_vocab_listing(model_file, self.vocab, self._merges)
 
     @classmethod
@@ -988,87 +820,3 @@ class RegexTokenizer(Tokenizer):
         if pre_tokenizer is None:
             pattern = pattern or "gpt4"
         super().__init__(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
-
-
-def _byte_token_ids(byte_ids: Sequence[int]) -> set[int]:
-    """The ids of the bytes that have a token (``byte_ids`` holds -1 for the others)."""
-    return {idx for idx in byte_ids if idx >= 0}
-
-
-def _checked_merges(
-    merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int], unmerged: Mapping[int, bytes] = {}
-) -> Merges:
-    """``merges`` as a dict of ints, after checking that each one builds on known ids (bytes,
-    unmerged tokens, earlier merges) with a new, increasing id; a ValueError names the first
-    merge at fault.
-
-    The check runs as a few bulk passes (importers hand over 200k merges); only when one fails
-    does the merge-by-merge loop run, to name the culprit.
-    """
-    try:
-        pairs = [(int(a), int(b)) for a, b in merges]
-        news = [int(new) for new in merges.values()]
-    except (TypeError, ValueError):
-        return _checked_merges_one_by_one(merges, byte_ids, unmerged)
-    known = _byte_token_ids(byte_ids).union(unmerged)
-    made = set(news)
-    lefts = [a for a, _ in pairs]
-    rights = [b for _, b in pairs]
-    ok = all(map(operator.lt, news, news[1:])) and known.isdisjoint(made)
-    if ok and news and max(known) < news[0]:  # bytes below every merge (all real vocabularies)
-        ok = (known.union(made).issuperset(lefts) and known.union(made).issuperset(rights)
-              and all(map(operator.lt, lefts, news)) and all(map(operator.lt, rights, news)))
-    elif ok:
-        ok = all((a in known or (a < new and a in made)) and (b in known or (b < new and b in made))
-                 for a, b, new in zip(lefts, rights, news))
-    if ok:
-        return dict(zip(pairs, news))
-    return _checked_merges_one_by_one(merges, byte_ids, unmerged)
-
-
-def _checked_merges_one_by_one(
-    merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int], unmerged: Mapping[int, bytes]
-) -> Merges:
-    known = _byte_token_ids(byte_ids).union(unmerged)
-    last = -1
-    checked: Merges = {}
-    for (a, b), new in merges.items():
-        a, b, new = int(a), int(b), int(new)
-        for side in (a, b):
-            if side not in known:
-                raise ValueError(f"merge ({a}, {b}) -> {new} names token {side}, which is not defined before it")
-        if new in known:
-            raise ValueError(f"merge ({a}, {b}) -> {new} reuses id {new}")
-        if new <= last:
-            raise ValueError(
-                f"merge ({a}, {b}) -> {new} comes after a merge that made {last}: merge ids must "
-                "increase in merge order, because the encoder applies the lowest id first"
-            )
-        checked[(a, b)] = new
-        known.add(new)
-        last = new
-    return checked
-
-
-_MAX_ID = MAX_TOKEN_ID  # the chunk encoder renumbers ids past int32 for the C kernel
-
-
-def _checked_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    return mode
-
-
-def _checked_unmerged(unmerged: Mapping[int, bytes], byte_ids: Sequence[int]) -> dict[int, bytes]:
-    """Unmerged tokens as ``{int: bytes}``, sorted by id; an id that is a byte's raises."""
-    checked: dict[int, bytes] = {}
-    bytes_taken = _byte_token_ids(byte_ids)
-    for idx, data in sorted(unmerged.items()):
-        idx = int(idx)
-        if not isinstance(data, (bytes, bytearray)):
-            raise ValueError(f"unmerged token {idx} must be bytes, got {data!r}")
-        if idx in bytes_taken or not 0 <= idx <= _MAX_ID:
-            raise ValueError(f"unmerged token {bytes(data)!r} has id {idx}, which is a byte's or out of range")
-        checked[idx] = bytes(data)
-    return checked
-

@@ -137,7 +137,7 @@ def test_plain_patterns_are_recognised():
                      Sequence([Digits(True), ByteLevel()]), Sequence([Split(gpt2), Split(gpt4)])):
         assert pipeline.plain_pattern is None and pipeline.split_pattern is None, pipeline
     tok = RegexTokenizer("gpt4")
-    assert tok._split is chunk_splitter(SPLIT_PATTERNS["gpt4"])  # the C scanner, nothing in between
+    assert tok.chunking.split is chunk_splitter(SPLIT_PATTERNS["gpt4"])  # the C scanner, nothing in between
     own = RegexTokenizer(r"\p{L}+")
     assert own.pre_tokenizer == Split(r"\p{L}+", "removed", invert=True) and own.is_plain
     assert own.chunks("ab 12cd!") == ["ab", "cd"]  # tiktoken's and minbpe's reading: skipped text is dropped

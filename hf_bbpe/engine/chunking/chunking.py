@@ -18,7 +18,7 @@ from typing import Any
 
 from .normalizers import Normalizer, resolve_normalizer
 from .patterns import chunk_splitter, compile_pattern, isolated_pattern_name, native_isolated_splitter, \
-    native_scanner, pattern_name, resolve_pattern
+    native_scanner, pattern_name, regex_splitter, resolve_pattern
 from .pre_tokenizers import PreTokenizer, Span, Split, isolated_split, pattern_pre_tokenizer, resolve_pre_tokenizer
 
 
@@ -28,6 +28,8 @@ class Chunking:
 
     normalizer: Normalizer | None
     pre_tokenizer: PreTokenizer | None
+    native: bool
+    """Whether the C scanners split (False: the regex module)."""
     plain_pattern: str | None
     """The pattern whose matches are exactly the pipeline's chunks (``""``: no split), else None."""
     split_pattern: str | None
@@ -45,7 +47,10 @@ class Chunking:
     pipeline is one split pattern that a scanner knows (a plain pattern, or an isolated Split:
     SuperBPE's stage 2); else None."""
 
-    def __init__(self, normalizer: Normalizer | str | Mapping | None, pre_tokenizer: PreTokenizer | None) -> None:
+    def __init__(self, normalizer: Normalizer | str | Mapping | None, pre_tokenizer: PreTokenizer | None, *,
+                 native: bool = True) -> None:
+        """``native=False``: no C scanner (split with the regex module), as where the C module is
+        not built (remote code); the chunks are the same."""
         normalizer = resolve_normalizer(normalizer)
         pipeline = None if pre_tokenizer is None else pre_tokenizer.as_sequence()
         plain = "" if pipeline is None else pipeline.plain_pattern
@@ -53,19 +58,21 @@ class Chunking:
         if plain == "":
             fast_split = None
         elif plain is not None:
-            fast_split = chunk_splitter(plain)
+            fast_split = chunk_splitter(plain) if native else regex_splitter(plain)
         elif split_pattern is not None:
-            fast_split = native_isolated_splitter(split_pattern) or \
+            fast_split = (native_isolated_splitter(split_pattern) if native else None) or \
                 functools.partial(isolated_split, compile_pattern(split_pattern))
         else:
             fast_split = pipeline.pre_tokenize
         scanner = None
-        if normalizer is None and plain:
+        if not native:
+            pass
+        elif normalizer is None and plain:
             scanner = native_scanner(plain)
         elif normalizer is None and plain is None and split_pattern:
             scanner = native_scanner(split_pattern, isolated=True)
         fields = {
-            "normalizer": normalizer, "pre_tokenizer": pre_tokenizer, "_pipeline": pipeline,
+            "normalizer": normalizer, "pre_tokenizer": pre_tokenizer, "native": native, "_pipeline": pipeline,
             "plain_pattern": plain, "split_pattern": split_pattern,
             "emits_bytes": pipeline is not None and pipeline.emits_bytes,
             "fast_split": fast_split, "split": fast_split if normalizer is None else self, "scanner": scanner,
@@ -165,7 +172,7 @@ class Chunking:
         return self.plain_pattern or None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"normalizer": self.normalizer, "pre_tokenizer": self.pre_tokenizer}
+        return {"normalizer": self.normalizer, "pre_tokenizer": self.pre_tokenizer, "native": self.native}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["normalizer"], state["pre_tokenizer"])
+        self.__init__(state["normalizer"], state["pre_tokenizer"], native=state.get("native", True))

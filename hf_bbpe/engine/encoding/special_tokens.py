@@ -21,7 +21,7 @@ raise on all; a set -> allow those (and, as in tiktoken, raise on the others unl
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, Union
 
@@ -136,6 +136,18 @@ class TokenRoles:
         if unknown:
             raise ValueError(f"unknown token role {unknown[0]!r}")
         return cls(**data)
+
+
+def checked_normalized_specials(tokens: Iterable[str], special_tokens: Mapping[str, int], *,
+                                of_file: bool = False) -> frozenset[str]:
+    """``tokens`` as the special tokens found in normalized text, after checking that each is one
+    of ``special_tokens`` (a ValueError names the first that is not; ``of_file``: read from one)."""
+    tokens = frozenset(tokens)
+    unknown = sorted(tokens - special_tokens.keys())
+    if unknown:
+        which = "a special token of the file" if of_file else "a registered special token"
+        raise ValueError(f"normalized special token {unknown[0]!r} is not {which}")
+    return tokens
 
 
 class DisallowedSpecialToken(ValueError):
@@ -298,4 +310,19 @@ class SpecialTokenIndex:
             for piece, is_form in split_on(normalized, self.regex(wanted) if wanted else None):
                 # the piece is normalized already; normalizing again changes nothing (normal forms are idempotent)
                 ids += [self.tokens[by_form[piece]]] if is_form else encode_ordinary(piece)
+        return ids
+
+    def encode_allowed(self, text: str, allowed: frozenset[str], encode_ordinary: Callable[..., list[int]],
+                       num_threads: int = 1) -> list[int]:
+        """``encode`` when the special tokens ``allowed`` may be in ``text``: each is its id, the
+        text between them goes to ``encode_ordinary(stretch, num_threads=num_threads)``."""
+        ids: list[int] = []
+        start = 0
+        for match in self.regex(allowed).finditer(text):
+            if match.start() > start:
+                ids += encode_ordinary(text[start : match.start()], num_threads=num_threads)
+            ids.append(self.tokens[match.group()])
+            start = match.end()
+        if start < len(text):
+            ids += encode_ordinary(text[start:], num_threads=num_threads)
         return ids
