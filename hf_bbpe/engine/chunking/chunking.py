@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .normalizers import Normalizer, resolve_normalizer
-from .patterns import chunk_splitter, compile_pattern, isolated_pattern_name, native_isolated_splitter, \
-    native_scanner, pattern_name, regex_splitter, resolve_pattern
+from .patterns import chunk_splitter, compile_pattern, isolated_pattern_name, isolated_scanner_name, \
+    native_isolated_splitter, native_scanner, pattern_name, regex_splitter, resolve_pattern
 from .pre_tokenizers import PreTokenizer, Span, Split, isolated_split, pattern_pre_tokenizer, resolve_pre_tokenizer
 
 
@@ -140,6 +140,12 @@ class Chunking:
         """True if text is cut by one split pattern (or not at all) with no normalizer: what
         tiktoken, minbpe's formats and a counts file can hold."""
         return self.normalizer is None and self.plain_pattern is not None
+
+    @property
+    def builtin_name(self) -> str | None:
+        """The registry's name of the plain pattern when it is a built-in one (or another spelling
+        of one, see patterns.py: such a pattern matches every character), else None."""
+        return isolated_scanner_name(self.plain_pattern) if self.plain_pattern else None
 
     @property
     def counting_spec(self) -> str | None | Chunking:

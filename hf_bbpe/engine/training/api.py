@@ -30,15 +30,14 @@ from typing import Any
 from .counting_reference import count_chunks, warn_if_mostly_control
 from .counts_file import check_pattern, load_counts
 from .counting import ChunkCounts, available, count_native, is_arrow_dataset
-from ..chunking.patterns import check_split_pattern, isolated_scanner_name
+from ..chunking.patterns import check_split_pattern
 from ..progress import progress_bar
+from ..encoding.vocabulary import Merges
 from .options import Trainable, TrainingOptions
 from .superwords import SuperwordConfig, superword_config
 from .text_files import check_doc_mode, iter_file_documents, training_files
 from ..worker_pool import available_cpus
 from .merge_loop import reduce_words, train_flat_merges, train_merges
-
-Merges = dict[tuple[int, int], int]
 
 
 def train_tokenizer(tok: Trainable, text: Any, files: Any, vocab_size: int, options: TrainingOptions) -> None:
@@ -427,7 +426,7 @@ def check_counted(counts: Mapping[str | bytes, int] | ChunkCounts, names: list[s
     where = f"{', '.join(names[:3])}{f' and {len(names) - 3} more' if len(names) > 3 else ''}: " if names else ""
     if len(counts):
         pattern = tok.plain_pattern if tok is not None else None
-        if pattern and isolated_scanner_name(pattern) is None and _longest_chunk(counts) < 2:
+        if pattern and tok.chunking.builtin_name is None and _longest_chunk(counts) < 2:
             shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
             raise ValueError(f"split pattern {shown!r} makes no chunk of two or more bytes of the training text: "
                              "BPE merges only inside chunks, so there is nothing to learn (does the pattern leave most "
