@@ -94,7 +94,7 @@ def tekken_tokenizer(data: Mapping[str, Any], source: object, *, vocab_size: int
         raise FormatError(f"{source}: the vocabulary keeps {kept} tokens, fewer than the 256 single bytes")
     table = TokenTable(b"".join(tokens), array("q", map(len, tokens)), array("q", range(num_special, num_special + kept)))
     try:
-        tok = Tokenizer._from_token_table(table, list(range(num_special, num_special + 256)), pattern=pattern,
+        tok = Tokenizer.from_token_table(table, list(range(num_special, num_special + 256)), pattern=pattern,
                                           special_tokens=specials)
     except DuplicateTokensError as exc:
         raise FormatError(f"{source}: vocab entries {exc.first - num_special} and {exc.second - num_special} are both "

@@ -341,7 +341,7 @@ def tokenizer_from_arrays(
                        array("q", np.ascontiguousarray(lengths, dtype=np.int64).tobytes()),
                        array("q", np.ascontiguousarray(ranks, dtype=np.int64).tobytes()))
     try:
-        tok = Tokenizer._from_token_table(table, byte_rank.tolist(), pattern=resolve_pattern(pattern or None),
+        tok = Tokenizer.from_token_table(table, byte_rank.tolist(), pattern=resolve_pattern(pattern or None),
                                           special_tokens=special_tokens)
     except DuplicateTokensError as exc:
         first, second = sorted((exc.first, exc.second))  # ids, which are the ranks

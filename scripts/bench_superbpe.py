@@ -199,6 +199,7 @@ def train_speed(args: argparse.Namespace) -> int:
     from hf_bbpe import RegexTokenizer, SuperwordConfig
     from hf_bbpe.engine.training import api as training
     from hf_bbpe.engine.training.counting import ChunkCounts
+    from hf_bbpe.engine.training.options import TrainingOptions
 
     path = Path(args.corpus)
     if path.suffix == ".xz":  # the counting threads read the file itself: decompress it once
@@ -225,22 +226,22 @@ def train_speed(args: argparse.Namespace) -> int:
         return out
 
     counted: dict[str, int] = {}
+    options = TrainingOptions(num_workers=args.threads, progress=False)
     for _ in range(args.rounds):
         tok = RegexTokenizer("superbpe_stage1")
-        counts = timed("stage 1: count", lambda: training.chunk_counts(tok, None, args.threads, False, "smallest_pair",
-                                                                        "text", files=[str(path)]))
+        counts = timed("stage 1: count", lambda: training.chunk_counts(tok, None, [str(path)], options))
         counted["stage 1"] = len(counts)
-        timed("stage 1: merges", lambda: training.train_tokenizer_from_counts(tok, counts, stage1, consume=True))
+        timed("stage 1: merges", lambda: training.train_tokenizer_from_counts(tok, counts, stage1, options,
+                                                                               consume=True))
         config.set_chunking(tok)
-        counts = timed("stage 2: count", lambda: training.chunk_counts(tok, None, args.threads, False, "smallest_pair",
-                                                                        "text", files=[str(path)]))
+        counts = timed("stage 2: count", lambda: training.chunk_counts(tok, None, [str(path)], options))
         counted["stage 2"] = len(counts)
         assert isinstance(counts, ChunkCounts)  # the C counter with the stage-2 scanner
         # (training.continued_merges's two steps, timed apart)
         words = timed("stage 2: segment", lambda: training.segmented_chunks(tok, counts, args.threads))
         del counts
         timed("stage 2: merges", lambda: training.learn(
-            tok, words, None, vocab - 256 - len(tok.merges), "smallest_pair", 1, False, False, unique_bytes=True,
+            tok, words, None, vocab - 256 - len(tok.merges), options, unique_bytes=True,
             consume=True, token_filter=config.allows))
         del words, tok
         gc.collect()

@@ -135,8 +135,8 @@ def iter_chunk_counts(
 def _split_pattern(pattern: Any) -> Any:
     """How to split: a tokenizer's own chunking (its plain pattern, or its normalize-and-split
     pipeline as a callable), or ``pattern`` resolved by name."""
-    if hasattr(pattern, "_chunking_spec"):
-        return pattern._chunking_spec()
+    if hasattr(pattern, "chunking"):
+        return pattern.chunking.counting_spec
     return resolve_pattern(pattern) or None
 
 

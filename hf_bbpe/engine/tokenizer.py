@@ -7,7 +7,10 @@ unless imported from GPT-2 or cl100k), the ``unmerged_tokens`` that no merge bui
 unless imported), the ``mode`` that says how chunks are encoded, and ``special_tokens``, with
 the ``roles`` some of them play for transformers (BOS, EOS, pad; never added by ``encode``).
 Everything else (``vocab``, the chunk encoder, the special-token regex) is derived and rebuilt
-when those change.
+when those change. The tokens and what encodes with them are :class:`~bpe_model.BPEModel`
+(engine/encoding/bpe_model.py), which ``Tokenizer`` extends with its chunking
+(engine/chunking/chunking.py), training (engine/training/api.py) and files; the hot calls
+(``encode_ordinary``, ``encode``) stay here, one C call each.
 
 Modes (see engine/encoding/encoder.py): ``"merges"`` applies the merges (minbpe, GPT-2); ``"ignore_merges"``
 first looks a whole chunk up in the vocabulary (``tokenizers``' ``ignore_merges: true``);
@@ -18,44 +21,37 @@ the merges are the ones the ranks imply, recovered when first asked for.
 
 from __future__ import annotations
 
-import operator
 import os
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
 
-from .encoding.encoder import MODES, ChunkEncoder, DuplicateTokensError, TokenTable
-from .files.minbpe_model import (
-    ModelFileContents,
-    ModelFileError,
-    model_file_path,
-    read_model_file,
-    repair_vocab_listing,
-    save_model_files,
+from .chunking.chunking import Chunking
+from .chunking.normalizers import Normalizer
+from .chunking.pre_tokenizers import PreTokenizer
+from .encoding.batches import encode_batch, encode_batch_threads, encode_batch_to_numpy, encode_to_numpy
+from .encoding.bpe_model import BPEModel
+from .encoding.encoder import DuplicateTokensError, TokenTable, encode_split_text
+from .encoding.offsets import encoded_offsets
+from .encoding.special_tokens import AllowedSpecial, DisallowedSpecial, DisallowedSpecialToken, checked_special_tokens
+from .encoding.vocabulary import (
+    check_table_ids,
+    checked_byte_ids,
+    checked_merges,
+    checked_mode,
+    checked_model_contents,
+    checked_unmerged,
+    merges_from_array,
+    merges_to_array,
+    normal_ids,
+    rank_vocabulary,
 )
-from .chunking.normalizers import Normalizer, original_span, resolve_normalizer
-from .chunking.patterns import resolve_pattern
-from .chunking.pre_tokenizers import ChunkSplitter, PreTokenizer, pattern_pre_tokenizer, resolve_pre_tokenizer
-from .encoding.special_tokens import (
-    AllowedSpecial,
-    DisallowedSpecial,
-    DisallowedSpecialToken,
-    TokenRoles,
-    checked_special_tokens,
-    resolve_special_policy,
-    special_token_regex,
-    split_on,
-)
-from .encoding.token_ids import MAX_TOKEN_ID, single_token_id, token_id_list
-from .encoding.offsets import token_char_spans
-from .training.superwords import SuperwordConfig
+from .files.minbpe_model import ModelFileError, model_file_path, read_model_file, repair_vocab_listing, save_tokenizer
 from .training.api import ChunkCounts, count_tokenizer_chunks, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
+from .training.options import TrainingOptions
+from .training.superwords import SuperwordConfig
 
-Merges = dict[tuple[int, int], int]
 
-
-class Tokenizer:
+class Tokenizer(BPEModel):
     """Byte-level BPE: train, encode, decode, save and load.
 
     ``pattern`` is a registered name ("gpt2", "gpt4", "o200k") or a regex; ``""`` or ``None``
@@ -66,25 +62,15 @@ class Tokenizer:
     ``tokenizers`` (each stretch between special tokens on its own).
     """
 
-    _roles = TokenRoles()  # class default: also for tokenizers pickled before roles existed
-
     def __init__(
         self,
         pattern: str | None = None,
         *,
-            pre_tokenizer: PreTokenizer | Mapping | None = None,
+        pre_tokenizer: PreTokenizer | Mapping | None = None,
         normalizer: Normalizer | str | Mapping | None = None,
     ) -> None:
-        self._set_chunking(pattern, pre_tokenizer, normalizer)
-        self._mode = "merges"
-        self._merges: Merges | None = {}
-        self._byte_ids: list[int] = list(range(256))
-        self._unmerged: dict[int, bytes] = {}
-        self._rank_table: TokenTable | None = None  # "ranks" mode before its merges are recovered
-        self._rank_vocab: dict[int, bytes] | None = None  # the same as a dict, made when first needed
-        self._special_tokens: dict[str, int] = {}
-        self._normalized_specials: frozenset[str] = frozenset()
-        self._rebuild()
+        self.chunking = Chunking.from_options(pattern, pre_tokenizer, normalizer)
+        self._set_tokens("merges", list(range(256)), {}, {}, {}, normalized_specials=frozenset())
 
     # ----------------------------------------------------------------- state
 
@@ -120,31 +106,30 @@ class Tokenizer:
         pattern or pipeline; called on a subclass, it gives that class.
         """
         tok = cls._blank(pattern, pre_tokenizer, normalizer)
-        byte_ids = list(range(256)) if byte_ids is None else [int(i) for i in byte_ids]
-        present = _byte_token_ids(byte_ids)
-        if len(byte_ids) != 256 or len(present) != 256 - byte_ids.count(-1) or min(byte_ids) < -1:
-            raise ValueError("byte_ids must give 256 distinct ids, one per byte value (-1: the byte has no token)")
-        tok._mode = _checked_mode(mode)
-        tok._byte_ids = byte_ids
-        tok._unmerged = _checked_unmerged(unmerged_tokens or {}, byte_ids)
-        tok._merges = _checked_merges(merges, byte_ids, tok._unmerged) if check else dict(merges)
-        tok._special_tokens = tok._checked_specials(special_tokens or {}, allow_large_ids=allow_large_ids)
-        tok._rebuild()  # once: tables for 100k+ merges take a while to build
+        byte_ids = checked_byte_ids(byte_ids)
+        mode = checked_mode(mode)
+        unmerged = checked_unmerged(unmerged_tokens or {}, byte_ids)
+        merges = checked_merges(merges, byte_ids, unmerged) if check else dict(merges)
+        specials = checked_special_tokens(special_tokens or {}, existing={}, allow_large_ids=allow_large_ids,
+                                          normal_ids=normal_ids(byte_ids, unmerged, merges))
+        tok._set_tokens(mode, byte_ids, merges, unmerged, specials)  # once: tables for 100k+ merges take a while
         return tok
 
     # --------------------------------------------------------- chunking text
 
-    def _set_chunking(self, pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
-                      normalizer: Normalizer | str | Mapping | None) -> None:
-        self._chunker = _chunker(pattern, pre_tokenizer, normalizer)
+    @property
+    def chunking(self) -> Chunking:
+        """How ordinary text becomes chunks (normalizer, pre-tokenizer, C scanner): the one
+        object every caller asks (see engine/chunking/chunking.py). Assign a new one to change it."""
+        return self._chunker
+
+    @chunking.setter
+    def chunking(self, chunking: Chunking) -> None:
+        self._chunker = chunking
         self._set_hot_path()
 
     def _set_hot_path(self) -> None:
-        # with no normalizer, the pre-tokenizer's own splitter (None: no split), e.g. the C scanner
-        self._split = self._chunker.fast_split if self._chunker.normalizer is None else self._chunker
-        self._bytes_chunks = self._chunker.emits_bytes
-        # a C scanner when the whole of chunking is one known pattern: split and encode in one C call
-        self._scanner = self._chunker.scanner
+        self._scanner = self._chunker.scanner  # encode_ordinary's one attribute lookup for it
 
     def __getstate__(self) -> dict:
         """A compact state: what is rebuilt on unpickling (the C scanner, which is per process;
@@ -152,19 +137,15 @@ class Tokenizer:
         one array. Pickling stays cheap, and so does ``datasets``' fingerprint of a ``map``
         function that holds a tokenizer (it pickles it)."""
         state = self.__dict__.copy()
-        for key in ("_split", "_scanner", "_encoder", "_vocab", "_rank_vocab", "_special_regex_cache",
-                    "_normalized_forms", "_policy_cache", "_last_policy", "_plain_array"):
+        for key in ("_scanner", "_encoder", "_vocab", "_rank_vocab", "_specials", "_plain_array"):
             state.pop(key, None)
-        merges = state.get("_merges")
-        if type(merges) is dict:
-            state["_merges"] = array("q", [value for (a, b), new in merges.items() for value in (a, b, new)])
+        if type(state.get("_merges")) is dict:
+            state["_merges"] = merges_to_array(state["_merges"])
         return state
 
     def __setstate__(self, state: dict) -> None:
-        merges = state.get("_merges")
-        if isinstance(merges, array):
-            triples = iter(merges)
-            state = {**state, "_merges": {(a, b): new for a, b, new in zip(triples, triples, triples)}}
+        if isinstance(state.get("_merges"), array):
+            state = {**state, "_merges": merges_from_array(state["_merges"])}
         self.__dict__.update(state)
         if "_rank_table" in state:
             self._rank_vocab = None
@@ -190,7 +171,7 @@ class Tokenizer:
 
     @pattern.setter
     def pattern(self, pattern: str | None) -> None:
-        self._set_chunking(pattern, None, self._chunker.normalizer)
+        self.chunking = Chunking.from_options(pattern, None, self._chunker.normalizer)
 
     @property
     def pre_tokenizer(self) -> PreTokenizer | None:
@@ -200,9 +181,9 @@ class Tokenizer:
     @pre_tokenizer.setter
     def pre_tokenizer(self, pre_tokenizer: PreTokenizer | Mapping | str | None) -> None:
         if isinstance(pre_tokenizer, str):
-            self._set_chunking(pre_tokenizer, None, self._chunker.normalizer)
+            self.chunking = Chunking.from_options(pre_tokenizer, None, self._chunker.normalizer)
         else:
-            self._set_chunking(None, pre_tokenizer, self._chunker.normalizer)
+            self.chunking = Chunking.from_options(None, pre_tokenizer, self._chunker.normalizer)
 
     @property
     def normalizer(self) -> Normalizer | None:
@@ -211,7 +192,7 @@ class Tokenizer:
 
     @normalizer.setter
     def normalizer(self, normalizer: Normalizer | str | Mapping | None) -> None:
-        self._set_chunking(None, self._chunker.pre_tokenizer, normalizer)
+        self.chunking = Chunking.from_options(None, self._chunker.pre_tokenizer, normalizer)
 
     @property
     def plain_pattern(self) -> str | None:
@@ -223,7 +204,7 @@ class Tokenizer:
     def is_plain(self) -> bool:
         """True if text is cut by one split pattern (or not at all) with no normalizer: what
         tiktoken and minbpe's formats can hold."""
-        return self._chunker.normalizer is None and self._chunker.plain_pattern is not None
+        return self._chunker.is_plain
 
     def chunks(self, text: str) -> list[str] | list[bytes]:
         """The chunks that ordinary ``text`` is encoded in (normalized, then pre-tokenized);
@@ -234,13 +215,6 @@ class Tokenizer:
         """:meth:`chunks` with, per chunk character (per byte for bytes chunks), the span of
         ``text`` it comes from, aligned as ``tokenizers`` aligns offsets (for offset mapping)."""
         return self._chunker.with_spans(text)
-
-    def _chunking_spec(self) -> str | None | ChunkSplitter:
-        """What :func:`count_chunks` needs: the plain pattern (or None) when there is one, else
-        the whole normalize-and-split callable."""
-        if self.is_plain:
-            return self._chunker.plain_pattern or None
-        return self._chunker
 
     @classmethod
     def _blank(cls, pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None = None,
@@ -280,22 +254,12 @@ class Tokenizer:
         panics there), everything else encodes as tiktoken encodes it. Such a vocabulary has no
         merge list (:attr:`merges` raises), so it cannot be saved or extended.
         """
-        vocab: dict[int, bytes] = {}
-        for data, idx in mergeable_ranks.items():
-            idx = int(idx)
-            if idx in vocab:
-                raise ValueError(f"tokens {vocab[idx]!r} and {bytes(data)!r} have the same id {idx}")
-            vocab[idx] = bytes(data)
-        byte_ids = [-1] * 256
-        for idx, data in vocab.items():
-            if len(data) == 1 and (byte_ids[data[0]] < 0 or idx < byte_ids[data[0]]):
-                byte_ids[data[0]] = idx
-        return cls._from_token_table(TokenTable.from_vocab(dict(sorted(vocab.items()))), byte_ids,
-                                     pattern=pattern, special_tokens=special_tokens,
-                                     pre_tokenizer=pre_tokenizer, normalizer=normalizer)
+        table, byte_ids = rank_vocabulary(mergeable_ranks)
+        return cls.from_token_table(table, byte_ids, pattern=pattern, special_tokens=special_tokens,
+                                    pre_tokenizer=pre_tokenizer, normalizer=normalizer)
 
     @classmethod
-    def _from_token_table(
+    def from_token_table(
         cls,
         table: TokenTable,
         byte_ids: Sequence[int],
@@ -307,258 +271,14 @@ class Tokenizer:
     ) -> Tokenizer:
         """:meth:`from_ranks` for a vocabulary given as a table with distinct ids (importers
         read files straight into one); ``byte_ids[b]`` is the id of byte ``b``, -1 if none."""
-        if len(table.ids) and (min(table.ids) < 0 or max(table.ids) > _MAX_ID):
-            bad = next(i for i in table.ids if not 0 <= i <= _MAX_ID)
-            raise ValueError(f"token id {bad} is out of range 0 .. {_MAX_ID}")
+        check_table_ids(table)
         tok = cls._blank(pattern, pre_tokenizer, normalizer)
-        tok._mode = "ranks"
-        tok._byte_ids = [int(i) for i in byte_ids]
-        tok._merges = None
-        tok._unmerged = {}
-        tok._rank_table = table
-        tok._rank_vocab = None
-        tok._special_tokens = tok._checked_specials(special_tokens or {})
-        tok._rebuild()
+        specials = checked_special_tokens(special_tokens or {}, existing={}, normal_ids=set(table.ids))
+        tok._set_tokens("ranks", [int(i) for i in byte_ids], None, {}, specials, rank_table=table)
         duplicate = tok._encoder.first_duplicate()
         if duplicate is not None:
             raise DuplicateTokensError(tok._normal_vocab()[duplicate[0]], *duplicate)
         return tok
-
-    @property
-    def mode(self) -> str:
-        """How chunks are encoded: ``"merges"``, ``"ignore_merges"`` or ``"ranks"`` (module doc)."""
-        return self._mode
-
-    @mode.setter
-    def mode(self, mode: str) -> None:
-        mode = _checked_mode(mode)
-        if mode != self._mode:
-            self._recover_merges()
-            self._mode = mode
-            self._rebuild()
-
-    @property
-    def unmerged_tokens(self) -> dict[int, bytes]:
-        """``{id: bytes}`` of the normal tokens that no merge builds (treat it as read-only).
-
-        A ``"merges"``-mode tokenizer never produces them; the other modes reach them as whole
-        chunks, and ``"ranks"`` also by merging two parts that spell them.
-        """
-        self._recover_merges()
-        return self._unmerged
-
-    def merge_list_mismatch(self) -> int | None:
-        """The lowest id of a normal token that plain BPE over :attr:`merges` encodes differently
-        from this tokenizer, or None when the merge list alone is exact.
-
-        Merge-list formats (GPT-2 ``encoder.json``/``vocab.bpe``, ``vocab.json``/``merges.txt``,
-        minbpe's ``.model`` v1) carry no mode: ``tokenizers`` and minbpe read them as ``"merges"``.
-        ``"ranks"`` mode is exact there when the ranks imply exactly these merges and no token is
-        built by none of them (then every token's bytes merge back into it, so the whole-piece rule
-        never disagrees); ``"ignore_merges"`` when no token lacks a merge and the merges encode every
-        token's bytes as that one token. Raises ValueError in ``"ranks"`` mode for a missing byte.
-        """
-        if self._mode == "merges":
-            return None
-        unmerged = [idx for idx, token in self.unmerged_tokens.items() if token]
-        if unmerged:
-            return min(unmerged)
-        specials = set(self._special_tokens.values())
-        normal = {idx: token for idx, token in self.vocab.items() if idx not in specials and token}
-        if self._mode == "ranks":
-            implied = type(self).from_ranks({token: idx for idx, token in normal.items()})
-            if implied.merges == self._merges and not any(implied.unmerged_tokens.values()):
-                return None
-            by_id = {new: pair for pair, new in self._merges.items()}
-            implied_by_id = {new: pair for pair, new in implied.merges.items()}
-            return min(idx for idx in set(by_id) | set(implied_by_id) | set(implied.unmerged_tokens)
-                       if by_id.get(idx) != implied_by_id.get(idx) or implied.unmerged_tokens.get(idx))
-        return self.merges_miss_token()
-
-    def merges_miss_token(self) -> int | None:
-        """The lowest id of a normal token whose own bytes plain BPE over :attr:`merges` does not
-        encode as that one token, or None: where none is, a whole-piece rule (``ignore_merges``)
-        changes no id, so this tokenizer encodes alike with the rule and without it."""
-        specials = set(self._special_tokens.values())
-        plain = ChunkEncoder(self._merges, self._byte_ids)
-        return next((idx for idx, token in sorted(self.vocab.items())
-                     if idx not in specials and token and plain.encode_bytes(token) != [idx]), None)
-
-    def check_merge_list(self, format_name: str) -> None:
-        """Raise ValueError naming ``format_name``, the first token that plain BPE over the merges
-        would encode differently (:meth:`merge_list_mismatch`) and the formats that carry the mode."""
-        idx = self.merge_list_mismatch()
-        if idx is None:
-            return
-        carriers = "tokenizer.json (ignore_merges: true), tiktoken ranks or a .model (hf_bbpe v2)" \
-            if self._mode == "ranks" else "tokenizer.json (ignore_merges: true) or a .model (hf_bbpe v2)"
-        raise ValueError(
-            f"{format_name} cannot hold this {self._mode!r}-mode tokenizer: it carries only merges, and plain BPE "
-            f"over them encodes token {self.vocab[idx]!r} (id {idx}) differently from this tokenizer's "
-            f"whole-piece rule; write {carriers} instead"
-        )
-
-    def _recover_merges(self) -> None:
-        """In ``"ranks"`` mode, recover the merges from the ranks once (see from_ranks)."""
-        if self._merges is None:
-            if -1 in self._byte_ids:
-                missing = self._byte_ids.index(-1)
-                raise ValueError(f"the single byte {bytes([missing])!r} has no rank ({self._byte_ids.count(-1)} bytes "
-                                 "missing): this vocabulary encodes as tiktoken does, but has no merge list, which "
-                                 "byte-level BPE needs all 256 bytes for (to save, extend or convert it)")
-            merges, unmerged = self._encoder.recover_merges()
-            vocab = self._normal_vocab()
-            self._unmerged = {idx: vocab[idx] for idx in unmerged}
-            self._merges = merges
-            self._rank_table = self._rank_vocab = None
-
-    @property
-    def merges(self) -> Merges:
-        """``{(left_id, right_id): new_id}`` in merge order. Assign a new dict to change it."""
-        self._recover_merges()
-        return self._merges
-
-    @merges.setter
-    def merges(self, merges: Mapping[tuple[int, int], int]) -> None:
-        self._recover_merges()
-        self._merges = _checked_merges(merges, self._byte_ids, self._unmerged)
-        self._rebuild()
-
-    @property
-    def byte_ids(self) -> list[int]:
-        """``byte_ids[b]`` is the token id of the single byte ``b`` (-1: none, see :meth:`from_merges`)."""
-        return self._byte_ids
-
-    @property
-    def special_tokens(self) -> dict[str, int]:
-        """``{special token string: id}``. Use :meth:`register_special_tokens` to add."""
-        return self._special_tokens
-
-    @special_tokens.setter
-    def special_tokens(self, tokens: Mapping[str, int]) -> None:
-        self._special_tokens = self._checked_specials(tokens, replace=True)  # a bad value changes nothing
-        self._normalized_specials = self._normalized_specials.intersection(self._special_tokens)
-        self._roles = self._roles.kept(self._special_tokens)
-        self._rebuild()
-
-    @property
-    def roles(self) -> TokenRoles:
-        """Which special tokens are transformers' ``bos_token``, ``eos_token`` and ``pad_token``,
-        and whether BOS / EOS go around each sequence there (``add_bos_token``...), as the
-        owner's Hugging Face tokenizer does: presets set them (Llama 3 adds ``<|begin_of_text|>``),
-        ``BBPETokenizer`` and the tokenizer.json export use them. ``encode`` never adds a token.
-
-        Assign a :class:`~special_tokens.TokenRoles` or a dict of its fields; every named token
-        must be a special token (a role whose token stops being one is dropped).
-        """
-        return self._roles
-
-    @roles.setter
-    def roles(self, roles: TokenRoles | Mapping[str, Any]) -> None:
-        if not isinstance(roles, TokenRoles):
-            roles = TokenRoles.from_kwargs(roles)
-        self._roles = roles.checked(self._special_tokens)
-
-    @property
-    def normalized_special_tokens(self) -> frozenset[str]:
-        """The special tokens found in the normalized text (``tokenizers``' ``normalized: true``).
-
-        ``encode`` first finds the other special tokens in the text as given; each stretch between
-        them is normalized, and these are found in it by their normalized spelling, as
-        ``tokenizers`` finds added tokens marked ``normalized`` (so "café" under NFD also matches
-        the precomposed "café" in text). Empty unless set; every name must be a special token.
-        """
-        return self._normalized_specials
-
-    @normalized_special_tokens.setter
-    def normalized_special_tokens(self, tokens: Iterable[str]) -> None:
-        tokens = frozenset(tokens)
-        unknown = sorted(tokens - self._special_tokens.keys())
-        if unknown:
-            raise ValueError(f"normalized special token {unknown[0]!r} is not a registered special token")
-        self._normalized_specials = tokens
-        self._rebuild()
-
-    def register_special_tokens(self, special_tokens: Mapping[str, int], *, allow_large_ids: bool = False) -> None:
-        """Add special tokens ``{string: id}``.
-
-        Each id must be a non-negative int that no other token uses, at most 2**20 above the
-        largest normal id unless ``allow_large_ids`` (an id is a row of a model's embedding);
-        an existing special token keeps its id (assign ``special_tokens`` to renumber). A
-        ValueError names the first token at fault, and nothing is registered.
-        """
-        self._special_tokens = self._checked_specials(special_tokens, allow_large_ids=allow_large_ids)
-        self._rebuild()
-
-    def _checked_specials(
-        self, special_tokens: Mapping[str, int], *, replace: bool = False, allow_large_ids: bool = False
-    ) -> dict[str, int]:
-        """The current special tokens (none if ``replace``) plus ``special_tokens``, checked."""
-        return checked_special_tokens(
-            special_tokens,
-            existing={} if replace else self._special_tokens,
-            normal_ids=self._normal_ids(),
-            allow_large_ids=allow_large_ids,
-        )
-
-    def _normal_ids(self) -> set[int]:
-        if self._rank_table is not None:
-            return set(self._rank_table.ids)
-        return _byte_token_ids(self._byte_ids) | set(self._unmerged) | set(self._merges.values())
-
-    def _normal_vocab(self) -> dict[int, bytes]:
-        """``{id: bytes}`` of every non-special token: bytes, unmerged tokens, then merges."""
-        if self._rank_table is not None:
-            if self._rank_vocab is None:
-                self._rank_vocab = self._rank_table.to_vocab()
-            return self._rank_vocab
-        vocab = {idx: bytes([b]) for b, idx in enumerate(self._byte_ids) if idx >= 0}
-        vocab.update(self._unmerged)
-        for (a, b), new in self._merges.items():
-            vocab[new] = vocab[a] + vocab[b]
-        return vocab
-
-    def _rebuild(self) -> None:
-        self._vocab: dict[int, bytes] | None = None  # built on first use: encoding never needs it
-        if self._mode == "merges":
-            self._encoder = ChunkEncoder(self._merges, self._byte_ids)
-        else:
-            normal = self._rank_table if self._rank_table is not None else self._normal_vocab()
-            merges = {} if self._mode == "ranks" else self._merges
-            self._encoder = ChunkEncoder(merges, self._byte_ids, mode=self._mode, vocab=normal)
-        self._inverse_special = {idx: token for token, idx in self._special_tokens.items()}
-        self._special_regex_cache: dict[frozenset[str], object] = {}
-        self._normalized_forms: tuple[Normalizer | None, dict[str, str]] | None = None  # {normalized form: token}
-        self._policy_cache: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
-        self._last_policy: tuple = (_NO_ARGUMENT, _NO_ARGUMENT, (frozenset(), frozenset()))
-        # encode_to_numpy's one C call for the special-token arguments of its last call that needed
-        # no special-token handling (the kernel's PlainArrayCall); it answers None to any other call
-        self._plain_array: Callable = _no_plain_array
-
-    @property
-    def vocab(self) -> dict[int, bytes]:
-        """``{id: token bytes}`` for every token, special tokens included (treat it as read-only)."""
-        if self._vocab is None:
-            vocab = dict(self._normal_vocab())
-            for token, idx in self._special_tokens.items():
-                vocab[idx] = token.encode("utf-8")
-            self._vocab = vocab
-        return self._vocab
-
-    @property
-    def n_vocab(self) -> int:
-        """One more than the largest token id (tiktoken's definition)."""
-        if self._rank_table is not None:
-            last = max(self._rank_table.ids, default=-1)
-        else:
-            last = max(next(reversed(self._merges.values()), -1),  # merge ids increase in merge order
-                       max(self._unmerged, default=-1))
-        return max(max(self._byte_ids), last, max(self._special_tokens.values(), default=-1)) + 1
-
-    def mergeable_ranks(self) -> dict[bytes, int]:
-        """``{token bytes: id}`` for every non-special token, ready for ``tiktoken.Encoding``."""
-        specials = set(self._special_tokens.values())
-        return {token: idx for idx, token in sorted(self.vocab.items()) if idx not in specials}
 
     # -------------------------------------------------------------- training
     # (the work is in engine/training/api.py; these methods are the public API)
@@ -581,35 +301,13 @@ class Tokenizer:
     ) -> None:
         """Learn ``vocab_size - 256`` merges from a str, an iterable of documents, or files.
 
-        ``files=`` (a path or a list: text files, ``.jsonl``, ``.parquet``, as ``tokenizers``'
-        ``train(files=...)`` takes them; ``pathlib.Path`` objects given as ``text`` are files
-        too, a str never is): each line of a text file is a document, as ``open(f)`` yields it
-        (with ``\r`` kept as it is), or with ``docs="paragraph"`` each paragraph (lines up to
-        a run of blank lines, as :func:`hf_bbpe.paragraphs` cuts them), or with ``docs="file"``
-        the whole file; each record's ``text_column`` of a ``.jsonl`` or ``.parquet`` file is
-        one (see text_files.py; ``text_files.DOCS_RULE`` states the rule once, with the command
-        line's defaults, which differ by job: ``hf-bbpe train`` reads paragraphs, ``encode-corpus``
-        whole files). A Hugging Face ``datasets.Dataset`` or
-        streaming ``IterableDataset`` is read in batches (column ``text_column``); a
-        ``ray.data.Dataset`` is counted on its Ray cluster (the same column; see
-        ``hf_bbpe.distributed``).
-
-        With a pattern the C scanner knows (and no normalizer or pipeline), chunks are counted
-        by the C kernel on ``num_workers`` threads (default: the CPUs available), files read in
-        blocks by those threads; otherwise documents are split one by one in ``num_workers``
-        processes. ``max_memory`` (bytes, or e.g. ``"4G"``) bounds that kernel's memory: its
-        counts spill to disk and are merged back exactly (see :meth:`count_chunks`). See
-        :func:`train_from_counts` for the rest.
-
-        ``superwords`` (a :class:`~superwords.SuperwordConfig`, or True for its defaults) trains
-        SuperBPE: plain BPE up to the transition point, then merges that may span words, learned
-        on the chunks of a pattern that does not cut at spaces, which the tokenizer then encodes
-        with; every stage-1 merge and id is kept (see superwords.py). The corpus is read twice,
-        so it cannot be a one-shot iterator.
+        ``files=`` is a path or a list (text files, ``.jsonl``, ``.parquet``, as ``tokenizers``'
+        ``train(files=...)`` takes them); ``pathlib.Path`` objects given as ``text`` are files
+        too, a str never is. A ``datasets`` dataset or a ``ray.data.Dataset`` is read by column.
+        The keywords are documented once, in :class:`~hf_bbpe.engine.training.options.TrainingOptions`.
+        Special tokens already registered keep their ids; merges skip them.
         """
-        train_tokenizer(self, text, vocab_size, verbose, files=files, tie_break=tie_break, min_frequency=min_frequency,
-                        num_workers=num_workers, progress=progress, text_column=text_column, docs=docs,
-                        max_memory=max_memory, superwords=superwords)
+        train_tokenizer(self, text, files, vocab_size, TrainingOptions.from_arguments(locals()))
 
     def train_from_counts(
         self,
@@ -624,14 +322,12 @@ class Tokenizer:
         """Learn merges from precomputed chunk counts ``{chunk: count}``.
 
         Count the chunks with any engine (e.g. a map-reduce over ``pattern``), then call this.
-        For ``tie_break="first_occurrence"`` the mapping must be in order of first appearance.
-        ``counts`` may also be the C kernel's :class:`~native_counting.ChunkCounts`, or the path
-        of a counts file (written by :meth:`count_chunks` with ``out=``), which is
-        mapped, not read, and must have been counted with this tokenizer's split pattern.
-        Special tokens already registered keep their ids; merges skip them.
+        ``counts`` may also be the C kernel's :class:`~counting.ChunkCounts`, or the path of a
+        counts file (written by :meth:`count_chunks` with ``out=``), which is mapped, not read,
+        and must have been counted with this tokenizer's split pattern. The keywords: see
+        :class:`~hf_bbpe.engine.training.options.TrainingOptions`, and :meth:`train`.
         """
-        train_tokenizer_from_counts(self, counts, vocab_size, verbose, tie_break=tie_break,
-                                   min_frequency=min_frequency, progress=progress)
+        train_tokenizer_from_counts(self, counts, vocab_size, TrainingOptions.from_arguments(locals()))
 
     def count_chunks(
         self,
@@ -646,15 +342,11 @@ class Tokenizer:
         out: str | os.PathLike | None = None,
     ) -> ChunkCounts:
         """The chunk counts that :meth:`train` would learn from (same inputs), as
-        :class:`~native_counting.ChunkCounts`, in order of first appearance; with ``out``, also
-        written to that counts file (atomically; see counts_file.py), which
-        ``train_from_counts(out, vocab_size)`` trains from at any vocab size without counting
-        again. ``max_memory`` (bytes, or e.g. ``"4G"``) bounds the C counter's memory: its tables
-        spill to disk in hash partitions, merged back exactly into a counts file that is mapped,
-        not read into memory (the merge loop still holds every distinct chunk).
+        :class:`~counting.ChunkCounts`, in order of first appearance; with ``out``, also written to
+        that counts file (atomically; see counts_file.py), which ``train_from_counts(out,
+        vocab_size)`` trains from at any vocab size without counting again.
         """
-        return count_tokenizer_chunks(self, text, files=files, docs=docs, text_column=text_column,
-                                      num_workers=num_workers, progress=progress, max_memory=max_memory, out=out)
+        return count_tokenizer_chunks(self, text, files, TrainingOptions.from_arguments(locals()), out)
 
     # The keywords repeat train's on purpose: extending is training that continues from these merges.
     def extend(
@@ -675,52 +367,15 @@ class Tokenizer:
     ) -> Tokenizer:
         """A new tokenizer with up to ``num_new_merges`` merges learned on top of this one's.
 
-        The new corpus is counted with this tokenizer's pattern and each chunk is segmented with
-        the existing merges; BPE then continues on those sequences with the same merge loop.
+        The new corpus (as :meth:`train` takes it) is counted with this tokenizer's chunking and
+        each chunk is segmented with the existing merges; BPE then continues on those sequences.
         Every old id keeps its bytes, every old merge is kept in order, special tokens keep their
         ids, new ids start above the highest normal id and skip ids that are taken, and no new
-        token repeats the bytes of an existing one. Because new merge ids are all higher than the
-        old ones, text in which no new merge applies encodes exactly as before. The mode is kept:
-        in ``"ranks"`` mode the new tokens join the vocabulary, and text that does not contain
-        a new token's bytes encodes exactly as before (tiktoken's rule only builds a token from
-        its own bytes). The corpus is ``text`` or ``files=`` (cut by ``docs``), as :meth:`train`
-        takes them.
-
-        ``superwords`` (a :class:`~superwords.SuperwordConfig` without a transition, or True)
-        makes the new merges superwords, SuperBPE's stage 2 on top of this whole tokenizer: the
-        corpus is split with the config's pattern, which the new tokenizer encodes with (text in
-        which no new merge applies then encodes as before only within those longer chunks; see
-        superwords.py).
+        token repeats the bytes of an existing one, so text in which no new merge applies
+        encodes exactly as before. The mode is kept (in ``"ranks"`` mode the new tokens join the
+        vocabulary). The keywords, ``superwords`` too: see :meth:`train`.
         """
-        return extend_tokenizer(self, text, num_new_merges, verbose, files=files, tie_break=tie_break,
-                                min_frequency=min_frequency, num_workers=num_workers, progress=progress,
-                                text_column=text_column, docs=docs, max_memory=max_memory, superwords=superwords)
-
-    def _reset_to_bytes(self) -> None:
-        """Training's start: the 256 byte tokens, no merges (special tokens keep their ids)."""
-        self._mode = "merges"
-        self._byte_ids = list(range(256))
-        self._merges = {}
-        self._unmerged = {}
-        self._rank_table = self._rank_vocab = None
-        self._rebuild()
-
-    def _set_merges(self, merges: Merges) -> None:
-        """Training's end: ``merges``, valid by construction, replace the current ones."""
-        self._merges = merges
-        self._rebuild()
-
-    def _copy_for_extension(self) -> Tokenizer:
-        """A copy that ``extend`` adds merges to: the same merges, mode, specials and chunking."""
-        extended = type(self).from_merges(
-            self.merges, special_tokens=self._special_tokens, byte_ids=self._byte_ids,
-            check=False, unmerged_tokens=self._unmerged, mode=self._mode,
-            allow_large_ids=True,  # the ids were checked when they were registered here
-            pre_tokenizer=self.pre_tokenizer, normalizer=self.normalizer,
-        )
-        extended._normalized_specials = self._normalized_specials
-        extended._roles = self._roles
-        return extended
+        return extend_tokenizer(self, text, files, num_new_merges, TrainingOptions.from_arguments(locals()))
 
     # -------------------------------------------------------------- encoding
 
@@ -737,34 +392,7 @@ class Tokenizer:
             ids = self._encoder.encode_text(text, scanner, num_threads)
             if ids is not None:
                 return ids
-        try:
-            return self._encode_ordinary(text, num_threads)
-        except UnicodeEncodeError:
-            # tiktoken's rule for lone surrogates: pair what pairs, replace the rest by U+FFFD
-            return self._encode_ordinary(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"),
-                                         num_threads)
-
-    def encode_single_piece(self, piece: str | bytes) -> list[int]:
-        """Apply the merges to ``piece`` as one chunk: no split pattern, no special tokens.
-
-        This is how the tokenizer spells a byte string it was not trained on as one unit, e.g.
-        a new token's bytes in terms of an older vocabulary (sub-token initialisation).
-        """
-        data = piece.encode("utf-8") if isinstance(piece, str) else bytes(piece)
-        return self._encoder.encode_bytes(data)
-
-    def _encode_ordinary(self, text: str, num_threads: int = 1) -> list[int]:
-        if self._scanner is not None:
-            ids = self._encoder.encode_text(text, self._scanner, num_threads)
-            if ids is not None:
-                return ids
-        split = self._split
-        if split is None:
-            return self._encoder.encode_bytes(text.encode("utf-8"))
-        if self._bytes_chunks:
-            encode_bytes = self._encoder.encode_bytes
-            return [idx for chunk in split(text) for idx in encode_bytes(chunk)]
-        return self._encoder.encode_chunks(split(text))
+        return encode_split_text(self._encoder, self._chunker, text, num_threads)
 
     def encode(
         self,
@@ -782,59 +410,17 @@ class Tokenizer:
         ``allowed_special="all"`` to encode it as the special id, or ``disallowed_special=()``
         to encode it as ordinary text.
         """
-        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        if self._normalized_specials and not self._normalized_specials.isdisjoint(allowed | disallowed):
-            return self._encode_normalized_specials(text, allowed, disallowed)
+        specials = self._specials
+        allowed, disallowed = specials.policy(allowed_special, disallowed_special)
+        if specials.normalized and not specials.normalized.isdisjoint(allowed | disallowed):
+            return specials.encode_normalized(text, allowed, disallowed, self.normalizer, self.encode_ordinary)
         if disallowed:
-            match = self._special_regex(disallowed).search(text)
+            match = specials.regex(disallowed).search(text)
             if match:
                 raise DisallowedSpecialToken(match.group())
         if not allowed:
             return self.encode_ordinary(text, num_threads=num_threads)
-        ids: list[int] = []
-        start = 0
-        for match in self._special_regex(allowed).finditer(text):
-            if match.start() > start:
-                ids += self.encode_ordinary(text[start : match.start()], num_threads=num_threads)
-            ids.append(self._special_tokens[match.group()])
-            start = match.end()
-        if start < len(text):
-            ids += self.encode_ordinary(text[start:], num_threads=num_threads)
-        return ids
-
-    def _encode_normalized_specials(self, text: str, allowed: frozenset[str], disallowed: frozenset[str]) -> list[int]:
-        """:meth:`encode` when some special tokens are found in the normalized text, in
-        ``tokenizers``' two passes (see :attr:`normalized_special_tokens`)."""
-        late = self._normalized_specials
-        normalize = self.normalizer.normalize if self.normalizer is not None else str
-        cached = self._normalized_forms
-        if cached is None or cached[0] is not self.normalizer:
-            forms: dict[str, str] = {}
-            for token in sorted(late, reverse=True):  # a form two tokens share goes to the first by name
-                if normalize(token):
-                    forms[normalize(token)] = token
-            cached = self._normalized_forms = (self.normalizer, forms)
-        by_form = cached[1]
-        forbidden = frozenset(form for form, token in by_form.items() if token in disallowed)
-        wanted = frozenset(form for form, token in by_form.items() if token in allowed)
-        if disallowed - late:
-            match = self._special_regex(disallowed - late).search(text)
-            if match:
-                raise DisallowedSpecialToken(match.group())
-        ids: list[int] = []
-        for stretch, is_special in split_on(text, self._special_regex(allowed - late) if allowed - late else None):
-            if is_special:
-                ids.append(self._special_tokens[stretch])
-                continue
-            normalized = normalize(stretch)
-            if forbidden:
-                match = self._special_regex(forbidden).search(normalized)
-                if match:
-                    raise DisallowedSpecialToken(by_form[match.group()])
-            for piece, is_form in split_on(normalized, self._special_regex(wanted) if wanted else None):
-                # the piece is normalized already; normalizing again changes nothing (normal forms are idempotent)
-                ids += [self._special_tokens[by_form[piece]]] if is_form else self.encode_ordinary(piece)
-        return ids
+        return specials.encode_allowed(text, allowed, self.encode_ordinary, num_threads)
 
     def encode_with_offsets(
         self,
@@ -851,64 +437,8 @@ class Tokenizer:
         characters come from. ``allowed_special="none"`` gives ``encode_ordinary``'s ids.
         """
         ids = self.encode(text, allowed_special, disallowed_special)
-        vocab = self.vocab
-        if self.is_plain:  # the tokens' bytes are the text's bytes
-            return ids, token_char_spans(text, [len(vocab[idx]) for idx in ids])
-        allowed, _ = self._special_policy(allowed_special, disallowed_special)
-        if not self._normalized_specials.isdisjoint(allowed):
-            raise NotImplementedError("offsets with special tokens found in the normalized text")
-        lengths = iter([len(vocab[idx]) for idx in ids])
-        offsets: list[tuple[int, int]] = []
-        at = 0
-        for stretch, is_special in split_on(text, self._special_regex(allowed) if allowed else None):
-            if is_special:
-                next(lengths)
-                offsets.append((at, at + len(stretch)))
-            else:
-                offsets += self._stretch_offsets(stretch, at, lengths)
-            at += len(stretch)
-        return ids, offsets
-
-    def _stretch_offsets(self, stretch: str, at: int, lengths: Iterator[int]) -> list[tuple[int, int]]:
-        """Offsets (from ``at``) of the tokens of ``stretch``, text without special tokens, taking
-        their byte lengths from ``lengths``: chunk by chunk, since each chunk is encoded alone."""
-        offsets: list[tuple[int, int]] = []
-        for chunk, spans in self.chunks_with_spans(stretch):
-            data = chunk if isinstance(chunk, bytes) else chunk.encode("utf-8", "surrogatepass")
-            taken: list[int] = []
-            while sum(taken) < len(data):
-                taken.append(next(lengths))
-            if isinstance(chunk, bytes):  # spans are per byte
-                ends = list(accumulate(taken))
-                parts = list(zip([0, *ends[:-1]], ends))
-            else:
-                parts = token_char_spans(chunk, taken)
-            offsets += [(start + at, end + at) for start, end in (original_span(spans, a, b) for a, b in parts)]
-        return offsets
-
-    def _special_policy(
-        self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
-    ) -> tuple[frozenset[str], frozenset[str]]:
-        last = self._last_policy  # the same arguments as the last call (one per document): no hashing
-        if last[0] is allowed_special and last[1] is disallowed_special:
-            return last[2]
-        try:
-            key = (allowed_special, disallowed_special)
-            policy = self._policy_cache[key]
-        except TypeError:  # an unhashable set: resolve every time
-            return resolve_special_policy(self._special_tokens, allowed_special, disallowed_special)
-        except KeyError:
-            policy = self._policy_cache[key] = resolve_special_policy(
-                self._special_tokens, allowed_special, disallowed_special
-            )
-        self._last_policy = (allowed_special, disallowed_special, policy)  # (hashable, so immutable)
-        return policy
-
-    def _special_regex(self, tokens: frozenset[str]):
-        found = self._special_regex_cache.get(tokens)
-        if found is None:
-            found = self._special_regex_cache[tokens] = special_token_regex(tokens)
-        return found
+        allowed, _ = self._specials.policy(allowed_special, disallowed_special)
+        return ids, encoded_offsets(text, ids, self.vocab, self._chunker, self._specials, allowed)
 
     def encode_batch(
         self,
@@ -926,8 +456,6 @@ class Tokenizer:
         ``num_workers`` instead uses that many forked processes, which only pays where threads
         cannot run in parallel (the pure-Python encoder, other patterns, normalizers).
         """
-        from .encoding.batches import encode_batch, encode_batch_threads
-
         options = {"allowed_special": allowed_special, "disallowed_special": disallowed_special}
         if num_workers is not None:
             return encode_batch(self, texts, num_workers=num_workers, **options)
@@ -946,21 +474,10 @@ class Tokenizer:
         array = self._plain_array(text, allowed_special, disallowed_special, num_threads)
         if array is not None:  # the common call (one per document) in one C call: see _plain_array
             return array
-        scanner = self._scanner
-        if num_threads == 1 and scanner is not None:
-            allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-            if not allowed and not (disallowed and self._special_regex(disallowed).search(text)):
-                ids = self._encoder.encode_text_array(text, scanner)
-                if ids is not None:
-                    frombuffer, uint32 = _NUMPY_UINT32 or _load_numpy_uint32()
-                    if not disallowed and {type(allowed_special), type(disallowed_special)} <= _IMMUTABLE_ARGUMENTS:
-                        self._plain_array = self._encoder.plain_array_call(
-                            scanner, allowed_special, disallowed_special) or _no_plain_array
-                    return frombuffer(ids, uint32)
-        from .encoding.batches import encode_to_numpy
-
-        return encode_to_numpy(self, text, num_threads=num_threads, allowed_special=allowed_special,
-                               disallowed_special=disallowed_special)
+        array, plain_array = encode_to_numpy(self, text, allowed_special, disallowed_special, num_threads)
+        if plain_array is not None:
+            self._plain_array = plain_array
+        return array
 
     def encode_batch_to_numpy(
         self,
@@ -972,60 +489,15 @@ class Tokenizer:
     ):
         """``encode_batch`` as two numpy arrays: every id, flat, as uint32, and int64 ``offsets``
         (one more than there are texts): text ``i`` has ids ``ids[offsets[i]:offsets[i + 1]]``."""
-        from .encoding.batches import encode_batch_to_numpy
-
         return encode_batch_to_numpy(self, texts, num_threads=num_threads, allowed_special=allowed_special,
                                      disallowed_special=disallowed_special)
-
-    def clear_cache(self) -> None:
-        """Give back the memory of the encoding caches, which grow with use and live as long as
-        the tokenizer (on 16 MB of mixed text, about 60 MB: short chunks, pieces that needed BPE,
-        a spare ids buffer); the next encode fills them again. Ids never depend on them."""
-        self._encoder.clear_cache()
-
-    # -------------------------------------------------------------- decoding
-
-    def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The bytes of a sequence of ids (a list, tuple, numpy array, torch tensor, ``array``...).
-
-        An unknown id raises ValueError naming it; a non-integer id (``65.9``) raises
-        :class:`~token_ids.TokenIdTypeError` (a TypeError and a ValueError) naming it.
-        """
-        vocab = self.vocab
-        try:
-            return b"".join([vocab[i] for i in token_id_list(ids)])
-        except KeyError as exc:
-            raise ValueError(f"unknown token id {exc.args[0]!r} (n_vocab={self.n_vocab})") from None
-
-    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
-        """Decode ids to text; invalid UTF-8 is replaced by U+FFFD (``errors="strict"`` raises)."""
-        return self.decode_bytes(ids).decode("utf-8", errors=errors)
-
-    def decode_single_token_bytes(self, token: int) -> bytes:
-        """The bytes of one token id (an int, or a 0-d array or tensor)."""
-        token = single_token_id(token)
-        try:
-            return self.vocab[token]
-        except KeyError:
-            raise ValueError(f"unknown token id {token!r} (n_vocab={self.n_vocab})") from None
 
     # ----------------------------------------------------------- persistence
 
     def save(self, file_prefix: str | os.PathLike) -> None:
         """Write ``<prefix>.model`` (minbpe v1, loadable by minbpe, when the tokenizer fits its
         layout; else hf_bbpe's extension, see engine/files/minbpe_model.py) and ``<prefix>.vocab``."""
-        prefix = Path(file_prefix)
-        mode = self._mode
-        if mode == "ranks" and self.merge_list_mismatch() is None:
-            mode = "merges"  # the merges alone encode alike (minbpe can read it)
-        contents = ModelFileContents(self._chunker.plain_pattern or "", dict(self._special_tokens), dict(self.merges),
-                                     list(self._byte_ids), mode=mode, unmerged=dict(self._unmerged),
-                                     normalized_specials=sorted(self._normalized_specials),
-                                     roles=self._roles.as_kwargs())
-        if not self.is_plain:
-            contents.normalizer = None if self.normalizer is None else self.normalizer.to_json()
-            contents.pre_tokenizer = None if self.pre_tokenizer is None else self.pre_tokenizer.to_json()
-        save_model_files(prefix, contents, self.vocab, self._merges)
+        save_tokenizer(self, file_prefix)
 
     def load(self, model_file: str | os.PathLike) -> None:
         """Read a ``.model`` file written by minbpe or by :meth:`save` into this tokenizer.
@@ -1036,31 +508,12 @@ class Tokenizer:
         model_file = model_file_path(model_file)
         contents = read_model_file(model_file)
         try:
-            if contents.pre_tokenizer is not None:
-                chunker = _chunker(None, contents.pre_tokenizer, contents.normalizer)
-            else:
-                chunker = _chunker(contents.pattern, None, contents.normalizer)
-            unmerged = _checked_unmerged(contents.unmerged, contents.byte_ids)
-            merges = _checked_merges(contents.merges, contents.byte_ids, unmerged)
-            specials = checked_special_tokens(contents.special_tokens, existing={}, normal_ids=_byte_token_ids(
-                contents.byte_ids) | set(unmerged) | set(merges.values()))
-            unknown = sorted(set(contents.normalized_specials) - specials.keys())
-            if unknown:
-                raise ValueError(f"normalized special token {unknown[0]!r} is not a special token of the file")
-            roles = TokenRoles.from_kwargs(contents.roles).checked(specials)
+            state = checked_model_contents(contents)
         except ValueError as exc:
             raise ModelFileError(f"{model_file}: {exc}") from None
-        self._chunker = chunker
-        self._set_hot_path()
-        self._mode = contents.mode
-        self._byte_ids = contents.byte_ids
-        self._unmerged = unmerged
-        self._merges = merges
-        self._rank_table = self._rank_vocab = None
-        self._special_tokens = specials
-        self._normalized_specials = frozenset(contents.normalized_specials)
-        self._roles = roles
-        self._rebuild()
+        self.chunking = state.chunking
+        self._set_tokens(state.mode, state.byte_ids, state.merges, state.unmerged, state.special_tokens,
+                         normalized_specials=state.normalized_specials, roles=state.roles)
         repair_vocab_listing(model_file, self.vocab, self._merges)
 
     @classmethod
@@ -1104,125 +557,3 @@ class RegexTokenizer(Tokenizer):
         if pre_tokenizer is None:
             pattern = pattern or "gpt4"
         super().__init__(pattern, pre_tokenizer=pre_tokenizer, normalizer=normalizer)
-
-
-def _chunker(pattern: str | None, pre_tokenizer: PreTokenizer | Mapping | None,
-             normalizer: Normalizer | str | Mapping | None) -> ChunkSplitter:
-    """How text becomes chunks, from the constructor's options (ValueError for bad ones)."""
-    if pattern and pre_tokenizer is not None:
-        raise ValueError("pass a split pattern or a pre_tokenizer pipeline, not both")
-    if pre_tokenizer is not None:
-        pre = resolve_pre_tokenizer(pre_tokenizer)
-    else:
-        pre = pattern_pre_tokenizer(resolve_pattern(pattern or None))
-    return ChunkSplitter(resolve_normalizer(normalizer), pre)
-
-
-def _byte_token_ids(byte_ids: Sequence[int]) -> set[int]:
-    """The ids of the bytes that have a token (``byte_ids`` holds -1 for the others)."""
-    return {idx for idx in byte_ids if idx >= 0}
-
-
-def _checked_merges(
-    merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int], unmerged: Mapping[int, bytes] = {}
-) -> Merges:
-    """``merges`` as a dict of ints, after checking that each one builds on known ids (bytes,
-    unmerged tokens, earlier merges) with a new, increasing id; a ValueError names the first
-    merge at fault.
-
-    The check runs as a few bulk passes (importers hand over 200k merges); only when one fails
-    does the merge-by-merge loop run, to name the culprit.
-    """
-    try:
-        pairs = [(int(a), int(b)) for a, b in merges]
-        news = [int(new) for new in merges.values()]
-    except (TypeError, ValueError):
-        return _checked_merges_one_by_one(merges, byte_ids, unmerged)
-    known = _byte_token_ids(byte_ids).union(unmerged)
-    made = set(news)
-    lefts = [a for a, _ in pairs]
-    rights = [b for _, b in pairs]
-    ok = all(map(operator.lt, news, news[1:])) and known.isdisjoint(made)
-    if ok and news and max(known) < news[0]:  # bytes below every merge (all real vocabularies)
-        ok = (known.union(made).issuperset(lefts) and known.union(made).issuperset(rights)
-              and all(map(operator.lt, lefts, news)) and all(map(operator.lt, rights, news)))
-    elif ok:
-        ok = all((a in known or (a < new and a in made)) and (b in known or (b < new and b in made))
-                 for a, b, new in zip(lefts, rights, news))
-    if ok:
-        return dict(zip(pairs, news))
-    return _checked_merges_one_by_one(merges, byte_ids, unmerged)
-
-
-def _checked_merges_one_by_one(
-    merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int], unmerged: Mapping[int, bytes]
-) -> Merges:
-    known = _byte_token_ids(byte_ids).union(unmerged)
-    last = -1
-    checked: Merges = {}
-    for (a, b), new in merges.items():
-        a, b, new = int(a), int(b), int(new)
-        for side in (a, b):
-            if side not in known:
-                raise ValueError(f"merge ({a}, {b}) -> {new} names token {side}, which is not defined before it")
-        if new in known:
-            raise ValueError(f"merge ({a}, {b}) -> {new} reuses id {new}")
-        if new <= last:
-            raise ValueError(
-                f"merge ({a}, {b}) -> {new} comes after a merge that made {last}: merge ids must "
-                "increase in merge order, because the encoder applies the lowest id first"
-            )
-        checked[(a, b)] = new
-        known.add(new)
-        last = new
-    return checked
-
-
-_NUMPY_UINT32: tuple | None = None  # (numpy.frombuffer, its uint32 dtype), set on first use
-
-
-_NO_ARGUMENT = object()  # what no call passes: the last special-token policy before the first call
-
-# special-token arguments whose objects are kept by identity for encode_to_numpy's C call: only
-# immutable ones (a set could change between two calls)
-_IMMUTABLE_ARGUMENTS = frozenset({str, tuple, frozenset})
-
-
-def _no_plain_array(text: str, allowed_special: object, disallowed_special: object, num_threads: int) -> None:
-    """encode_to_numpy's C call before there is one: no array (the general path runs)."""
-    return None
-
-
-def _load_numpy_uint32() -> tuple:
-    """numpy's ``frombuffer`` and uint32 dtype, imported on first use (``import hf_bbpe`` stays
-    light) and kept: in a call made once per document, the import statement and the dtype's
-    parsing would cost more than encoding a short text."""
-    global _NUMPY_UINT32
-    import numpy
-
-    _NUMPY_UINT32 = (numpy.frombuffer, numpy.dtype(numpy.uint32))
-    return _NUMPY_UINT32
-
-
-_MAX_ID = MAX_TOKEN_ID  # the chunk encoder renumbers ids past int32 for the C kernel
-
-
-def _checked_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    return mode
-
-
-def _checked_unmerged(unmerged: Mapping[int, bytes], byte_ids: Sequence[int]) -> dict[int, bytes]:
-    """Unmerged tokens as ``{int: bytes}``, sorted by id; an id that is a byte's raises."""
-    checked: dict[int, bytes] = {}
-    bytes_taken = _byte_token_ids(byte_ids)
-    for idx, data in sorted(unmerged.items()):
-        idx = int(idx)
-        if not isinstance(data, (bytes, bytearray)):
-            raise ValueError(f"unmerged token {idx} must be bytes, got {data!r}")
-        if idx in bytes_taken or not 0 <= idx <= _MAX_ID:
-            raise ValueError(f"unmerged token {bytes(data)!r} has id {idx}, which is a byte's or out of range")
-        checked[idx] = bytes(data)
-    return checked
-

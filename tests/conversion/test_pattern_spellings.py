@@ -120,7 +120,7 @@ def test_every_spelling_takes_the_c_scanner(spelling):
     registry = NATIVE_PATTERNS[scanner_name(spelling)]
     assert tok.plain_pattern == tok.pattern == registry
     assert tok._scanner is not None and tok._scanner is native_scanner(spelling) is native_scanner(registry)
-    assert tok._split is chunk_splitter(registry)
+    assert tok.chunking.split is chunk_splitter(registry)
 
 
 @pytest.mark.parametrize(("spelling", "name"), [(TIKTOKEN_GPT2_SPLIT_PATTERN, "gpt2"),

@@ -255,6 +255,13 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
     if _native is not None and hasattr(_native, f"split_{name}"):
         _load_character_classes()
         return getattr(_native, f"split_{name}")
+    return regex_splitter(pattern)
+
+
+@functools.lru_cache(maxsize=32)
+def regex_splitter(pattern: str) -> Callable[[str], list[str]]:
+    """:func:`chunk_splitter` without the C scanners: the regex module, holding the GIL (what
+    runs where the C module is not built, as in remote code)."""
     compiled = compile_pattern(pattern)
     if compiled.groups == 0:
         return functools.partial(compiled.findall, **HOLD_GIL)  # whole matches already, and faster than finditer

@@ -51,9 +51,8 @@ from typing import Any
 import regex
 
 from .byte_unicode import bytes_to_unicode, unicode_to_token
-from .normalizers import Normalizer, resolve_normalizer
-from .patterns import HOLD_GIL, SPLIT_PATTERNS, chunk_splitter, compile_pattern, isolated_scanner_name, \
-    native_isolated_splitter, native_scanner, resolve_pattern, scanner_name
+from .patterns import HOLD_GIL, SPLIT_PATTERNS, chunk_splitter, compile_pattern, isolated_scanner_name, resolve_pattern, \
+    scanner_name
 from .unicode_tables import regex_class
 
 BEHAVIORS = {
@@ -173,32 +172,33 @@ class PreTokenizer:
     def pre_tokenize(self, text: str) -> list[str] | list[bytes]:
         """The pieces of ``text``: str, or bytes when a ``ByteLevel`` step is followed by others
         (those see byte symbols, and a piece may end inside a character)."""
-        return self._as_sequence().pre_tokenize(text)
+        return self.as_sequence().pre_tokenize(text)
 
     def pre_tokenize_with_positions(self, text: str) -> list[tuple[str | bytes, abc.Sequence[int]]]:
         """The pieces of ``text`` with, per character (or byte, for bytes pieces), its position
         in ``text`` (see :data:`Piece`)."""
-        return self._as_sequence().pre_tokenize_with_positions(text)
+        return self.as_sequence().pre_tokenize_with_positions(text)
 
     @property
     def plain_pattern(self) -> str | None:
         """The pattern whose matches are exactly this pipeline's pieces (``""``: no split), or
         None. Such a pipeline is what tiktoken, minbpe and the engine's ``pattern`` express."""
-        return self._as_sequence().plain_pattern
+        return self.as_sequence().plain_pattern
 
     @property
     def split_pattern(self) -> str | None:
         """The regex of a pipeline that is one regex ``Split`` (``""``: no split), or None; unlike
         :attr:`plain_pattern` this includes an ``isolated`` Split of any pattern, which keeps
         the text its pattern skips."""
-        return self._as_sequence().split_pattern
+        return self.as_sequence().split_pattern
 
     @property
     def emits_bytes(self) -> bool:
         """Whether :meth:`pre_tokenize` gives bytes pieces (see there)."""
-        return self._as_sequence().emits_bytes
+        return self.as_sequence().emits_bytes
 
-    def _as_sequence(self) -> Sequence:
+    def as_sequence(self) -> Sequence:
+        """This step as a one-step :class:`Sequence` (a Sequence is its own): what runs it."""
         sequence = self.__dict__.get("_sequence")
         if sequence is None:
             sequence = self.__dict__["_sequence"] = Sequence([self])
@@ -382,7 +382,8 @@ class Sequence(PreTokenizer):
         self._maps = {i for i in byte_levels if i < len(self._flat) - 1}
         self._emits_bytes = bool(byte_levels) and byte_levels[-1] < len(self._flat) - 1
 
-    def _as_sequence(self) -> Sequence:
+    def as_sequence(self) -> Sequence:
+        """This step as a one-step :class:`Sequence` (a Sequence is its own): what runs it."""
         return self
 
     def steps(self) -> list[PreTokenizer]:
@@ -555,73 +556,3 @@ def resolve_pre_tokenizer(spec: PreTokenizer | str | Mapping[str, Any] | None) -
     if isinstance(spec, Mapping):
         return pre_tokenizer_from_json(spec)
     raise TypeError(f"cannot make a pre-tokenizer from {spec!r}")
-
-
-# ------------------------------------------------------------------ normalizer + pipeline
-
-
-class ChunkSplitter:
-    """Text to chunks: normalize, then pre-tokenize (what ``encode``, training and ``extend`` all
-    do to ordinary text). Picklable, for worker processes."""
-
-    def __init__(self, normalizer: Normalizer | None, pre_tokenizer: PreTokenizer | None) -> None:
-        self.normalizer = resolve_normalizer(normalizer)
-        self.pre_tokenizer = pre_tokenizer
-        self._pipeline = None if pre_tokenizer is None else pre_tokenizer._as_sequence()
-        self.plain_pattern = "" if self._pipeline is None else self._pipeline.plain_pattern
-        self.split_pattern = "" if self._pipeline is None else self._pipeline.split_pattern
-        self.emits_bytes = self._pipeline is not None and self._pipeline.emits_bytes
-        if self.plain_pattern == "":
-            self.fast_split = None
-        elif self.plain_pattern is not None:
-            self.fast_split = chunk_splitter(self.plain_pattern)
-        elif self.split_pattern is not None:
-            self.fast_split = native_isolated_splitter(self.split_pattern) or \
-                functools.partial(isolated_split, compile_pattern(self.split_pattern))
-        else:
-            self.fast_split = self._pipeline.pre_tokenize
-        """The pre-tokenizer alone as a function (None: no split), for the engine's hot path."""
-        self.scanner = None
-        """The C scanner that cuts text as this does (a capsule, see ``patterns.native_scanner``),
-        with which the C kernel splits and encodes whole texts: when there is no normalizer and
-        the pipeline is one split pattern that a scanner knows (a plain pattern, or an isolated
-        Split: SuperBPE's stage 2); else None."""
-        if self.normalizer is None and self.plain_pattern:
-            self.scanner = native_scanner(self.plain_pattern)
-        elif self.normalizer is None and self.plain_pattern is None and self.split_pattern:
-            self.scanner = native_scanner(self.split_pattern, isolated=True)
-
-    def __call__(self, text: str) -> list[str] | list[bytes]:
-        if self.normalizer is not None:
-            text = self.normalizer.normalize(text)
-        if self.fast_split is None:
-            return [text] if text else []
-        return self.fast_split(text)
-
-    def with_spans(self, text: str) -> list[tuple[str | bytes, list[Span]]]:
-        """Each chunk of ``text`` with, per character (per byte for bytes chunks), the span of
-        ``text`` it comes from, through normalization and pre-tokenization, as ``tokenizers``
-        aligns them. A token made of chunk characters ``i:j`` covers the original text from
-        the smallest start to the largest end of their spans."""
-        if self.normalizer is not None:
-            normalized, alignment = self.normalizer.normalize_with_alignment(text)
-        else:
-            normalized, alignment = text, None
-        if self._pipeline is None:
-            pieces = [(normalized, range(len(normalized)))] if normalized else []
-        else:
-            pieces = self._pipeline.pre_tokenize_with_positions(normalized)
-        out = []
-        for piece, positions in pieces:
-            if alignment is None:
-                spans = [(p, p + 1) for p in positions]
-            else:
-                spans = [alignment[p] for p in positions]
-            out.append((piece, spans))
-        return out
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"normalizer": self.normalizer, "pre_tokenizer": self.pre_tokenizer}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["normalizer"], state["pre_tokenizer"])

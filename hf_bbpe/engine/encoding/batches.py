@@ -13,14 +13,31 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
-from .special_tokens import DisallowedSpecialToken
+from ..chunking.chunking import Chunking
+from .encoder import ChunkEncoder
+from .special_tokens import AllowedSpecial, DisallowedSpecial, DisallowedSpecialToken, SpecialTokenIndex
 from ..worker_pool import available_cpus, forked_pool, shared, usable_workers
 
-if TYPE_CHECKING:
-    from ..tokenizer import Tokenizer
+
+class Tokenizer(Protocol):
+    """What batches need of a tokenizer (``engine/tokenizer.py``'s ``Tokenizer`` is one)."""
+
+    @property
+    def chunking(self) -> Chunking: ...
+
+    @property
+    def encoder(self) -> ChunkEncoder: ...
+
+    @property
+    def special_token_index(self) -> SpecialTokenIndex: ...
+
+    def encode(self, text: str, allowed_special: AllowedSpecial = ..., disallowed_special: DisallowedSpecial = ...,
+               *, num_threads: int = 1) -> list[int]: ...
+
+    def encode_ordinary(self, text: str, *, num_threads: int = 1) -> list[int]: ...
 
 _PARALLEL_MIN_CHARS = 1 << 20  # below this, process start-up costs more than it saves
 _TASK_CHARS = 1 << 19  # characters of text per task sent to a worker
@@ -81,23 +98,67 @@ def encode_batch_to_numpy(tokenizer: Tokenizer, texts: Sequence[str], *, num_thr
     return ids.astype(np.uint32, copy=False), np.concatenate(offsets)
 
 
-def encode_to_numpy(tokenizer: Tokenizer, text: str, *, num_threads: int = 1, **options):
-    """``tokenizer.encode(text, **options)`` as a uint32 numpy array (tiktoken's ``encode_to_numpy``).
+def no_plain_array(text: str, allowed_special: object, disallowed_special: object, num_threads: int) -> None:
+    """``Tokenizer.encode_to_numpy``'s one C call before there is one: no array (the general path
+    runs)."""
+    return None
+
+
+# special-token arguments whose objects are kept by identity for encode_to_numpy's C call: only
+# immutable ones (a set could change between two calls)
+_IMMUTABLE_ARGUMENTS = frozenset({str, tuple, frozenset})
+
+_NUMPY_UINT32: tuple | None = None  # (numpy.frombuffer, its uint32 dtype), set on first use
+
+
+def _load_numpy_uint32() -> tuple:
+    """numpy's ``frombuffer`` and uint32 dtype, imported on first use (``import hf_bbpe`` stays
+    light) and kept: in a call made once per document, the import statement and the dtype's
+    parsing would cost more than encoding a short text."""
+    global _NUMPY_UINT32
+    import numpy
+
+    _NUMPY_UINT32 = (numpy.frombuffer, numpy.dtype(numpy.uint32))
+    return _NUMPY_UINT32
+
+
+def encode_to_numpy(tokenizer: Tokenizer, text: str, allowed_special: AllowedSpecial = "none_raise",
+                    disallowed_special: DisallowedSpecial = "all", num_threads: int = 1
+                    ) -> tuple[Any, Callable | None]:
+    """``tokenizer.encode(text, ...)`` as a uint32 numpy array (tiktoken's ``encode_to_numpy``),
+    and the C call that encodes the next text with the same special-token arguments in one step
+    (the kernel's ``PlainArrayCall``; :func:`no_plain_array` when there is none for them; None:
+    keep the one the tokenizer has).
 
     Where the C kernel encodes the whole text (a C scanner, no special token allowed) the ids go
     from its buffer to the array without a Python int per id; elsewhere, and for a text cut over
     ``num_threads`` threads, the list of ids is converted.
     """
+    scanner = tokenizer.chunking.scanner
+    if num_threads == 1 and scanner is not None:
+        specials = tokenizer.special_token_index
+        allowed, disallowed = specials.policy(allowed_special, disallowed_special)
+        if not allowed and not (disallowed and specials.regex(disallowed).search(text)):
+            encoder = tokenizer.encoder
+            ids = encoder.encode_text_array(text, scanner)
+            if ids is not None:
+                frombuffer, uint32 = _NUMPY_UINT32 or _load_numpy_uint32()
+                plain_array = None
+                if not disallowed and {type(allowed_special), type(disallowed_special)} <= _IMMUTABLE_ARGUMENTS:
+                    plain_array = encoder.plain_array_call(scanner, allowed_special, disallowed_special) \
+                        or no_plain_array
+                return frombuffer(ids, uint32), plain_array
     import numpy as np
 
+    options = {"allowed_special": allowed_special, "disallowed_special": disallowed_special}
     fast = _whole_text_encoder(tokenizer, [text], options) if num_threads == 1 else None
     if fast is not None:
         encode_texts, scanner = fast
         flat, _, surrogates = encode_texts([text], scanner, False, 1)
         if not surrogates:
             ids = np.frombuffer(flat, dtype=np.uint32)
-            return ids if ids.flags.writeable else ids.copy()
-    return np.asarray(tokenizer.encode(text, num_threads=num_threads, **options), dtype=np.uint32)
+            return (ids if ids.flags.writeable else ids.copy()), None
+    return np.asarray(tokenizer.encode(text, num_threads=num_threads, **options), dtype=np.uint32), None
 
 
 def encode_batch_flat(tokenizer: Tokenizer, texts: Sequence[str], *, num_workers: int | None = None, **options):
@@ -136,20 +197,22 @@ def _whole_text_encoder(tokenizer: Tokenizer, texts: list[str], options: dict):
     """``(encode_texts, scanner)`` when every text can go through the C kernel in one call: a C
     scanner splits, the C kernel encodes, and no special token is allowed (a disallowed one
     raises here, as ``encode`` would). None when texts must go through ``tokenizer.encode``."""
-    scanner = getattr(tokenizer, "_scanner", None)
-    if scanner is None or not tokenizer._encoder.native:
+    scanner = tokenizer.chunking.scanner
+    encoder = tokenizer.encoder
+    if scanner is None or not encoder.native:
         return None
-    allowed, disallowed = tokenizer._special_policy(options.get("allowed_special", "none_raise"),
-                                                    options.get("disallowed_special", "all"))
+    specials = tokenizer.special_token_index
+    allowed, disallowed = specials.policy(options.get("allowed_special", "none_raise"),
+                                          options.get("disallowed_special", "all"))
     if allowed:
         return None
     if disallowed:
-        search = tokenizer._special_regex(disallowed).search
+        search = specials.regex(disallowed).search
         for text in texts:
             match = search(text)
             if match:
                 raise DisallowedSpecialToken(match.group())
-    return tokenizer._encoder.encode_texts, scanner
+    return encoder.encode_texts, scanner
 
 
 def _threaded(task, texts: list[str], num_threads: int | None) -> list:

@@ -41,6 +41,7 @@ from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 
+from ..chunking.chunking import Chunking
 from ..chunking.patterns import part_scanner
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
@@ -533,3 +534,28 @@ def _renumbering(merges: Mapping[tuple[int, int], int], byte_ids: Sequence[int],
     if top <= _KERNEL_MAX_ID and (top < _KERNEL_DENSE_IDS or top < 8 * (len(token_ids) + len(merges) + 256)):
         return None
     return sorted({*byte_ids, *token_ids, *merges.values(), *(idx for pair in merges for idx in pair)})
+
+
+def encode_split_text(encoder: ChunkEncoder, chunking: Chunking, text: str, num_threads: int = 1) -> list[int]:
+    """``Tokenizer.encode_ordinary`` past its one C call: ``text`` cut by ``chunking`` (its C
+    scanner, or its splitter) and encoded chunk by chunk. A lone surrogate follows tiktoken's
+    rule: pair what pairs, replace the rest by U+FFFD."""
+    try:
+        return _encode_split_text(encoder, chunking, text, num_threads)
+    except UnicodeEncodeError:
+        return _encode_split_text(encoder, chunking, text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"),
+                                  num_threads)
+
+
+def _encode_split_text(encoder: ChunkEncoder, chunking: Chunking, text: str, num_threads: int) -> list[int]:
+    if chunking.scanner is not None:
+        ids = encoder.encode_text(text, chunking.scanner, num_threads)
+        if ids is not None:
+            return ids
+    split = chunking.split
+    if split is None:
+        return encoder.encode_bytes(text.encode("utf-8"))
+    if chunking.emits_bytes:
+        encode_bytes = encoder.encode_bytes
+        return [idx for chunk in split(text) for idx in encode_bytes(chunk)]
+    return encoder.encode_chunks(split(text))

@@ -6,13 +6,58 @@ characters its bytes come from; a token that holds only part of a multi-byte cha
 that whole character, so neighbouring tokens can share one. This is what the ``tokenizers``
 library reports for byte-level BPE (tests compare the two on multilingual text).
 
-This module is also copied into model folders as remote code: it imports only the standard library.
+Under a normalizer or a pre-tokenizer that changes the text, :func:`encoded_offsets` goes chunk by
+chunk through the spans the chunking reports (``Chunking.with_spans``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import accumulate
+
+from ..chunking.chunking import Chunking
+from ..chunking.normalizers import original_span
+from .special_tokens import SpecialTokenIndex, split_on
+
+
+def encoded_offsets(text: str, ids: list[int], vocab: Mapping[int, bytes], chunking: Chunking,
+                    specials: SpecialTokenIndex, allowed: frozenset[str]) -> list[tuple[int, int]]:
+    """Each token's ``(start, end)`` character offsets in ``text``, for ``ids``, its encoding
+    with the special tokens ``allowed`` (``Tokenizer.encode_with_offsets``): a token covers the
+    original characters its (normalized) characters come from."""
+    if chunking.is_plain:  # the tokens' bytes are the text's bytes
+        return token_char_spans(text, [len(vocab[idx]) for idx in ids])
+    if not specials.normalized.isdisjoint(allowed):
+        raise NotImplementedError("offsets with special tokens found in the normalized text")
+    lengths = iter([len(vocab[idx]) for idx in ids])
+    offsets: list[tuple[int, int]] = []
+    at = 0
+    for stretch, is_special in split_on(text, specials.regex(allowed) if allowed else None):
+        if is_special:
+            next(lengths)
+            offsets.append((at, at + len(stretch)))
+        else:
+            offsets += _stretch_offsets(chunking, stretch, at, lengths)
+        at += len(stretch)
+    return offsets
+
+
+def _stretch_offsets(chunking: Chunking, stretch: str, at: int, lengths: Iterator[int]) -> list[tuple[int, int]]:
+    """Offsets (from ``at``) of the tokens of ``stretch``, text without special tokens, taking
+    their byte lengths from ``lengths``: chunk by chunk, since each chunk is encoded alone."""
+    offsets: list[tuple[int, int]] = []
+    for chunk, spans in chunking.with_spans(stretch):
+        data = chunk if isinstance(chunk, bytes) else chunk.encode("utf-8", "surrogatepass")
+        taken: list[int] = []
+        while sum(taken) < len(data):
+            taken.append(next(lengths))
+        if isinstance(chunk, bytes):  # spans are per byte
+            ends = list(accumulate(taken))
+            parts = list(zip([0, *ends[:-1]], ends))
+        else:
+            parts = token_char_spans(chunk, taken)
+        offsets += [(start + at, end + at) for start, end in (original_span(spans, a, b) for a, b in parts)]
+    return offsets
 
 
 def token_char_spans(text: str, byte_lengths: Iterable[int]) -> list[tuple[int, int]]:

@@ -21,7 +21,7 @@ raise on all; a set -> allow those (and, as in tiktoken, raise on the others unl
 from __future__ import annotations
 
 import operator
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, Union
 
@@ -138,6 +138,18 @@ class TokenRoles:
         return cls(**data)
 
 
+def checked_normalized_specials(tokens: Iterable[str], special_tokens: Mapping[str, int], *,
+                                of_file: bool = False) -> frozenset[str]:
+    """``tokens`` as the special tokens found in normalized text, after checking that each is one
+    of ``special_tokens`` (a ValueError names the first that is not; ``of_file``: read from one)."""
+    tokens = frozenset(tokens)
+    unknown = sorted(tokens - special_tokens.keys())
+    if unknown:
+        which = "a special token of the file" if of_file else "a registered special token"
+        raise ValueError(f"normalized special token {unknown[0]!r} is not {which}")
+    return tokens
+
+
 class DisallowedSpecialToken(ValueError):
     """``encode`` met text that spells a special token it may not encode as one; ``.token`` names it."""
 
@@ -217,3 +229,100 @@ def split_on(text: str, pattern: regex.Pattern | None) -> list[tuple[str, bool]]
     if start < len(text):
         parts.append((text[start:], False))
     return parts
+
+
+_NO_ARGUMENT = object()  # what no call passes: the last policy's arguments before the first call
+
+
+class SpecialTokenIndex:
+    """A tokenizer's special tokens as ``encode`` uses them, with what it derives from them kept:
+    the policy (:func:`resolve_special_policy`) of each pair of arguments, the regex of each set
+    of tokens, and the normalized forms of the tokens found in normalized text.
+
+    Made again whenever the special tokens change (the tokenizer makes a new one), so nothing
+    here is ever stale; treat ``tokens`` and ``normalized`` as read-only."""
+
+    def __init__(self, tokens: Mapping[str, int], normalized: frozenset[str] = frozenset()) -> None:
+        self.tokens = tokens
+        """``{special token: id}``."""
+        self.normalized = normalized
+        """The special tokens found in the normalized text (``normalized_special_tokens``)."""
+        self._regexes: dict[frozenset[str], regex.Pattern] = {}
+        self._policies: dict[tuple, tuple[frozenset[str], frozenset[str]]] = {}
+        self._last_policy: tuple = (_NO_ARGUMENT, _NO_ARGUMENT, (frozenset(), frozenset()))
+        self._forms: tuple[Any, dict[str, str]] | None = None  # (normalizer, {normalized form: token})
+
+    def policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial
+               ) -> tuple[frozenset[str], frozenset[str]]:
+        """``(allowed, disallowed)`` for ``encode``'s arguments (:func:`resolve_special_policy`)."""
+        last = self._last_policy  # the same arguments as the last call (one per document): no hashing
+        if last[0] is allowed_special and last[1] is disallowed_special:
+            return last[2]
+        try:
+            key = (allowed_special, disallowed_special)
+            policy = self._policies[key]
+        except TypeError:  # an unhashable set: resolve every time
+            return resolve_special_policy(self.tokens, allowed_special, disallowed_special)
+        except KeyError:
+            policy = self._policies[key] = resolve_special_policy(self.tokens, allowed_special, disallowed_special)
+        self._last_policy = (allowed_special, disallowed_special, policy)  # (hashable, so immutable)
+        return policy
+
+    def regex(self, tokens: frozenset[str]) -> regex.Pattern:
+        """The regex that finds ``tokens`` in text (:func:`special_token_regex`), compiled once."""
+        found = self._regexes.get(tokens)
+        if found is None:
+            found = self._regexes[tokens] = special_token_regex(tokens)
+        return found
+
+    def encode_normalized(self, text: str, allowed: frozenset[str], disallowed: frozenset[str], normalizer: Any,
+                          encode_ordinary: Callable[[str], list[int]]) -> list[int]:
+        """``encode`` when some special tokens are found in the normalized text, in ``tokenizers``'
+        two passes: first the other special tokens in ``text`` as given, then, in each stretch
+        between them normalized by ``normalizer``, these by their normalized spelling; the rest
+        of each stretch goes to ``encode_ordinary``."""
+        late = self.normalized
+        normalize = normalizer.normalize if normalizer is not None else str
+        cached = self._forms
+        if cached is None or cached[0] is not normalizer:
+            forms: dict[str, str] = {}
+            for token in sorted(late, reverse=True):  # a form two tokens share goes to the first by name
+                if normalize(token):
+                    forms[normalize(token)] = token
+            cached = self._forms = (normalizer, forms)
+        by_form = cached[1]
+        forbidden = frozenset(form for form, token in by_form.items() if token in disallowed)
+        wanted = frozenset(form for form, token in by_form.items() if token in allowed)
+        if disallowed - late:
+            match = self.regex(disallowed - late).search(text)
+            if match:
+                raise DisallowedSpecialToken(match.group())
+        ids: list[int] = []
+        for stretch, is_special in split_on(text, self.regex(allowed - late) if allowed - late else None):
+            if is_special:
+                ids.append(self.tokens[stretch])
+                continue
+            normalized = normalize(stretch)
+            if forbidden:
+                match = self.regex(forbidden).search(normalized)
+                if match:
+                    raise DisallowedSpecialToken(by_form[match.group()])
+            for piece, is_form in split_on(normalized, self.regex(wanted) if wanted else None):
+                # the piece is normalized already; normalizing again changes nothing (normal forms are idempotent)
+                ids += [self.tokens[by_form[piece]]] if is_form else encode_ordinary(piece)
+        return ids
+
+    def encode_allowed(self, text: str, allowed: frozenset[str], encode_ordinary: Callable[..., list[int]],
+                       num_threads: int = 1) -> list[int]:
+        """``encode`` when the special tokens ``allowed`` may be in ``text``: each is its id, the
+        text between them goes to ``encode_ordinary(stretch, num_threads=num_threads)``."""
+        ids: list[int] = []
+        start = 0
+        for match in self.regex(allowed).finditer(text):
+            if match.start() > start:
+                ids += encode_ordinary(text[start : match.start()], num_threads=num_threads)
+            ids.append(self.tokens[match.group()])
+            start = match.end()
+        if start < len(text):
+            ids += encode_ordinary(text[start:], num_threads=num_threads)
+        return ids

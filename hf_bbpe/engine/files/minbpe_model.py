@@ -40,6 +40,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from .atomic_write import remove_stale_temps, write_bytes_atomic, write_text_atomic
 from ..chunking.byte_unicode import render_token
@@ -88,6 +89,41 @@ def write_model_file(path: str | os.PathLike, contents: ModelFileContents) -> No
     that raises ValueError naming it (write the pattern's line breaks as ``\\n`` instead).
     """
     write_text_atomic(path, model_file_text(path, contents))
+
+
+class _Tokenizer(Protocol):
+    """A tokenizer, as far as :func:`save_tokenizer` needs one (``Tokenizer`` is one)."""
+
+    mode: str
+    merges: dict[tuple[int, int], int]
+    unmerged_tokens: dict[int, bytes]
+    vocab: dict[int, bytes]
+    special_tokens: dict[str, int]
+    byte_ids: list[int]
+    normalized_special_tokens: frozenset[str]
+    plain_pattern: str | None
+    is_plain: bool
+    roles: Any
+    normalizer: Any
+    pre_tokenizer: Any
+
+    def merge_list_mismatch(self) -> int | None: ...
+
+
+def save_tokenizer(tok: _Tokenizer, file_prefix: str | os.PathLike) -> None:
+    """``Tokenizer.save``: ``<prefix>.model`` (minbpe v1 when ``tok`` fits its layout, else this
+    module's extension) and ``<prefix>.vocab``, from ``tok``'s public state."""
+    mode = tok.mode
+    if mode == "ranks" and tok.merge_list_mismatch() is None:
+        mode = "merges"  # the merges alone encode alike (minbpe can read it)
+    contents = ModelFileContents(tok.plain_pattern or "", dict(tok.special_tokens), dict(tok.merges),
+                                 list(tok.byte_ids), mode=mode, unmerged=dict(tok.unmerged_tokens),
+                                 normalized_specials=sorted(tok.normalized_special_tokens),
+                                 roles=tok.roles.as_kwargs())
+    if not tok.is_plain:
+        contents.normalizer = None if tok.normalizer is None else tok.normalizer.to_json()
+        contents.pre_tokenizer = None if tok.pre_tokenizer is None else tok.pre_tokenizer.to_json()
+    save_model_files(Path(file_prefix), contents, tok.vocab, tok.merges)
 
 
 def save_model_files(prefix: str | os.PathLike, contents: ModelFileContents, vocab: dict[int, bytes],

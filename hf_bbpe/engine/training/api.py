@@ -24,39 +24,23 @@ import os
 from array import array
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from .counting_reference import count_chunks, warn_if_mostly_control
 from .counts_file import check_pattern, load_counts
 from .counting import ChunkCounts, available, count_native, is_arrow_dataset
-from ..chunking.patterns import check_split_pattern, isolated_scanner_name
+from ..chunking.patterns import check_split_pattern
 from ..progress import progress_bar
+from ..encoding.vocabulary import Merges
+from .options import Trainable, TrainingOptions
 from .superwords import SuperwordConfig, superword_config
 from .text_files import check_doc_mode, iter_file_documents, training_files
 from ..worker_pool import available_cpus
 from .merge_loop import reduce_words, train_flat_merges, train_merges
 
-if TYPE_CHECKING:
-    from ..tokenizer import Merges, Tokenizer
 
-
-def train_tokenizer(
-    tok: Tokenizer,
-    text: Any,
-    vocab_size: int,
-    verbose: bool = False,
-    *,
-    files: Any = None,
-    tie_break: str = "smallest_pair",
-    min_frequency: int = 1,
-    num_workers: int | None = None,
-    progress: bool | None = None,
-    text_column: str = "text",
-    docs: str = "line",
-    max_memory: int | str | None = None,
-    superwords: SuperwordConfig | bool | None = None,
-) -> None:
+def train_tokenizer(tok: Trainable, text: Any, files: Any, vocab_size: int, options: TrainingOptions) -> None:
     """``tok.train``: count the chunks of ``text`` or ``files``, then :func:`train_tokenizer_from_counts`.
 
     With ``superwords`` (SuperBPE, see superwords.py) that is stage 1, up to the transition; the
@@ -64,34 +48,27 @@ def train_tokenizer(
     segmented by the stage-1 merges, train the rest of the merges."""
     check_vocab_size(vocab_size)
     check_training_pattern(tok)
-    config = superword_config(superwords)
+    config = superword_config(options.superwords)
     if config is not None:
         check_superword_corpus(tok, text)
     stage1 = vocab_size if config is None else config.stage1_vocab_size(vocab_size)
-    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
-                          max_memory=max_memory)
+    counts = chunk_counts(tok, text, files, options)
     check_counted(counts, source_names(text, files), tok if stage1 > 256 else None)
-    train_tokenizer_from_counts(tok, counts, stage1, verbose, tie_break=tie_break,
-                                min_frequency=min_frequency, progress=progress, consume=True)
+    train_tokenizer_from_counts(tok, counts, stage1, options, consume=True)
     if config is None:
         return
     del counts
     config.set_chunking(tok)
-    counts = chunk_counts(tok, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
-                          max_memory=max_memory)
-    tok._set_merges(continued_merges(tok, counts, vocab_size - 256 - len(tok.merges), tie_break, min_frequency,
-                                     verbose, progress, config, num_workers))
+    counts = chunk_counts(tok, text, files, options)
+    tok.adopt_merges(continued_merges(tok, counts, vocab_size - 256 - len(tok.merges), options, config))
 
 
 def train_tokenizer_from_counts(
-    tok: Tokenizer,
+    tok: Trainable,
     counts: Mapping[str | bytes, int] | ChunkCounts | str | os.PathLike,
     vocab_size: int,
-    verbose: bool = False,
+    options: TrainingOptions,
     *,
-    tie_break: str = "smallest_pair",
-    min_frequency: int = 1,
-    progress: bool | None = None,
     consume: bool = False,
 ) -> None:
     """``tok.train_from_counts``: the merges of ``{chunk: count}``, of the C kernel's
@@ -103,12 +80,11 @@ def train_tokenizer_from_counts(
     if isinstance(counts, (str, os.PathLike)):
         counts = load_counts(counts)
     if isinstance(counts, ChunkCounts) and counts.source is not None:
-        check_pattern(counts, counted_pattern(tok, counts.source))
+        check_pattern(counts, tok.chunking.counts_file_pattern(counts.source))
     warn_if_mostly_control(counts, stacklevel=4)
     if isinstance(counts, ChunkCounts):
-        tok._reset_to_bytes()
-        tok._set_merges(learn(tok, counts, None, vocab_size - 256, tie_break, min_frequency, verbose, progress,
-                              consume=consume))
+        tok.reset_to_bytes()
+        tok.adopt_merges(learn(tok, counts, None, vocab_size - 256, options, consume=consume))
         return
     words = []
     weights = []
@@ -126,8 +102,8 @@ def train_tokenizer_from_counts(
             words.append(data)
             weights.append(count)
     check_pair_counts_fit(words, weights)
-    tok._reset_to_bytes()
-    tok._set_merges(learn(tok, words, weights, vocab_size - 256, tie_break, min_frequency, verbose, progress))
+    tok.reset_to_bytes()
+    tok.adopt_merges(learn(tok, words, weights, vocab_size - 256, options))
 
 
 def check_pair_counts_fit(words: Sequence[bytes], weights: Sequence[int]) -> None:
@@ -139,63 +115,53 @@ def check_pair_counts_fit(words: Sequence[bytes], weights: Sequence[int]) -> Non
                          "loop's 64-bit limit (2**63 - 1); scale the counts down")
 
 
-def extend_tokenizer(
-    tok: Tokenizer,
-    text: Any,
-    num_new_merges: int | None,
-    verbose: bool = False,
-    *,
-    files: Any = None,
-    tie_break: str = "smallest_pair",
-    min_frequency: int = 1,
-    num_workers: int | None = None,
-    progress: bool | None = None,
-    text_column: str = "text",
-    docs: str = "line",
-    max_memory: int | str | None = None,
-    superwords: SuperwordConfig | bool | None = None,
-) -> Tokenizer:
+def extend_tokenizer(tok: Trainable, text: Any, files: Any, num_new_merges: int | None,
+                     options: TrainingOptions) -> Trainable:
     """``tok.extend``: a copy of ``tok`` with up to ``num_new_merges`` merges learned on top
     (with ``superwords``, on the chunks of stage 2's chunking, which the copy keeps)."""
     if not isinstance(num_new_merges, int) or isinstance(num_new_merges, bool):
         raise TypeError(f"num_new_merges must be an int, got {num_new_merges!r}")
-    config = superword_config(superwords)
-    extended = tok._copy_for_extension()
+    config = superword_config(options.superwords)
+    extended = copy_for_extension(tok)
     if config is not None:
         if config.transition is not None:
             raise ValueError("extend keeps every merge of the tokenizer as stage 1: a transition is for train "
                              f"(got transition={config.transition!r})")
         config.set_chunking(extended)
-    counts = chunk_counts(extended, text, num_workers, progress, tie_break, text_column, files=files, docs=docs,
-                          max_memory=max_memory)
-    extended._set_merges(continued_merges(extended, counts, num_new_merges, tie_break, min_frequency, verbose,
-                                          progress, config, num_workers))
+    counts = chunk_counts(extended, text, files, options)
+    extended.adopt_merges(continued_merges(extended, counts, num_new_merges, options, config))
     return extended
 
 
-def continued_merges(
-    tok: Tokenizer,
-    counts: Mapping[str, int] | ChunkCounts,
-    num_new_merges: int,
-    tie_break: str,
-    min_frequency: int,
-    verbose: bool,
-    progress: bool | None,
-    superwords: SuperwordConfig | None = None,
-    num_workers: int | None = None,
-) -> Merges:
+def copy_for_extension(tok: Trainable) -> Trainable:
+    """A copy of ``tok`` that ``extend`` adds merges to: the same merges, mode, special tokens
+    (and their roles) and chunking."""
+    extended = type(tok).from_merges(
+        tok.merges, special_tokens=tok.special_tokens, byte_ids=tok.byte_ids,
+        check=False, unmerged_tokens=tok.unmerged_tokens, mode=tok.mode,
+        allow_large_ids=True,  # the ids were checked when they were registered in tok
+        pre_tokenizer=tok.pre_tokenizer, normalizer=tok.normalizer,
+    )
+    if tok.normalized_special_tokens:
+        extended.normalized_special_tokens = tok.normalized_special_tokens
+    extended.roles = tok.roles
+    return extended
+
+
+def continued_merges(tok: Trainable, counts: Mapping[str, int] | ChunkCounts, num_new_merges: int,
+                     options: TrainingOptions, superwords: SuperwordConfig | None = None) -> Merges:
     """``tok``'s merges and up to ``num_new_merges`` more, learned on ``counts``' chunks as
     ``tok``'s merges segment them (``extend``, and SuperBPE's stage 2): no new token repeats the
     bytes of an existing one, and ``superwords`` vetoes the tokens its rules refuse. The chunks
     are segmented in one call (``ChunkEncoder.encode_pieces``: C threads, no Python object per
     chunk from the C counter's buffers) and the merge loop works in the ids it gives."""
     warn_if_mostly_control(counts, stacklevel=5)
-    words = segmented_chunks(tok, counts, num_workers)
-    return learn(tok, words, None, num_new_merges, tie_break, min_frequency, verbose, progress,
-                 unique_bytes=True, consume=True, token_filter=None if superwords is None else superwords.allows)
+    words = segmented_chunks(tok, counts, options.num_workers)
+    return learn(tok, words, None, num_new_merges, options, unique_bytes=True, consume=True,
+                 token_filter=None if superwords is None else superwords.allows)
 
 
-def segmented_chunks(tok: Tokenizer, counts: Mapping[str, int] | ChunkCounts,
+def segmented_chunks(tok: Trainable, counts: Mapping[str, int] | ChunkCounts,
                      num_workers: int | None = None) -> tuple[Any, Any, Any]:
     """``counts``' chunks as ``tok``'s merges segment them, as the merge loop takes words of ids:
     ``(ids, lengths, counts)`` (``ChunkEncoder.encode_pieces`` on up to ``num_workers`` threads;
@@ -206,36 +172,35 @@ def segmented_chunks(tok: Tokenizer, counts: Mapping[str, int] | ChunkCounts,
         chunks = [chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk) for chunk in counts]
         pieces, lengths, weights = b"".join(chunks), array("i", map(len, chunks)), array("q", counts.values())
         del chunks
-    ids, id_counts = tok._encoder.encode_pieces(pieces, lengths, max(1, num_workers or available_cpus()))
+    ids, id_counts = tok.encoder.encode_pieces(pieces, lengths, max(1, num_workers or available_cpus()))
     return ids, id_counts, weights
 
 
-def check_superword_corpus(tok: Tokenizer, text: Any) -> None:
+def check_superword_corpus(tok: Trainable, text: Any) -> None:
     """Superwords need a tokenizer that splits text (a BasicTokenizer's documents are whole
     chunks already) and a corpus that can be read twice (stage 2 splits it again)."""
-    if tok._chunker.pre_tokenizer is None:
+    if tok.pre_tokenizer is None:
         raise ValueError(f"superwords need a split pattern for stage 1; this {type(tok).__name__} has none")
     if text is not None and not isinstance(text, (str, os.PathLike)) and iter(text) is text:
         raise TypeError("training with superwords reads the corpus twice (stage 2 splits it again): pass a list, "
                         "a str, files= or a dataset, not a one-shot iterator or generator")
 
 
-def chunk_counts(
-    tok: Tokenizer, text: Any, num_workers: int | None, progress: bool | None, tie_break: str, text_column: str,
-    *, files: Any = None, docs: str = "line", max_memory: int | str | None = None, out: Any = None,
-) -> dict[str, int] | ChunkCounts:
+def chunk_counts(tok: Trainable, text: Any, files: Any, options: TrainingOptions, out: Any = None
+                 ) -> dict[str, int] | ChunkCounts:
     """The chunk counts of training text or files: with the C kernel where it splits the
     tokenizer's chunking, else in this machine's processes, or on Ray for a Ray Dataset.
 
     ``files`` (a path or several) or a ``text`` that is an ``os.PathLike`` or a list of them are
     files (see text_files.py; ``docs`` says how text files are cut into documents); a str is
-    always text. ``num_workers``: the kernel's threads, or the processes of the other paths
-    (default: the CPUs available). ``max_memory`` bounds the C kernel's memory (its tables
-    spill to disk: see native_counting.count_native); ``out`` writes its counts to a counts file."""
+    always text. ``options.num_workers``: the kernel's threads, or the processes of the other
+    paths (default: the CPUs available). ``options.max_memory`` bounds the C kernel's memory (its
+    tables spill to disk: see counting.count_native); ``out`` writes its counts to a counts file."""
+    num_workers, progress, text_column = options.num_workers, options.progress, options.text_column
+    docs, max_memory = options.docs, options.max_memory
     check_doc_mode(docs)
     files = training_paths(text, files)
-    spec = tok._chunking_spec()
-    split = native_split(tok)
+    split = tok.chunking.native_split
     native = split is not None and available(split[0], isolated=split[1]) and not _is_ray_dataset(text)
     if max_memory is not None and not native:
         raise ValueError(
@@ -251,8 +216,8 @@ def chunk_counts(
     if files is not None:
         text = iter_file_documents(files, text_column, docs)
     if not _is_ray_dataset(text):
-        return count_chunks(text, spec, num_workers=num_workers, progress=progress)
-    if tie_break == "first_occurrence":
+        return count_chunks(text, tok.chunking.counting_spec, num_workers=num_workers, progress=progress)
+    if options.tie_break == "first_occurrence":
         raise ValueError(
             "tie_break='first_occurrence' needs the order of the documents, which a Ray Dataset does not "
             "define: count with hf_bbpe.distributed.count_chunks(ds, tok, order_column=...) and call "
@@ -263,43 +228,21 @@ def chunk_counts(
     return _dataset_counter(text, tok, text_column)
 
 
-def count_tokenizer_chunks(
-    tok: Tokenizer,
-    text: Any = None,
-    *,
-    files: Any = None,
-    docs: str = "line",
-    text_column: str = "text",
-    num_workers: int | None = None,
-    progress: bool | None = None,
-    max_memory: int | str | None = None,
-    out: str | os.PathLike | None = None,
-) -> ChunkCounts:
+def count_tokenizer_chunks(tok: Trainable, text: Any, files: Any, options: TrainingOptions,
+                           out: str | os.PathLike | None = None) -> ChunkCounts:
     """``tok.count_chunks``: the chunk counts of ``text`` or ``files`` with ``tok``'s chunking, as
     :class:`~native_counting.ChunkCounts` (the C kernel's, or Python's counts made flat), written
     to the counts file ``out`` too if given (see counts_file.py)."""
     check_training_pattern(tok)
     if out is not None:
-        counted_pattern(tok, os.fspath(out))
-    counts = chunk_counts(tok, text, num_workers, progress, "smallest_pair", text_column, files=files, docs=docs,
-                          max_memory=max_memory, out=out)
+        tok.chunking.counts_file_pattern(os.fspath(out))
+    counts = chunk_counts(tok, text, files, options, out=out)
     if isinstance(counts, ChunkCounts):
         return counts
-    counts = ChunkCounts.from_dict(counts, tok._chunking_spec())
+    counts = ChunkCounts.from_dict(counts, tok.chunking.counting_spec)
     if out is not None:
         counts.save(out)
     return counts
-
-
-def counted_pattern(tok: Tokenizer, source: str) -> str | None:
-    """The split pattern that a counts file made with ``tok`` names (its plain pattern, or None
-    for no split); a tokenizer with a normalizer or pre-tokenizer pipeline has none (ValueError)."""
-    spec = tok._chunking_spec()
-    if spec is not None and not isinstance(spec, str):
-        raise ValueError(f"{source}: a counts file holds the chunks of a split pattern; this tokenizer normalizes or "
-                         "pre-tokenizes its text (count with a plain RegexTokenizer, or use train_from_counts with a "
-                         "mapping)")
-    return spec
 
 
 def training_paths(text: Any, files: Any) -> list[str] | None:
@@ -329,20 +272,7 @@ def training_paths(text: Any, files: Any) -> list[str] | None:
     return None
 
 
-def native_split(tok: Tokenizer) -> tuple[str, bool] | None:
-    """``(pattern, isolated)`` when ``tok``'s chunking is one split pattern and no normalizer:
-    its plain pattern's matches, or ``Split(pattern, "isolated")`` (SuperBPE's stage 2)."""
-    chunker = tok._chunker
-    if chunker.normalizer is not None:
-        return None
-    if chunker.plain_pattern:
-        return chunker.plain_pattern, False
-    if chunker.plain_pattern is None and chunker.split_pattern:
-        return chunker.split_pattern, True
-    return None
-
-
-DatasetCounter = Callable[[Any, "Tokenizer", str], Any]
+DatasetCounter = Callable[[Any, Trainable, str], Any]
 _dataset_counter: DatasetCounter | None = None
 
 
@@ -360,14 +290,12 @@ def _is_ray_dataset(text: Any) -> bool:
 
 
 def learn(
-    tok: Tokenizer,
+    tok: Trainable,
     words: list[bytes] | list[list[int]] | ChunkCounts | tuple[Any, Any, Any],
     weights: list[int] | None,
     num_merges: int,
-    tie_break: str,
-    min_frequency: int,
-    verbose: bool,
-    progress: bool | None,
+    options: TrainingOptions,
+    *,
     unique_bytes: bool = False,
     consume: bool = False,
     token_filter: Callable[[bytes], bool] | None = None,
@@ -386,13 +314,16 @@ def learn(
     counts enough can join them (``trainer.reduce_words``): the loop runs
     on the cut words, and again on the whole ones only if its last merge counts less than the
     cut assumed (then its merges could differ), so the merges are always those of the words.
+    Reads ``options``' ``tie_break``, ``min_frequency``, ``verbose`` and ``progress``.
     """
-    options = {
-        "first_id": max(tok._normal_ids()) + 1,
+    tie_break, verbose, progress = options.tie_break, options.verbose, options.progress
+    specials = set(tok.special_tokens.values())
+    loop_options = {
+        "first_id": max(idx for idx in tok.vocab if idx not in specials) + 1,
         "taken_ids": tok.vocab.keys(),
         "tie_break": tie_break,
-        "min_frequency": min_frequency,
-        "byte_ids": tok._byte_ids,
+        "min_frequency": options.min_frequency,
+        "byte_ids": tok.byte_ids,
     }
 
     def run(words: Any, weights: Any, consume: bool, quiet: bool = False) -> tuple[list, list[int]]:
@@ -427,12 +358,12 @@ def learn(
             if quiet:
                 warnings.simplefilter("ignore")
             if isinstance(words, ChunkCounts):
-                learned = train_flat_merges(*words.buffers(spend=consume), num_merges, consume=consume, **options,
+                learned = train_flat_merges(*words.buffers(spend=consume), num_merges, consume=consume, **loop_options,
                                             **callbacks)
             elif isinstance(words, tuple):
-                learned = train_flat_merges(*words, num_merges, consume=consume, **options, **callbacks)
+                learned = train_flat_merges(*words, num_merges, consume=consume, **loop_options, **callbacks)
             else:
-                learned = train_merges(words, weights, num_merges, **options, **callbacks)
+                learned = train_merges(words, weights, num_merges, **loop_options, **callbacks)
         bar.close()
         return learned, counts
 
@@ -473,10 +404,10 @@ def hf_dataset_texts(data: Any, text_column: str) -> Any:
     return (text for batch in data.select_columns([text_column]).iter(batch_size=1024) for text in batch[text_column])
 
 
-def check_training_pattern(tok: Tokenizer) -> None:
+def check_training_pattern(tok: Trainable) -> None:
     """Refuse, before counting, a split pattern training cannot use or a saved folder cannot hold
     (:func:`patterns.check_split_pattern`: one line naming the pattern)."""
-    pattern = tok._chunker.plain_pattern
+    pattern = tok.plain_pattern
     if pattern:
         check_split_pattern(pattern)
 
@@ -485,7 +416,7 @@ EMPTY_INPUT = "empty input (no text to work on)"
 """What training says of input without text: the words the command line uses (cli/text_input.py)."""
 
 
-def check_counted(counts: Mapping[str | bytes, int] | ChunkCounts, names: list[str], tok: Tokenizer | None = None
+def check_counted(counts: Mapping[str | bytes, int] | ChunkCounts, names: list[str], tok: Trainable | None = None
                   ) -> None:
     """Refuse counts without a chunk: empty input, or text the split pattern matches none of (a
     ValueError naming the files ``names``, if any). Training would return the 256 bytes alone. With
@@ -494,8 +425,8 @@ def check_counted(counts: Mapping[str | bytes, int] | ChunkCounts, names: list[s
     built-in pattern, which matches every character, that is a text too small, and only warned)."""
     where = f"{', '.join(names[:3])}{f' and {len(names) - 3} more' if len(names) > 3 else ''}: " if names else ""
     if len(counts):
-        pattern = tok._chunker.plain_pattern if tok is not None else None
-        if pattern and isolated_scanner_name(pattern) is None and _longest_chunk(counts) < 2:
+        pattern = tok.plain_pattern if tok is not None else None
+        if pattern and tok.chunking.builtin_name is None and _longest_chunk(counts) < 2:
             shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
             raise ValueError(f"split pattern {shown!r} makes no chunk of two or more bytes of the training text: "
                              "BPE merges only inside chunks, so there is nothing to learn (does the pattern leave most "

@@ -19,114 +19,25 @@ carries), takes engine/training/counting_reference.py, the readable twin; both g
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .chunk_counts import ChunkCounts, counting_kernel
 from .counting_reference import document_batches
+from .counts_file import load_counts, write_counts_file
 from ..chunking.patterns import native_scanner
 from ..progress import progress_bar
 from .text_files import DOC_MODES, JSONL, PARQUET, check_doc_mode, file_kind, iter_file_documents, parquet_text_arrays
 from ..worker_pool import available_cpus
 
-try:  # imported by name, not "from .", so that remote-code copies of this file load without it
-    _kernel = importlib.import_module("._chunk_count", __package__)
-except ImportError:
-    _kernel = None
+_kernel = counting_kernel()  # (tests set it to None: a saved folder's copy, no compiled module)
 
 _BATCH_CHARS = 1 << 23  # characters of an iterable's documents counted in one call
-
-
-def counting_kernel() -> Any:
-    """The C counting kernel (``_chunk_count``), or None where it is not built (a remote-code copy)."""
-    return _kernel
-
-
-class ChunkCounts:
-    """Distinct chunks with their counts, in order of first appearance, as three flat buffers:
-    ``symbols`` (every chunk's UTF-8 bytes end to end, uint8), ``lengths`` (int32 per chunk) and
-    ``counts`` (int64 per chunk): what the merge loop takes.
-
-    ``len()`` is the number of distinct chunks; :meth:`items` and :meth:`to_dict` make Python
-    objects per chunk (for ``extend``, tests, or a look). :meth:`save` writes them to a counts
-    file (counts_file.py), which ``train_from_counts(path)`` maps back. ``pattern`` is the split
-    pattern they were counted with (None: no split), ``source`` the counts file they were mapped
-    from, if any; ``private``: the buffers are nobody else's (a private mapping of a file), so a
-    merge loop may work in the symbols; ``spills``: how often counting within ``max_memory``
-    wrote its tables to disk.
-    """
-
-    def __init__(self, symbols: Any, lengths: Any, counts: Any, *, documents: int = 0, input_bytes: int = 0,
-                 characters: int = 0, control: list[tuple[str, int]] | None = None, pattern: str | None = None,
-                 source: str | None = None) -> None:
-        self.symbols = memoryview(symbols).cast("B")
-        self.lengths = memoryview(lengths).cast("B").cast("i")
-        self.counts = memoryview(counts).cast("B").cast("q")
-        if len(self.lengths) != len(self.counts):
-            raise ValueError("lengths and counts must have one item per chunk")
-        self.documents = documents
-        self.input_bytes = input_bytes
-        self.characters = characters  # of the counted text, and its control characters with their counts
-        self.control = dict(control or ())  # (for chunk_counting.warn_if_mostly_control)
-        self.pattern = pattern
-        self.source = source
-        self.private = False
-        self.spills = 0  # run files the counting wrote (max_memory)
-
-    @classmethod
-    def from_dict(cls, counts: Mapping[str, int], pattern: str | None = None) -> ChunkCounts:
-        """``{chunk: count}`` (Python's counting) as flat buffers, in the mapping's order."""
-        from array import array
-
-        chunks = [chunk.encode("utf-8") for chunk in counts]
-        return cls(bytearray().join(chunks), array("i", map(len, chunks)), array("q", counts.values()),
-                   characters=sum(len(chunk) * n for chunk, n in counts.items()), pattern=pattern)
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write these counts to a counts file (see counts_file.py), atomically."""
-        from .counts_file import save_counts
-
-        save_counts(self, path)
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def buffers(self, *, spend: bool = False) -> tuple[memoryview, memoryview, memoryview]:
-        """``(symbols, lengths, counts)``; with ``spend``, for a merge loop that works in the
-        symbols: this object can then give no chunk any more (ValueError)."""
-        if self.symbols is None:
-            raise ValueError("these counts were spent by a merge loop that worked in their symbols")
-        buffers = (self.symbols, self.lengths, self.counts)
-        if spend:
-            self.symbols = None
-        return buffers
-
-    @property
-    def nbytes(self) -> int:
-        """The memory the three buffers hold."""
-        return sum(buffer.nbytes for buffer in self.buffers())
-
-    def items(self) -> Iterator[tuple[bytes, int]]:
-        """``(chunk bytes, count)`` in order of first appearance."""
-        symbols = self.buffers()[0]
-        start = 0
-        for length, count in zip(self.lengths, self.counts):
-            yield symbols[start : start + length].tobytes(), count
-            start += length
-
-    def to_dict(self) -> dict[str, int]:
-        """``{chunk: count}`` as chunk_counting.count_chunks gives it."""
-        return {chunk.decode("utf-8"): count for chunk, count in self.items()}
-
-    def __repr__(self) -> str:
-        where = f" from {self.source}" if self.source else ""
-        return f"ChunkCounts({len(self)} distinct chunks{where})"
 
 
 def available(pattern: str | None, *, isolated: bool = False) -> bool:
@@ -309,8 +220,6 @@ def _spill_limits(budget: int, threads: int) -> tuple[int, int, int]:
 
 def _merged_spills(counter: Any, pattern: str, path: str | os.PathLike) -> ChunkCounts:
     """Spilled counts merged into a counts file at ``path`` (then mapped from it)."""
-    from .counts_file import load_counts, write_counts_file
-
     chunks, symbol_bytes = counter.merge_spills()
 
     def fill(fd: int, offsets: dict[str, int]) -> dict[str, Any]:

@@ -35,107 +35,18 @@ with another split pattern.
 from __future__ import annotations
 
 import json
-import logging
 import mmap
 import os
-import struct
 import zlib
-from collections.abc import Callable
 from typing import Any
 
-from ..files.atomic_write import atomic_open, remove_stale_temps
-from .counting import ChunkCounts, counting_kernel
 from ..chunking.patterns import scanner_name
+from .chunk_counts import MAGIC, PREFIX, SECTIONS, VERSION, ChunkCounts, counting_kernel, file_crc, layout, \
+    save_counts, write_counts_file
 
-logger = logging.getLogger("hf_bbpe")
+__all__ = ["MAGIC", "VERSION", "check_pattern", "first_bad_record", "is_counts_file", "layout", "load_counts",
+           "save_counts", "write_counts_file"]
 
-MAGIC = b"HFBBPECC"
-VERSION = 1
-_PREFIX = struct.Struct("<8sIIIIII")  # magic, version, header length, header CRC, the three sections' CRCs
-_ALIGN = 64
-_SECTIONS = ("counts", "lengths", "symbols")
-_READ_STEP = 1 << 24
-
-
-def _aligned(offset: int) -> int:
-    return -(-offset // _ALIGN) * _ALIGN
-
-
-def layout(header_bytes: int, chunks: int, symbol_bytes: int) -> dict[str, int]:
-    """The sections' offsets, and the file's size (``"end"``), for a header of ``header_bytes``."""
-    counts = _aligned(_PREFIX.size + header_bytes)
-    lengths = _aligned(counts + 8 * chunks)
-    symbols = _aligned(lengths + 4 * chunks)
-    return {"counts": counts, "lengths": lengths, "symbols": symbols, "end": symbols + symbol_bytes}
-
-
-def write_counts_file(
-    path: str | os.PathLike,
-    pattern: str | None,
-    chunks: int,
-    symbol_bytes: int,
-    fill: Callable[[int, dict[str, int]], dict[str, Any]],
-    **about: Any,
-) -> None:
-    """Write a counts file of ``chunks`` chunks and ``symbol_bytes`` bytes atomically:
-    ``fill(fd, offsets)`` writes the three sections at their offsets into the open file ``fd``
-    and returns header fields it knows only then (``characters``, ``control``); ``about`` gives
-    the others (``documents``, ``input_bytes``, ...)."""
-    fields = {"pattern": pattern, "pattern_name": scanner_name(pattern) if pattern else None, "chunks": chunks,
-              "symbol_bytes": symbol_bytes, **about}
-    # the header's length fixes the offsets: reserve room for the fields fill() gives (a control list)
-    probe = _header_bytes({**fields, "offsets": layout(0, chunks, symbol_bytes), "characters": 2**63,
-                           "control": [["\x00", 2**63]] * 66})
-    offsets = layout(len(probe), chunks, symbol_bytes)
-    # a killed write leaves a full-size (sparse) temp file beside ``path``: the next write removes it
-    if removed := remove_stale_temps(path):
-        logger.warning("%s: removed %d temporary file(s) of a killed earlier write", path, removed)
-    with atomic_open(path, "wb") as handle:
-        fd = handle.fileno()
-        os.ftruncate(fd, offsets["end"])
-        fields.update(fill(fd, offsets))
-        header = _header_bytes({**fields, "offsets": offsets})
-        if len(header) > len(probe):
-            raise AssertionError("the counts file's header outgrew its room")
-        header = header.ljust(len(probe), b" ")
-        crcs = [_crc(fd, offsets[name], offsets[following] - offsets[name] if name != "symbols" else symbol_bytes)
-                for name, following in zip(_SECTIONS, ("lengths", "symbols", "end"))]
-        os.pwrite(fd, _PREFIX.pack(MAGIC, VERSION, len(header), zlib.crc32(header), *crcs) + header, 0)
-
-
-def _header_bytes(fields: dict[str, Any]) -> bytes:
-    return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-
-
-def _crc(fd: int, offset: int, size: int) -> int:
-    """The CRC-32 of ``size`` bytes of ``fd`` from ``offset``, read in steps (not through a
-    mapping, which would count the whole file in this process's memory)."""
-    crc = 0
-    end = offset + size
-    while offset < end:
-        block = os.pread(fd, min(_READ_STEP, end - offset), offset)
-        if not block:
-            break
-        crc = zlib.crc32(block, crc)
-        offset += len(block)
-    return crc
-
-
-def save_counts(counts: ChunkCounts, path: str | os.PathLike, pattern: str | None = None) -> None:
-    """Write ``counts`` (in memory or mapped) to a counts file at ``path`` (atomically);
-    ``pattern``: the split pattern they were counted with (default: theirs)."""
-    symbols, lengths, values = counts.buffers()
-    pattern = counts.pattern if pattern is None else pattern
-
-    def fill(fd: int, offsets: dict[str, int]) -> dict[str, Any]:
-        for name, buffer in zip(_SECTIONS, (values, lengths, symbols)):
-            view = memoryview(buffer).cast("B")
-            for start in range(0, len(view), _READ_STEP):
-                os.pwrite(fd, view[start:start + _READ_STEP], offsets[name] + start)
-        return {"characters": counts.characters, "control": [[char, n] for char, n in counts.control.items()]}
-
-    write_counts_file(path, pattern, len(counts), len(symbols), fill, documents=counts.documents,
-                      input_bytes=counts.input_bytes)
 
 
 def is_counts_file(path: str | os.PathLike) -> bool:
@@ -158,11 +69,11 @@ def load_counts(path: str | os.PathLike) -> ChunkCounts:
     try:
         header = _checked_header(fd, name)
         offsets = header["offsets"]
-        for section, following in zip(_SECTIONS, ("lengths", "symbols", "end")):
+        for section, following in zip(SECTIONS, ("lengths", "symbols", "end")):
             size = offsets[following] - offsets[section] if section != "symbols" else header["symbol_bytes"]
-            if _crc(fd, offsets[section], size) != header["crc"][section]:
+            if file_crc(fd, offsets[section], size) != header["crc"][section]:
                 raise ValueError(f"{name}: corrupt counts file (its {section} fail their checksum)")
-        _check_padding(fd, name, _PREFIX.size + header["header_bytes"], offsets["counts"])
+        _check_padding(fd, name, PREFIX.size + header["header_bytes"], offsets["counts"])
         size = offsets["end"]
         mapped = mmap.mmap(fd, size, access=mmap.ACCESS_COPY) if size else bytearray()
     finally:
@@ -241,17 +152,17 @@ def _check_padding(fd: int, name: str, start: int, end: int) -> None:
 
 
 def _checked_header(fd: int, name: str) -> dict[str, Any]:
-    prefix = os.pread(fd, _PREFIX.size, 0)
+    prefix = os.pread(fd, PREFIX.size, 0)
     if len(prefix) < len(MAGIC) or not prefix.startswith(MAGIC):
         raise ValueError(f"{name}: not a chunk counts file (Tokenizer.count_chunks(out=...) and hf-bbpe count "
                          "write them)")
-    if len(prefix) < _PREFIX.size:
+    if len(prefix) < PREFIX.size:
         raise ValueError(f"{name}: cut short: it holds {len(prefix)} bytes, not even its header; write it again")
-    _, version, length, header_crc, *crcs = _PREFIX.unpack(prefix)
+    _, version, length, header_crc, *crcs = PREFIX.unpack(prefix)
     if version != VERSION:
         raise ValueError(f"{name}: a counts file of version {version}; this hf_bbpe reads version {VERSION} "
                          "(count again, or upgrade hf_bbpe)")
-    raw = os.pread(fd, length, _PREFIX.size)
+    raw = os.pread(fd, length, PREFIX.size)
     if len(raw) < length or zlib.crc32(raw) != header_crc:
         raise ValueError(f"{name}: corrupt counts file (its header is cut short or fails its checksum)")
     try:
@@ -267,7 +178,7 @@ def _checked_header(fd: int, name: str) -> dict[str, Any]:
         what = "cut short" if size < expected["end"] else "longer than its header says"
         raise ValueError(f"{name}: {what}: it holds {size:,} bytes, its header says {expected['end']:,} "
                          f"({chunks:,} chunks); write it again")
-    header["crc"] = dict(zip(_SECTIONS, crcs))
+    header["crc"] = dict(zip(SECTIONS, crcs))
     header["header_bytes"] = length
     return header
 

@@ -25,15 +25,31 @@ whose pair its stage-2 data never shows: its issue 12).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import regex
 
-from ..chunking.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN, isolated_pattern_name, pattern_name, resolve_pattern
-from ..chunking.pre_tokenizers import Split
+from ..chunking.chunking import Chunking
+from ..chunking.patterns import SUPERBPE_STAGE2_SPLIT_PATTERN, resolve_pattern
 
-if TYPE_CHECKING:
-    from ..tokenizer import Tokenizer
+
+class _Chunked(Protocol):
+    """A tokenizer, as far as :meth:`SuperwordConfig.set_chunking` needs one."""
+
+    chunking: Chunking
+
+    @property
+    def normalizer(self) -> Any: ...
+
+
+class _Vocabulary(Protocol):
+    """A tokenizer, as far as :func:`count_superwords` needs one."""
+
+    @property
+    def vocab(self) -> dict[int, bytes]: ...
+
+    @property
+    def special_tokens(self) -> dict[str, int]: ...
 
 DEFAULT_TRANSITION = 0.9
 """Stage 1's share of the vocabulary when no transition is given: the paper's main tokenizer
@@ -92,14 +108,10 @@ class SuperwordConfig:
             return False
         return True
 
-    def set_chunking(self, tok: Tokenizer) -> None:
-        """Give ``tok`` stage 2's chunking (its normalizer is kept): ``pattern=`` for a pattern
-        the registry knows as an isolated Split (SuperBPE's stage 2), else the pipeline
-        ``Split(pattern, "isolated")``."""
-        if isolated_pattern_name(self.pattern) is not None or pattern_name(self.pattern) is not None:
-            tok._set_chunking(self.pattern, None, tok.normalizer)
-        else:
-            tok._set_chunking(None, Split(self.pattern, "isolated"), tok.normalizer)
+    def set_chunking(self, tok: _Chunked) -> None:
+        """Give ``tok`` stage 2's chunking, ``Split(pattern, "isolated")`` (its normalizer is
+        kept; see :meth:`Chunking.isolated <hf_bbpe.engine.chunking.chunking.Chunking.isolated>`)."""
+        tok.chunking = Chunking.isolated(self.pattern, tok.normalizer)
 
 
 _SPAN = regex.compile(r"\S \S")
@@ -113,7 +125,7 @@ def spans_words(token: bytes) -> bool:
     return b" " in token and _SPAN.search(token.decode("utf-8", "ignore")) is not None
 
 
-def count_superwords(tok: Tokenizer) -> int:
+def count_superwords(tok: _Vocabulary) -> int:
     """How many of ``tok``'s normal tokens span words (:func:`spans_words`)."""
     specials = set(tok.special_tokens.values())
     return sum(1 for idx, token in tok.vocab.items() if idx not in specials and spans_words(token))

@@ -146,7 +146,7 @@ def test_isolated_split_reaches_the_c_path():
                  {"pre_tokenizer": Sequence([Split(SUPERBPE_STAGE2_SPLIT_PATTERN), ByteLevel(False, use_regex=False)])},
                  {"pattern": SUPERBPE_STAGE2_SPLIT_PATTERN}, {"pattern": "superbpe_stage2"}):
         tok = RegexTokenizer(**spec)
-        assert tok._split is patterns._native.split_superbpe_stage2, spec
+        assert tok.chunking.split is patterns._native.split_superbpe_stage2, spec
         assert tok._scanner is native_scanner(SUPERBPE_STAGE2_SPLIT_PATTERN, isolated=True), spec
         assert tok.chunks(text) == expected, spec
         assert tok.pattern == SUPERBPE_STAGE2_SPLIT_PATTERN

@@ -25,10 +25,10 @@ from hf_bbpe.engine.training import counting_reference as chunk_counting
 from hf_bbpe.engine.chunking.byte_unicode import token_to_unicode
 from hf_bbpe.engine.training.counting_reference import count_chunks
 from hf_bbpe.engine.files.minbpe_model import read_model_file
+from hf_bbpe.engine.chunking.chunking import Chunking
 from hf_bbpe.engine.chunking.patterns import SPLIT_PATTERNS, chunk_splitter
 from hf_bbpe.engine.chunking.pre_tokenizers import (
     ByteLevel,
-    ChunkSplitter,
     Digits,
     Punctuation,
     Sequence,
@@ -137,7 +137,7 @@ def test_plain_patterns_are_recognised():
                      Sequence([Digits(True), ByteLevel()]), Sequence([Split(gpt2), Split(gpt4)])):
         assert pipeline.plain_pattern is None and pipeline.split_pattern is None, pipeline
     tok = RegexTokenizer("gpt4")
-    assert tok._split is chunk_splitter(SPLIT_PATTERNS["gpt4"])  # the C scanner, nothing in between
+    assert tok.chunking.split is chunk_splitter(SPLIT_PATTERNS["gpt4"])  # the C scanner, nothing in between
     own = RegexTokenizer(r"\p{L}+")
     assert own.pre_tokenizer == Split(r"\p{L}+", "removed", invert=True) and own.is_plain
     assert own.chunks("ab 12cd!") == ["ab", "cd"]  # tiktoken's and minbpe's reading: skipped text is dropped
@@ -174,9 +174,9 @@ def starcoder_nfkc():
 def test_training_counts_pipeline_chunks(starcoder_nfkc):
     tok = starcoder_nfkc
     assert not any(tok.vocab[i].strip().isdigit() and len(tok.vocab[i].strip()) > 1 for i in tok.vocab)
-    counts = count_chunks(DOCS, tok._chunking_spec(), num_workers=2)
-    assert counts == count_chunks(DOCS, tok._chunking_spec(), num_workers=1)
-    assert "12" not in counts and "fi" in count_chunks(["ﬁ"], tok._chunking_spec(), num_workers=1)
+    counts = count_chunks(DOCS, tok.chunking.counting_spec, num_workers=2)
+    assert counts == count_chunks(DOCS, tok.chunking.counting_spec, num_workers=1)
+    assert "12" not in counts and "fi" in count_chunks(["ﬁ"], tok.chunking.counting_spec, num_workers=1)
     for doc in DOCS[:200]:
         ids = tok.encode(doc)
         assert tok.decode(ids) == unicodedata.normalize("NFKC", doc)
@@ -224,16 +224,16 @@ def test_an_isolated_split_counts_the_text_its_pattern_skips(monkeypatch):
     for doc in DOCS[:300]:
         for chunk in tok.chunks(doc):
             expected[chunk] = expected.get(chunk, 0) + 1
-    assert count_chunks(DOCS[:300], tok._chunking_spec(), num_workers=2) == expected
+    assert count_chunks(DOCS[:300], tok.chunking.counting_spec, num_workers=2) == expected
     assert sum(len(c) * n for c, n in expected.items()) == sum(map(len, DOCS[:300]))
 
 
 def test_chunk_splitter_with_spans_maps_chunks_to_the_original_text():
-    splitter = ChunkSplitter("NFKC", Sequence([Digits(True), ByteLevel(add_prefix_space=True, use_regex=True)]))
+    splitter = Chunking("NFKC", Sequence([Digits(True), ByteLevel(add_prefix_space=True, use_regex=True)]))
     text = "ﬁ ①2"
     chunks = splitter.with_spans(text)
     assert [piece for piece, _ in chunks] == splitter(text) == [" fi", " ", " 1", " 2"]
     # an inserted space takes the span of the character after it, as in tokenizers' offsets
     assert [spans for _, spans in chunks] == [[(0, 1)] * 3, [(1, 2)], [(2, 3)] * 2, [(3, 4)] * 2]
-    bytes_chunks = ChunkSplitter(None, Sequence([ByteLevel(use_regex=True), Digits(True)])).with_spans("é1")
+    bytes_chunks = Chunking(None, Sequence([ByteLevel(use_regex=True), Digits(True)])).with_spans("é1")
     assert bytes_chunks == [("é".encode(), [(0, 1), (0, 1)]), (b"1", [(1, 2)])]

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from hf_bbpe import Tokenizer
 from hf_bbpe.engine.encoding import batches as batch_encoding
 from hf_bbpe.engine.encoding.encoder import ChunkEncoder
+from hf_bbpe.engine.chunking.chunking import Chunking
 from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS, compile_pattern
 from hf_bbpe.engine.encoding.special_tokens import DisallowedSpecialToken
 
@@ -124,8 +125,7 @@ def test_batch_on_threads_without_the_c_modules(cl100k, monkeypatch):
     expected = [cl100k.encode(d, allowed_special="all") for d in docs]
     vocab = cl100k._encoder.vocab
     monkeypatch.setattr(cl100k, "_encoder", ChunkEncoder({}, cl100k.byte_ids, mode="ranks", vocab=vocab, native=False))
-    monkeypatch.setattr(cl100k, "_scanner", None)
-    monkeypatch.setattr(cl100k, "_split", compile_pattern(NATIVE_PATTERNS["gpt4"]).findall)
+    monkeypatch.setattr(cl100k, "chunking", Chunking(None, cl100k.pre_tokenizer, native=False))
     assert cl100k.encode_batch(docs, num_threads=2, allowed_special="all") == expected
     ids, offsets = cl100k.encode_batch_to_numpy(docs, num_threads=2, allowed_special="all")
     assert ids.tolist() == [i for ids_ in expected for i in ids_] and offsets[-1] == len(ids)

@@ -44,7 +44,10 @@ from hf_bbpe import RegexTokenizer, SuperwordConfig
 from hf_bbpe.engine.training import merge_loop_reference as merge_loop
 from hf_bbpe.engine.training import merge_loop as trainer
 from hf_bbpe.engine.training import api as training
+from hf_bbpe.engine.training.options import TrainingOptions
 from hf_bbpe.engine.chunking.patterns import GPT4_SPLIT_PATTERN
+
+QUIET = TrainingOptions(progress=False)  # learn's options: smallest_pair, min_frequency 1, no output
 
 ROOT = Path(__file__).resolve().parents[3]
 TAYLORSWIFT = ROOT / "tests" / "data" / "text" / "taylorswift.txt"
@@ -266,7 +269,8 @@ def test_twin_equals_naive_reference(docs, split, tie_break, num_merges, min_fre
 FALLBACK_SCRIPT = """
 import json, sys
 sys.modules["hf_bbpe.engine.training._merge_loop"] = None  # importing it now raises ImportError, as if never built
-from hf_bbpe import BasicTokenizer, RegexTokenizer, trainer
+from hf_bbpe import BasicTokenizer, RegexTokenizer
+from hf_bbpe.engine.training import merge_loop as trainer
 text = open(sys.argv[1], encoding="utf-8").read()
 out = {"kernel": trainer.merge_kernel().__name__, "merges": {}}
 for tie_break in ("smallest_pair", "first_occurrence", "huggingface"):
@@ -359,9 +363,9 @@ def test_learn_on_cut_words_equals_learn_on_the_words(case, rules, twin):
         if twin:
             patch.setattr(trainer, "merge_kernel", lambda: TWIN)
         warnings.simplefilter("ignore")  # a small corpus runs out of pairs
-        got = training.learn(tok, flat(words, counts), None, num_merges, "smallest_pair", 1, False, False,
+        got = training.learn(tok, flat(words, counts), None, num_merges, QUIET,
                              unique_bytes=True, token_filter=rule)
-        expected = training.learn(tok, [list(w) for w in words], counts, num_merges, "smallest_pair", 1, False, False,
+        expected = training.learn(tok, [list(w) for w in words], counts, num_merges, QUIET,
                                   unique_bytes=True, token_filter=rule)
     assert got == expected
 
@@ -378,8 +382,8 @@ def test_learn_takes_the_cut_words_and_goes_back_when_the_check_fails(monkeypatc
     for num_merges, whole_words_too in ((1, False), (3, True)):
         least = KERNEL.reduce_words(*flat(words, counts), num_merges)[3]
         runs.clear()
-        got = training.learn(tok, flat(words, counts), None, num_merges, "smallest_pair", 1, False, False)
-        expected = training.learn(tok, words, counts, num_merges, "smallest_pair", 1, False, False)
+        got = training.learn(tok, flat(words, counts), None, num_merges, QUIET)
+        expected = training.learn(tok, words, counts, num_merges, QUIET)
         assert got == expected
         assert runs[0] != bytes(flat(words, counts)[1])  # the cut words first
         assert len(runs) == 1 + whole_words_too
@@ -395,9 +399,9 @@ def test_a_pair_that_counts_exactly_least_is_not_cut(kernel, monkeypatch):
     words, counts = [[5, 6, 7], [5, 6], [6, 7], [1, 2]], [10, 20, 10, 10]
     monkeypatch.setattr(trainer, "merge_kernel", lambda: kernel)
     assert kernel.reduce_words(*flat(words, counts), 2)[3] == 10
-    got = training.learn(RegexTokenizer(), flat(words, counts), None, 2, "smallest_pair", 1, False, False)
+    got = training.learn(RegexTokenizer(), flat(words, counts), None, 2, QUIET)
     assert list(got) == [(5, 6), (1, 2)]
-    assert got == training.learn(RegexTokenizer(), words, counts, 2, "smallest_pair", 1, False, False)
+    assert got == training.learn(RegexTokenizer(), words, counts, 2, QUIET)
 
 
 def _cut_at(least: int):
@@ -441,10 +445,10 @@ def test_learn_is_exact_for_any_cut_its_check_accepts(case, least, rules, min_fr
     with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
         patch.setattr(training, "reduce_words", _cut_at(least))
         warnings.simplefilter("ignore")  # a small corpus runs out of pairs
-        got = training.learn(tok, flat(words, counts), None, num_merges, "smallest_pair", min_frequency, False, False,
+        got = training.learn(tok, flat(words, counts), None, num_merges, TrainingOptions(min_frequency=min_frequency, progress=False),
                              unique_bytes=True, token_filter=rule)
-        expected = training.learn(tok, [list(w) for w in words], counts, num_merges, "smallest_pair", min_frequency,
-                                  False, False, unique_bytes=True, token_filter=rule)
+        expected = training.learn(tok, [list(w) for w in words], counts, num_merges, TrainingOptions(min_frequency=min_frequency, progress=False),
+                                  unique_bytes=True, token_filter=rule)
     assert got == expected
 
 
@@ -453,8 +457,8 @@ def test_learn_on_words_of_bytes_laid_end_to_end():
     ChunkCounts' buffers, is no input for reduce_words (int32 ids): learn runs the loop on it whole."""
     words, counts = [b"abcabcabcabc", b"abcab", b"bcb"], [50, 40, 30]
     flat_bytes = (bytearray(b"".join(words)), array("i", map(len, words)), array("q", counts))
-    expected = training.learn(RegexTokenizer(), [list(w) for w in words], counts, 4, "smallest_pair", 1, False, False)
-    assert training.learn(RegexTokenizer(), flat_bytes, None, 4, "smallest_pair", 1, False, False) == expected
+    expected = training.learn(RegexTokenizer(), [list(w) for w in words], counts, 4, QUIET)
+    assert training.learn(RegexTokenizer(), flat_bytes, None, 4, QUIET) == expected
 
 
 def test_huggingface_rules_past_2_32_stop_where_bpe_trainer_stops():

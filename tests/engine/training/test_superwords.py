@@ -198,7 +198,7 @@ def test_stage2_counts_in_c_equal_the_python_path():
     docs = [TAYLOR, *MIX_DOCS, "a  b : c 123456 ...\n\n x"]
     native = count_native(docs, SUPERBPE_STAGE2_SPLIT_PATTERN, isolated=True, num_threads=2, progress=False)
     tok = RegexTokenizer(SUPERBPE_STAGE2_SPLIT_PATTERN)
-    python = count_chunks(docs, tok._chunking_spec(), num_workers=1, progress=False)
+    python = count_chunks(docs, tok.chunking.counting_spec, num_workers=1, progress=False)
     assert native.to_dict() == python
     assert list(native.to_dict()) == list(python)  # in order of first appearance too
     assert all(isolated_chunks(doc, SUPERBPE_STAGE2_SPLIT_PATTERN) == tok.chunks(doc) for doc in docs)
