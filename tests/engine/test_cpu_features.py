@@ -14,7 +14,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-PROBE = "from hf_bbpe import patterns; print(patterns._native.wide_windows(), patterns._native.wide_windows(True))"
+PROBE = "from hf_bbpe.engine.chunking import patterns; print(patterns._native.wide_windows(), patterns._native.wide_windows(True))"
 
 
 def _wide_windows_in_subprocess(no_avx512: str | None) -> str:

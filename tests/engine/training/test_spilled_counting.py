@@ -171,7 +171,7 @@ def test_the_final_merge_keeps_few_files_open(tmp_path, tiny_limits):
 
 KILLED_CHILD = """
 import sys
-from hf_bbpe import native_counting
+from hf_bbpe.engine.training import counting as native_counting
 from hf_bbpe.engine.chunking.patterns import NATIVE_PATTERNS
 native_counting._spill_limits = lambda budget, threads: (1 << 16, 1 << 10, 1 << 12)  # spill every few records
 paths, spill_dir = sys.argv[1:-1], sys.argv[-1]
