@@ -4,7 +4,9 @@ A page runs as a notebook would: its blocks in order, in one temporary folder th
 files from tests/data (``corpus.txt``, ``domain.txt``, ``gpt2/``, ``o200k_base.tiktoken``), the
 ``python`` blocks in one namespace, the ``bash`` blocks in a shell where ``hf-bbpe`` and
 ``python`` are this checkout's. So a later block may use what an earlier one made, as a reader
-who follows the page does.
+who follows the page does. A bash block made only of plain ``hf-bbpe`` commands (no pipes,
+redirections or globs) runs them in this process, through ``hf_bbpe.cli.main``: the same code
+as the console script, without paying transformers' import once per command.
 
 A block that cannot run here says why, on the line before its fence:
 ``<!-- skip: needs network (the Hub) -->``. ``text`` blocks are output (``--help``), not code.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -28,6 +31,7 @@ RUNNABLE = ("python", "bash")
 OUTPUT = ("text",)
 SKIP = re.compile(r"^\s*<!--\s*skip:\s*(.+?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
+PLAIN_COMMAND = re.compile(r"^hf-bbpe [^|<>;&$`*?]*$")
 
 
 @dataclass
@@ -97,9 +101,23 @@ def run_page(page: Path, folder: Path) -> int:
     for block in blocks(page):
         if block.skip or block.lang not in RUNNABLE:
             continue
+        commands = [line.split(" #")[0].strip() for line in block.code.splitlines()]
+        commands = [c for c in commands if c and not c.startswith("#")]
         if block.lang == "python":
             # blank lines in front, so that a traceback's line numbers are the page's
             exec(compile("\n" * block.line + block.code, str(block.page), "exec"), namespace)  # noqa: S102
+        elif all(PLAIN_COMMAND.match(c) for c in commands):
+            import warnings
+
+            from hf_bbpe.cli.main import main
+
+            formatwarning = warnings.formatwarning  # main sets its one-line format for the process
+            try:
+                for command in commands:
+                    status = main(shlex.split(command)[1:])
+                    assert status == 0, f"{block.where()}: {command!r} exited with {status}"
+            finally:
+                warnings.formatwarning = formatwarning
         else:
             proc = subprocess.run(["bash", "-euo", "pipefail", "-c", block.code], cwd=folder, env=env,
                                   capture_output=True, text=True, timeout=300)

@@ -1,4 +1,4 @@
-"""The README's surgery cell, run twice on the same model and tokenizer objects as a notebook
+"""The surgery cell of docs/extension.md (the doc-example runner skips it: it needs a model), run twice on the same model and tokenizer objects as a notebook
 re-runs a cell: the second run returns the same ids, ``train_only_new_tokens`` takes them, the
 rows trained after the first run are left as they were, and training goes on. On a tiny GPT-2
 built from a config, with GPT-2's real tokenizer files."""
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def readme_cell() -> tuple[str, str]:
     """The cell's lines before its ``...`` (add tokens, freeze the rest) and the line after it
-    (``handle.remove()``): the test trains where the README writes ``...``."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (``handle.remove()``): the test trains where the page writes ``...``."""
+    text = (ROOT / "docs" / "extension.md").read_text(encoding="utf-8")
     code = re.search(r"## Grow a model for new tokens.*?```python\n(.*?)```", text, re.S).group(1)
     before, after = code.split("\n...", 1)
     (remove,) = [line for line in after.splitlines() if line.startswith("handle.remove()")]
@@ -51,7 +51,7 @@ def test_the_readme_cell_runs_twice(tmp_path):
     cell, remove = readme_cell()
     model = scope["model"]
 
-    exec(cell, scope)  # noqa: S102 - the README's own code
+    exec(cell, scope)  # noqa: S102 - the page's own code
     first = list(scope["new_ids"])
     assert first == [50257, 50258]
     train_steps(model, first)
