@@ -124,7 +124,7 @@ def iter_documents(paths: Sequence[str], mode: str = "paragraph") -> Iterator[st
     """Stream the documents of the given files for training.
 
     ``file``: each file is one document. ``line``: each line is one. ``paragraph``: documents
-    end after a run of blank lines (:func:`hf_bbpe.paragraphs`, which the README's training
+    end after a run of blank lines (:func:`hf_bbpe.paragraphs`, which the README's first
     example uses too), which keeps almost every chunk the split pattern would find in the whole
     file while letting counting run in parallel. Files are read line by line, so memory stays small. When the files
     hold no text at all, the stream ends with a CommandError (see :func:`reject_empty`).

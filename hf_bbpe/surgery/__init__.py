@@ -15,7 +15,7 @@ BLAS kernel, about 1e-8 apart for a 1-token input in float32), tied weights stay
 ``config.vocab_size`` follows. In-memory and checkpoint surgery with the same arguments give
 identical tensors. Needs the torch extra: ``pip install 'hf_bbpe[torch]'``.
 
-``init`` (for the embedding rows and, separately, the LM head rows and bias; the README's
+``init`` (for the embedding rows and, separately, the LM head rows and bias; docs/extension.md's
 "Which init" table says when to use which):
 
 * ``"mean"``: the mean of the old vocabulary's rows (not transformers' covariance sampling, which

@@ -97,7 +97,7 @@ def open_token_shards(folder: str | os.PathLike, *, complete: bool = True) -> li
         raise FileNotFoundError(f"{folder / MANIFEST}: no such file (not a token-shard folder)")
     if manifest["shard_format"] != "npy":
         raise ValueError(f"{folder}: holds {manifest['shard_format']} shards, which open_token_shards does not "
-                         "read (their loader does: see the README)")
+                         "read (their loader does: see docs/downstream.md)")
     if complete and not manifest.get("complete"):
         raise ValueError(f"{folder}: the encoding has not finished (run the same command again to resume it)")
     shards = []

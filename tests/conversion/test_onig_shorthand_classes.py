@@ -5,7 +5,7 @@ Each check runs the real ``tokenizers`` ``Split`` pre-tokenizer on the translate
 Python's ``regex`` on the original, over every code point but the surrogates (in chunks), and
 compares the pieces. Python -> Oniguruma (what ``to_tokenizer_json`` writes) holds on every code
 point; Oniguruma -> Python (reading a tokenizer.json) holds on every code point that Oniguruma's
-older Unicode tables assign (as for ``\\p{..}``, see the README).
+older Unicode tables assign (as for ``\\p{..}``, see docs/conversion.md).
 """
 
 from __future__ import annotations

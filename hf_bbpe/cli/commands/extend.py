@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "special token keeps its id, new merges get ids above them, so text without the new merges "
                     "encodes as before. Writes a folder like 'train'. Grow a model for the new tokens with "
                     "hf_bbpe.surgery.resize_for_extension (default init subtoken_scaled: each new token's rows "
-                    "from the old tokens its bytes encode to, the output rows halved; README: 'Which init').",
+                    "from the old tokens its bytes encode to, the output rows halved; docs/extension.md: 'Which init').",
     )
     add_tokenizer(p)
     p.add_argument("files", metavar="FILE", nargs="+", help="new text, .jsonl or .parquet files, or globs; '-' reads "

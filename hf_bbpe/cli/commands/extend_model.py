@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--init", choices=INITS, default="mean",
                    help="new rows: mean of the old rows (default), mean of the rows of the ids each token's text "
                         "encodes to (subtoken_mean; subtoken_scaled halves the LM head rows, subtoken_damped "
-                        "pulls them 20%% toward the mean row), normal noise, or zeros (README: 'Which init')")
+                        "pulls them 20%% toward the mean row), normal noise, or zeros (docs/extension.md: 'Which init')")
     add_role_options(p, help="declare this token as {role} (added as special if new; config ids follow)")
     p.add_argument("--pad-to-multiple-of", type=positive_int, default=None,
                    help="round the number of rows up to a multiple of this")
