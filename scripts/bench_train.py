@@ -79,6 +79,8 @@ import threading
 import time
 from importlib import metadata
 
+from bench_results import machine, write_results
+
 DEFAULT_CORPUS = "/work/shared/data/bench/mix-49mb.txt.xz"
 TRAINERS = ("hf_bbpe", "gigabpe", "rustbpe", "hf_tokenizers")
 PEERS = TRAINERS[1:]
@@ -498,7 +500,8 @@ def main() -> None:
     parser.add_argument("--hf-bbpe-input", choices=("lines", "path"), default="lines",
                         help="give hf_bbpe the file's lines (a file object) or [path]")
     parser.add_argument("--cache-dir", default=None)
-    parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--json", help="also write the results here, with the machine, load and date "
+                                       "(scripts/render_benchmarks.py renders docs/benchmarks.md from them)")
     # the child's arguments
     parser.add_argument("--child", choices=TRAINERS, help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
@@ -530,6 +533,7 @@ def main() -> None:
     else:
         tie_breaks = ["smallest_pair"] + (["huggingface"] if has_huggingface else [])
 
+    started = machine()
     cache = cache_dir(args.cache_dir)
     path = prepare_corpus(args.corpus, args.limit_mb, cache)
     n_bytes = distinct_bytes(path, cache)
@@ -562,8 +566,8 @@ def main() -> None:
     summary = summarize(args, configs, runs, checks, path, n_bytes)
     if args.json:
         summary["runs"] = {" ".join(map(str, k)): v for k, v in runs.items()}
-        with open(args.json, "w") as f:
-            json.dump(summary, f, indent=1)
+        summary["versions"] = versions()
+        write_results(args.json, "bench_train", vars(args), summary, started)
     failed = any(c["passed"] is False and c["required"] for rounds in checks.values() for found in rounds for c in found)
     if failed:
         sys.exit(1)

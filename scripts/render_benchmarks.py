@@ -1,0 +1,104 @@
+"""Render docs/benchmarks.md's measured tables from the benchmarks' JSON (docs/bench-results/*.json,
+written by ``scripts/bench_*.py --json``), with the CPU, the load and the date of each run, so that
+no figure in that part of the page is typed by hand.
+
+    python scripts/bench_train.py --patterns gpt4 --vocab-sizes 32768 \\
+        --json docs/bench-results/bench_train-gpt4-32768.json
+    python scripts/render_benchmarks.py           # rewrite the rendered part of docs/benchmarks.md
+    python scripts/render_benchmarks.py --check   # exit 1 if the page differs from the JSON
+
+Only the text between the BEGIN and END markers is rendered. tests/docs/test_benchmarks_page.py
+runs the check in CI. A script without a renderer here is an error naming its file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "benchmarks.md"
+RESULTS = ROOT / "docs" / "bench-results"
+BEGIN = "<!-- BEGIN RENDERED by scripts/render_benchmarks.py from docs/bench-results: do not edit below -->"
+END = "<!-- END RENDERED -->"
+MB = 1024 * 1024
+
+
+def run_line(record: dict[str, Any]) -> str:
+    """Where and when: the date, CPU, CPUs, load average at the start and at the end, commit."""
+    m = record["machine"]
+    flags = f"; {', '.join(m['cpu_flags'])}" if m.get("cpu_flags") else ""
+    commit = f", commit `{m['commit'][:7]}`" if m.get("commit") else ""
+    return (f"Run {m['date'].replace('T', ' ').replace('+00:00', ' UTC')} on {m['cpu']} ({m['cpus']} CPUs{flags}), "
+            f"load average {m['load_average'][0]:.2f} at the start and {record['load_average_end'][0]:.2f} at the "
+            f"end{commit}, Python {m['python']}.")
+
+
+def render_bench_train(record: dict[str, Any]) -> str:
+    """bench_train: one table per configuration (trainer, wall, CPU, peak memory), the ratios and
+    the merge checks."""
+    r = record["results"]
+    corpus = Path(r["corpus"]).name
+    lines = []
+    for config in r["configs"]:
+        lines += [f"#### Training: {config['pattern']}, {config['vocab_size']:,} tokens, {corpus} "
+                  f"({r['bytes'] / MB:.1f} MB)", "",
+                  f"{run_line(record)} {r['versions']}. Median of {r['rounds']} round(s); documents are lines.", "",
+                  "| trainer | wall (s) | CPU (s) | peak memory (MB) |", "|---|---:|---:|---:|"]
+        for name, t in config["trainers"].items():
+            lines.append(f"| {name} | {t['wall']:.1f} | {t['cpu']:.1f} | {t['peak_mb']:.0f} |")
+        lines.append("")
+        for name, ratio in config["ratios"].items():
+            lines.append(f"- {name}: {ratio['time']:.2f}x the wall time of the fastest peer ({ratio['fastest_peer']}), "
+                         f"{ratio['cpu_vs_least_cpu_peer']:.2f}x the CPU time of the least, "
+                         f"{ratio['memory']:.2f}x the peak memory of the smallest ({ratio['smallest_peer']}).")
+        checks = [c for c in config.get("checks", []) if c["required"]]
+        if checks:
+            passed = sum(c["passed"] is True for c in checks)
+            lines.append(f"- Merge checks: {passed} of {len(checks)} passed "
+                         f"({'; '.join(sorted({c['check'] for c in checks}))}).")
+        lines.append("")
+    return "\n".join(lines)
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_train": render_bench_train}
+
+
+def rendered() -> str:
+    """Every JSON file's section, in file-name order."""
+    parts = []
+    for path in sorted(RESULTS.glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        renderer = RENDERERS.get(record.get("script"))
+        if renderer is None:
+            raise SystemExit(f"{path}: no renderer for script {record.get('script')!r} in scripts/render_benchmarks.py")
+        parts.append(renderer(record) + f"(From `docs/bench-results/{path.name}`.)\n")
+    return "\n".join(parts) if parts else "No run recorded yet.\n"
+
+
+def page_with(text: str, body: str) -> str:
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{PAGE}: the markers {BEGIN!r} and {END!r} are missing")
+    head, rest = text.split(BEGIN, 1)
+    return f"{head}{BEGIN}\n\n{body}\n{END}{rest.split(END, 1)[1]}"
+
+
+def main() -> int:
+    text = PAGE.read_text(encoding="utf-8")
+    new = page_with(text, rendered())
+    if sys.argv[1:] == ["--check"]:
+        if new != text:
+            print(f"{PAGE} differs from {RESULTS}: run python scripts/render_benchmarks.py", file=sys.stderr)
+            return 1
+        return 0
+    if new != text:
+        sys.path.insert(0, str(ROOT))
+        from hf_bbpe.engine.files.atomic_write import write_text_atomic
+        write_text_atomic(PAGE, new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
