@@ -23,7 +23,7 @@ PAGE = ROOT / "docs" / "benchmarks.md"
 RESULTS = ROOT / "docs" / "bench-results"
 BEGIN = "<!-- BEGIN RENDERED by scripts/render_benchmarks.py from docs/bench-results: do not edit below -->"
 END = "<!-- END RENDERED -->"
-MB = 1024 * 1024
+MB = 1_000_000  # as bench_train prints MB
 
 
 def run_line(record: dict[str, Any]) -> str:
@@ -43,7 +43,7 @@ def render_bench_train(record: dict[str, Any]) -> str:
     corpus = Path(r["corpus"]).name
     lines = []
     for config in r["configs"]:
-        lines += [f"#### Training: {config['pattern']}, {config['vocab_size']:,} tokens, {corpus} "
+        lines += [f"### Training: {config['pattern']}, {config['vocab_size']:,} tokens, {corpus} "
                   f"({r['bytes'] / MB:.1f} MB)", "",
                   f"{run_line(record)} {r['versions']}. Median of {r['rounds']} round(s); documents are lines.", "",
                   "| trainer | wall (s) | CPU (s) | peak memory (MB) |", "|---|---:|---:|---:|"]
@@ -74,7 +74,7 @@ def rendered() -> str:
         renderer = RENDERERS.get(record.get("script"))
         if renderer is None:
             raise SystemExit(f"{path}: no renderer for script {record.get('script')!r} in scripts/render_benchmarks.py")
-        parts.append(renderer(record) + f"(From `docs/bench-results/{path.name}`.)\n")
+        parts.append(renderer(record) + f"\n(From `docs/bench-results/{path.name}`.)\n")
     return "\n".join(parts) if parts else "No run recorded yet.\n"
 
 
