@@ -12,7 +12,10 @@ Llama 4 (llama-models' ``tokenizer.model``); missing ones are skipped with a not
 ``--recover`` also times the merge recovery (``tok.merges`` on a loaded tokenizer, C kernel) and
 ``--slow`` the token-by-token reference recovery in Python, for cl100k_base.
 
-    python scripts/bench_load.py [--repeat 7] [--recover] [--slow] [--only llama3 ...]
+    python scripts/bench_load.py [--repeat 7] [--recover] [--slow] [--only llama3 ...] [--json OUT]
+
+``--json OUT`` also writes the rows with the machine, load and date (scripts/bench_results.py);
+scripts/render_benchmarks.py renders docs/benchmarks.md from such files.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from tiktoken.load import load_tiktoken_bpe  # noqa: E402
 import conversion  # noqa: E402
 from conversion.merge_recovery import recover_merges_slow  # noqa: E402
 from conversion.presets import PRESETS  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_results import machine, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,7 +94,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="preset names to run (default: all found)")
     parser.add_argument("--recover", action="store_true", help="also time the merge recovery (C) per file")
     parser.add_argument("--slow", action="store_true", help="also time the token-by-token reference recovery")
+    parser.add_argument("--json", help="also write the rows here, with the machine, load and date")
     args = parser.parse_args()
+    started, rows = machine(), []
     print(f"{'file':<12} {'tokens':>7} {'tiktoken wall':>14} {'ours wall':>10} {'ratio':>6} "
           f"{'tiktoken cpu':>13} {'ours cpu':>9} {'ratio':>6}")
     for name, path in files().items():
@@ -102,9 +110,13 @@ def main() -> None:
         t, o = best["tiktoken"], best["ours"]
         print(f"{name:<12} {len(tok.mergeable_ranks()):>7} {t[0] * 1000:>11.1f} ms {o[0] * 1000:>7.1f} ms "
               f"{o[0] / t[0]:>6.2f} {t[1] * 1000:>10.1f} ms {o[1] * 1000:>6.1f} ms {o[1] / t[1]:>6.2f}")
+        rows.append({"file": name, "tokens": len(tok.mergeable_ranks()), "repeat": args.repeat,
+                     "tiktoken_wall_ms": t[0] * 1000, "ours_wall_ms": o[0] * 1000,
+                     "tiktoken_cpu_ms": t[1] * 1000, "ours_cpu_ms": o[1] * 1000})
         if args.recover:
             fresh = conversion.from_tiktoken(path, pattern=PRESETS[name].pattern)
             _, wall, cpu = timed(lambda: fresh.merges)
+            rows[-1]["recover_wall_ms"], rows[-1]["recover_cpu_ms"] = wall * 1000, cpu * 1000
             print(f"{'':<12} merge recovery (C, on first use of .merges): wall {wall * 1000:.1f} ms, cpu {cpu * 1000:.1f} ms, "
                   f"{len(fresh.merges)} merges, {len(fresh.unmerged_tokens)} tokens no merge builds")
         if args.slow and name == "cl100k_base":
@@ -112,6 +124,9 @@ def main() -> None:
             (slow, _), wall, _ = timed(lambda: recover_merges_slow(ranks, path))
             print(f"{'':<12} slow reference recovery: {wall:.2f} s; same merges as the C one: {slow == tok.merges}")
     print("ratio = ours / tiktoken, best of --repeat runs; <= 1.00 meets the requirement")
+    if args.json:
+        from importlib.metadata import version
+        write_results(args.json, "bench_load", vars(args), {"rows": rows, "tiktoken": version("tiktoken")}, started)
 
 
 if __name__ == "__main__":

@@ -63,7 +63,27 @@ def render_bench_train(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_train": render_bench_train}
+def render_bench_load(record: dict[str, Any]) -> str:
+    """bench_load: loading rank files, ours against tiktoken's Encoding, best of --repeat."""
+    r = record["results"]
+    recover = any("recover_wall_ms" in row for row in r["rows"])
+    lines = ["### Loading rank files", "",
+             f"{run_line(record)} tiktoken {r['tiktoken']}. Best of {r['rows'][0]['repeat'] if r['rows'] else 0} "
+             "runs, alternating; ours builds the exact pair table of \"ranks\" mode, tiktoken its `Encoding`.", "",
+             "| file | tokens | tiktoken wall (ms) | ours wall (ms) | ratio | tiktoken CPU (ms) | ours CPU (ms) | ratio |"
+             + (" merge recovery, on first use (ms) |" if recover else ""),
+             "|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if recover else "")]
+    for row in r["rows"]:
+        line = (f"| {row['file']} | {row['tokens']:,} | {row['tiktoken_wall_ms']:.0f} | {row['ours_wall_ms']:.0f} "
+                f"| {row['ours_wall_ms'] / row['tiktoken_wall_ms']:.2f}x | {row['tiktoken_cpu_ms']:.0f} "
+                f"| {row['ours_cpu_ms']:.0f} | {row['ours_cpu_ms'] / row['tiktoken_cpu_ms']:.2f}x |")
+        if recover:
+            line += f" {row['recover_wall_ms']:.0f} |" if "recover_wall_ms" in row else " |"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_train": render_bench_train, "bench_load": render_bench_load}
 
 
 def rendered() -> str:
