@@ -1,7 +1,7 @@
 """Benchmark chunk counting (training's first step) and the peak memory of training from files.
 
     python scripts/bench_count.py [CORPUS] [--patterns gpt2 gpt4] [--workers 2] [--rounds 3]
-                                  [--vocab-size 32768] [--no-train]
+                                  [--vocab-size 32768] [--no-train] [--json OUT]
 
 CORPUS is a text file (``.xz`` is decompressed into a temporary file first); its documents are
 its lines, as ``open(f)`` and ``tokenizers``' ``train(files)`` give them. Each measurement runs in
@@ -17,6 +17,8 @@ its own subprocess, and the rounds interleave the systems, so that a busy machin
 Reported: wall seconds, CPU seconds (every thread and child process), MB/s of wall and of CPU,
 the peak RSS of the process (its VmHWM) less its RSS before the measured call, and, for ``c`` and
 ``train``, that peak per distinct chunk. Python's counts are checked to equal C's, in order.
+``--json OUT`` also writes the figures with the machine, load and date (scripts/bench_results.py),
+from which scripts/render_benchmarks.py renders docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from bench_results import machine, write_results
 
 DEFAULT_CORPUS = "/work/shared/data/bench/mix-49mb.txt.xz"
 
@@ -105,7 +109,9 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=32768)
     parser.add_argument("--no-train", action="store_true", help="count only")
     parser.add_argument("--no-python", action="store_true", help="skip the (slow) Python counting")
+    parser.add_argument("--json", help="also write the figures here, with the machine, load and date")
     args = parser.parse_args()
+    started, recorded = machine(), []
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.pathsep + env.get(
         "PYTHONPATH", "")
@@ -136,6 +142,9 @@ def main() -> None:
                         assert pickle.load(f) == python, "the C counts differ from Python's"
                     print(f"  {pattern}: C counts equal Python's, in order ({len(python):,} distinct chunks)")
             distinct = results["c"][0]["distinct"] if "c" in results else None
+            recorded.append({"pattern": pattern, "distinct": distinct, "mb": mb, "modes": {
+                mode: {"wall": min(r["wall"] for r in rows), "cpu": min(r["cpu"] for r in rows),
+                       "peak_mb": statistics.median(r["peak_mb"] for r in rows)} for mode, rows in results.items()}})
             print(f"{pattern}: best of {args.rounds} (median)")
             for mode, rows in results.items():
                 wall = min(r["wall"] for r in rows)
@@ -148,6 +157,9 @@ def main() -> None:
             if "python" in results and "c" in results:
                 ratio = min(r["wall"] for r in results["python"]) / min(r["wall"] for r in results["c"])
                 print(f"  c / python: {ratio:.1f}x faster (wall)")
+    if args.json:
+        write_results(args.json, "bench_count", vars(args), {"corpus": args.corpus, "workers": args.workers,
+                                                             "rounds": args.rounds, "patterns": recorded}, started)
 
 
 if __name__ == "__main__":

@@ -83,7 +83,34 @@ def render_bench_load(record: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_train": render_bench_train, "bench_load": render_bench_load}
+def render_bench_count(record: dict[str, Any]) -> str:
+    """bench_count: counting in C against Python's counting, and training's whole peak memory."""
+    r = record["results"]
+    names = {"python": "Python's counting (worker processes)", "c": "C counting (threads)",
+             "train": f"train to {record['args']['vocab_size']:,} tokens (counting + merges)"}
+    lines = [f"### Counting: {Path(r['corpus']).name}, {r['workers']} workers", "",
+             f"{run_line(record)} Best of {r['rounds']} interleaved rounds (peak: the median); documents are "
+             "lines. Peak: the process's peak RSS above its RSS before the call.", "",
+             "| pattern | job | wall (s) | CPU (s) | MB per CPU second | peak (MB) | peak per distinct chunk (bytes) |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for entry in r["patterns"]:
+        for mode, m in entry["modes"].items():
+            per_chunk = (f"{m['peak_mb'] * 1e6 / entry['distinct']:.0f}"
+                         if entry["distinct"] and mode != "python" else "")
+            lines.append(f"| {entry['pattern']} | {names.get(mode, mode)} | {m['wall']:.2f} | {m['cpu']:.2f} "
+                         f"| {entry['mb'] / m['cpu']:.0f} | {m['peak_mb']:.0f} | {per_chunk} |")
+    lines.append("")
+    for entry in r["patterns"]:
+        modes = entry["modes"]
+        if "python" in modes and "c" in modes:
+            lines.append(f"- {entry['pattern']}: {entry['distinct']:,} distinct chunks; C counting takes "
+                         f"{modes['c']['cpu'] / modes['python']['cpu']:.2f}x the CPU time of Python's "
+                         f"({modes['c']['wall'] / modes['python']['wall']:.2f}x the wall time).")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "bench_count": render_bench_count, "bench_load": render_bench_load, "bench_train": render_bench_train}
 
 
 def rendered() -> str:
