@@ -16,7 +16,10 @@ does not, so its time excludes the disk flush. The default checkpoint is sharded
 with the embedding and head about a third of it; ``--shard-size 10GB`` gives one file, where
 ``extend`` has to rewrite everything.
 
-    python scripts/bench_surgery.py [--hidden 256 --layers 16 --intermediate 4096 --shard-size 100MB]
+    python scripts/bench_surgery.py [--hidden 256 --layers 16 --intermediate 4096 --shard-size 100MB] [--json OUT]
+
+``--json OUT`` also writes the figures with the machine, load and date (scripts/bench_results.py),
+from which scripts/render_benchmarks.py renders docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -134,11 +137,16 @@ def main() -> None:
     parser.add_argument("--shard-size", default="100MB", help="max_shard_size of the checkpoint (default 100MB)")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     parser.add_argument("--workdir", type=Path, help="where to build (default: a temp folder, removed)")
+    parser.add_argument("--json", help="also write the figures here, with the machine, load and date")
     parser.add_argument("--child", nargs=3, metavar=("MODE", "CKPT", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_results import machine, write_results
+
+    started = machine()
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench_surgery."))
     try:
@@ -162,6 +170,9 @@ def main() -> None:
             f"{mode:<8} {r['seconds']:>8.2f} {r['rss_growth_mb']:>19.0f} "
             f"{r['seconds'] / ref['seconds']:>13.1f}x {r['rss_growth_mb'] / max(ref['rss_growth_mb'], 1e-9):>12.1f}x"
         )
+    if args.json:
+        write_results(args.json, "bench_surgery", vars(args), {"checkpoint_mb": size / 1e6, "shards": shards,
+                                                               "dtype": args.dtype, "tokens": TOKENS, "methods": results}, started)
 
 
 if __name__ == "__main__":

@@ -109,7 +109,27 @@ def render_bench_count(record: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+def render_bench_surgery(record: dict[str, Any]) -> str:
+    """bench_surgery: adding tokens to a checkpoint on disk, against transformers' load, resize, save."""
+    r = record["results"]
+    names = {"extend": "`surgery.extend_checkpoint` (on disk)",
+             "hf": "transformers: `from_pretrained`, `resize_token_embeddings`, `save_pretrained`",
+             "inmem": "`from_pretrained`, `surgery.add_tokens_and_resize`, `save_pretrained`"}
+    ref = r["methods"]["extend"]
+    lines = [f"### Model surgery: a {r['checkpoint_mb']:.0f} MB Llama checkpoint", "",
+             f"{run_line(record)} {r['shards']} shard(s), {r['dtype']}, GPT-2's vocabulary; adds "
+             f"{', '.join(f'`{t}`' for t in r['tokens'])} as special tokens. Each method in its own process; time "
+             "and peak RSS growth around the operation only. `extend_checkpoint` fsyncs what it writes; "
+             "`save_pretrained` does not, so its time leaves out the disk flush.", "",
+             "| method | seconds | peak RSS growth (MB) | time / extend_checkpoint | memory / extend_checkpoint |",
+             "|---|---:|---:|---:|---:|"]
+    for mode, m in r["methods"].items():
+        lines.append(f"| {names.get(mode, mode)} | {m['seconds']:.2f} | {m['rss_growth_mb']:.0f} "
+                     f"| {m['seconds'] / ref['seconds']:.1f}x | {m['rss_growth_mb'] / max(ref['rss_growth_mb'], 1e-9):.1f}x |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_surgery": render_bench_surgery,
     "bench_count": render_bench_count, "bench_load": render_bench_load, "bench_train": render_bench_train}
 
 
