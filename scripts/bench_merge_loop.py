@@ -1,7 +1,7 @@
 """Benchmark the merge loop alone: time, CPU time and memory of the kernel's ``train`` per rule.
 
     python scripts/bench_merge_loop.py [CORPUS] [--pattern gpt2] [--vocab-size 32768]
-        [--rules smallest_pair first_occurrence huggingface] [--kernel MODULE ...]
+        [--rules smallest_pair first_occurrence huggingface] [--kernel MODULE ...] [--json OUT]
 
 CORPUS (default: the shared 49 MB corpus; ``.xz`` is decompressed) is split into documents at
 blank lines and its chunks are counted once with ``hf_bbpe.engine.training.counting_reference.count_chunks``; the
@@ -11,7 +11,9 @@ calls ``train`` (symbols in place, merges as arrays, as ``trainer.train_merges``
 reports the wall and CPU time of the call, and its peak RSS above that base: the merge loop's own
 memory. ``--kernel`` names modules with the same ``train`` to compare (default: the C kernel;
 an older build can be imported from elsewhere with PYTHONPATH). The merges of every kernel are
-checked to be the same. On a shared machine, CPU time is the steadier figure.
+checked to be the same. On a shared machine, CPU time is the steadier figure. ``--json OUT`` also
+writes the rows with the machine, load and date (scripts/bench_results.py), from which
+scripts/render_benchmarks.py renders docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -109,12 +111,17 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=32768)
     parser.add_argument("--rules", nargs="+", choices=RULES, default=list(RULES))
     parser.add_argument("--kernel", nargs="+", default=["hf_bbpe.engine.training._merge_loop"])
+    parser.add_argument("--json", help="also write the rows here, with the machine, load and date")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         base, num_merges, rule, kernel_name = args.child
         child(base, int(num_merges), rule, kernel_name)
         return
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_results import machine, write_results
+
+    started, rows = machine(), []
     base = cached_buffers(args.corpus, args.pattern)
     print(f"{os.path.basename(args.corpus)}, {args.pattern} pattern, {args.vocab_size:,} tokens")
     print(f"{'kernel':<24} {'rule':<17} {'wall s':>7} {'cpu s':>6} {'loop MB':>8}  merges")
@@ -127,8 +134,12 @@ def main() -> None:
             )
             row = json.loads(out.stdout.splitlines()[-1])
             same = merges_of.setdefault(rule, row["sha"]) == row["sha"]
+            rows.append({**row, "same_merges": same})
             print(f"{kernel_name:<24} {rule:<17} {row['wall']:>7.2f} {row['cpu']:>6.2f} {row['loop_mb']:>8.1f}  "
                   f"{row['merges']:,}{'' if same else '  DIFFERENT MERGES'}")
+    if args.json:
+        write_results(args.json, "bench_merge_loop", vars(args), {"corpus": args.corpus, "pattern": args.pattern,
+                                                                  "vocab_size": args.vocab_size, "rows": rows}, started)
 
 
 if __name__ == "__main__":

@@ -129,7 +129,22 @@ def render_bench_surgery(record: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_surgery": render_bench_surgery,
+def render_bench_merge_loop(record: dict[str, Any]) -> str:
+    """bench_merge_loop: the merge loop alone, per tie-break: time and its own peak memory."""
+    r = record["results"]
+    lines = [f"### The merge loop: {Path(r['corpus']).name}, {r['pattern']} pattern, {r['vocab_size']:,} tokens", "",
+             f"{run_line(record)} The chunks are counted once (documents end at blank lines); each rule "
+             "then trains in a process of its own. Memory: the loop's own peak above the loaded counts.", "",
+             "| tie-break | wall (s) | CPU (s) | the loop's peak (MB) | merges |", "|---|---:|---:|---:|---:|"]
+    for row in r["rows"]:
+        kernel = "" if row["kernel"].endswith("._merge_loop") else f" ({row['kernel']})"
+        lines.append(f"| `{row['rule']}`{kernel} | {row['wall']:.2f} | {row['cpu']:.2f} | {row['loop_mb']:.1f} "
+                     f"| {row['merges']:,} |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_merge_loop": render_bench_merge_loop,
+                                                         "bench_surgery": render_bench_surgery,
     "bench_count": render_bench_count, "bench_load": render_bench_load, "bench_train": render_bench_train}
 
 
