@@ -6,13 +6,17 @@ documents): GPT-2 is extended on one half, and bytes per token are measured on t
 of the corpus, which no extension sees), before and after. Extension must not make general text
 worse: every old merge is kept and new merges only apply on top of them.
 
-    python scripts/bench_extension.py [--corpus mix-49mb.txt.xz] [--gpt2-dir DIR] [--new-merges 4000]
+    python scripts/bench_extension.py [--corpus mix-49mb.txt.xz] [--gpt2-dir DIR] [--new-merges 4000] [--json OUT]
+
+``--json OUT`` also writes the rows with the machine, load and date (scripts/bench_results.py),
+from which scripts/render_benchmarks.py renders docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import lzma
+import sys
 import time
 from pathlib import Path
 
@@ -55,7 +59,12 @@ def main() -> None:
     parser.add_argument("--gpt2-dir", type=Path, default=SHARED / "gpt2", help="holds encoder.json and vocab.bpe")
     parser.add_argument("--new-merges", type=int, default=4000)
     parser.add_argument("--max-train-mb", type=float, default=8.0, help="cap on each domain's training text")
+    parser.add_argument("--json", help="also write the rows here, with the machine, load and date")
     args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_results import machine, write_results
+
+    started, records = machine(), []
 
     gpt2 = conversion.from_gpt2_files(args.gpt2_dir / "encoder.json", args.gpt2_dir / "vocab.bpe")
     domains = split_domains(read_corpus(args.corpus))
@@ -76,6 +85,9 @@ def main() -> None:
         added = len(extended.merges) - len(gpt2.merges)
         before_domain, after_domain = bytes_per_token(gpt2, held_out), bytes_per_token(extended, held_out)
         before_general, after_general = bytes_per_token(gpt2, general), bytes_per_token(extended, general)
+        records.append({"domain": domain, "trained_mb": sum(map(len, kept)) / 1e6, "new_merges": added,
+                        "seconds": seconds, "domain_before": before_domain, "domain_after": after_domain,
+                        "general_before": before_general, "general_after": after_general})
         rows.append(
             f"| {domain} | {sum(map(len, kept)) / 1e6:.1f} MB | {added} | {seconds:.1f} s | "
             f"{before_domain:.3f} -> {after_domain:.3f} ({after_domain / before_domain:.2f}x) | "
@@ -86,6 +98,9 @@ def main() -> None:
     print("| domain | trained on | new merges | time | held-out domain text | held-out general English |")
     print("|---|---|---|---|---|---|")
     print("\n".join(rows))
+    if args.json:
+        write_results(args.json, "bench_extension", {k: str(v) for k, v in vars(args).items()},
+                      {"corpus": str(args.corpus), "rows": records}, started)
 
 
 if __name__ == "__main__":

@@ -143,7 +143,25 @@ def render_bench_merge_loop(record: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_merge_loop": render_bench_merge_loop,
+def render_bench_extension(record: dict[str, Any]) -> str:
+    """bench_extension: GPT-2 extended per domain; bytes per token on held-out text, before and after."""
+    r = record["results"]
+    lines = ["### Vocabulary extension: bytes per token", "",
+             f"{run_line(record)} GPT-2 extended on half of each domain's documents of "
+             f"{Path(r['corpus']).name}; bytes per token (higher is better) on the other half, and on held-out "
+             "general English that no extension sees.", "",
+             "| domain | trained on (MB) | new merges | time (s) | held-out domain text | held-out general English |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for row in r["rows"]:
+        lines.append(f"| {row['domain']} | {row['trained_mb']:.1f} | {row['new_merges']:,} | {row['seconds']:.1f} "
+                     f"| {row['domain_before']:.3f} -> {row['domain_after']:.3f} "
+                     f"({row['domain_after'] / row['domain_before']:.2f}x) | {row['general_before']:.3f} -> "
+                     f"{row['general_after']:.3f} ({row['general_after'] / row['general_before']:.3f}x) |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_extension": render_bench_extension,
+                                                         "bench_merge_loop": render_bench_merge_loop,
                                                          "bench_surgery": render_bench_surgery,
     "bench_count": render_bench_count, "bench_load": render_bench_load, "bench_train": render_bench_train}
 
