@@ -1,6 +1,6 @@
 """Benchmark BBPETokenizer (the transformers wrapper) against its anchors, in one run.
 
-    python scripts/bench_hf_tokenizer.py [CORPUS] [--sample-mb 8] [--rounds 3] [--tf457-python PATH]
+    python scripts/bench_hf_tokenizer.py [CORPUS] [--sample-mb 8] [--rounds 3] [--tf457-python PATH] [--json OUT]
 
 Uses GPT-2's vocabulary (tests/data/gpt2, loaded as a GPT-2-style folder) on CORPUS (``.xz`` is
 decompressed; documents are separated by blank lines). The shared corpus is ordered by source
@@ -25,6 +25,8 @@ machine falls on all of them alike). All contenders must give identical ids (che
 of every id). Throughput is UTF-8 megabytes per second of wall time, with CPU seconds beside it
 (a shared machine makes wall time alone misleading; the fast twin's batches may use several
 threads, whose CPU seconds add up). Exits with status 1 if ids differ or a requirement is missed.
+``--json OUT`` also writes the rows with the machine, load and date (scripts/bench_results.py),
+from which scripts/render_benchmarks.py renders docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -161,7 +163,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of this interpreter's systems")
     parser.add_argument("--tf457-python", type=Path, default=REPO / ".venv-tf457" / "bin" / "python",
                         help="interpreter with transformers 4.57 and hf_bbpe (scripts/setup.sh makes it)")
+    parser.add_argument("--json", help="also write the rows here, with the machine, load and date")
     args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_results import machine, write_results
+
+    started = machine()
 
     docs = load_docs(args.corpus, args.sample_mb)
     size = sum(len(doc.encode("utf-8")) for doc in docs)
@@ -207,6 +214,10 @@ def main() -> int:
               f"4.57's GPT2Tokenizer(doc): {ratio(single, slow)}  (requirement: > 1x)")
         failed |= ours["cpu_mb_s"] <= slow["cpu_mb_s"]
     print("FAIL" if failed else "OK")
+    if args.json:
+        write_results(args.json, "bench_hf_tokenizer", {k: str(v) for k, v in vars(args).items()},
+                      {"corpus": str(args.corpus), "documents": len(docs), "mb": size / 1e6, "batch": BATCH,
+                       "rows": rows, "same_ids": len(hashes) == 1}, started)
     return 1 if failed else 0
 
 

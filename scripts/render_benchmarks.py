@@ -160,7 +160,28 @@ def render_bench_extension(record: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_bench_hf_tokenizer(record: dict[str, Any]) -> str:
+    """bench_hf_tokenizer: BBPETokenizer against the engine, the fast class and GPT2Tokenizer."""
+    r = record["results"]
+    lines = ["### transformers: BBPETokenizer", "",
+             f"{run_line(record)} GPT-2's vocabulary on {r['documents']:,} documents ({r['mb']:.1f} MB) of "
+             f"{Path(r['corpus']).name}; batches of {r['batch']}; the median of interleaved rounds. "
+             f"Every contender gave the same ids: {'yes' if r['same_ids'] else 'NO'}.", "",
+             "| call | MB per CPU second | MB/s (wall) |", "|---|---:|---:|"]
+    for name, row in r["rows"].items():
+        lines.append(f"| {name} | {row['cpu_mb_s']:.2f} | {row['mb_s']:.2f} |")
+    first = list(r["rows"].values())[:5]  # this interpreter's: engine, ours per document and batched, the fast class's
+    if len(first) == 5:
+        engine, single, batched, fast_single, fast_batched = (row["cpu_mb_s"] for row in first)
+        lines += ["", f"- `BBPETokenizer` per document: {single / engine:.2f}x the engine's MB per CPU second "
+                      f"(batched: {batched / engine:.2f}x); the script requires at least 0.5x per document.",
+                  f"- `BBPETokenizer` against the fast class: {single / fast_single:.0f}x per document, "
+                  f"{batched / fast_batched:.0f}x in batches."]
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_extension": render_bench_extension,
+                                                         "bench_hf_tokenizer": render_bench_hf_tokenizer,
                                                          "bench_merge_loop": render_bench_merge_loop,
                                                          "bench_surgery": render_bench_surgery,
     "bench_count": render_bench_count, "bench_load": render_bench_load, "bench_train": render_bench_train}
