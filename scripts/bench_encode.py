@@ -514,7 +514,13 @@ def main() -> None:
     parser.add_argument("--cold", default=None, help=argparse.SUPPRESS)  # (internal: one system's cold pass, see cold_pass)
     parser.add_argument("--sse2", action="store_true",
                         help="hf_bbpe's SSE2 window scanners, as on a CPU without AVX-512 (like HF_BBPE_NO_AVX512=1)")
+    parser.add_argument("--json", help="also write the figures here, with the machine, load and date "
+                                       "(scripts/render_benchmarks.py renders docs/benchmarks.md from them)")
     args = parser.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_results import machine
+
+    args._started = machine()  # the run's machine and load, for --json (not an argument: "_" keeps it out)
     if str(args.threads) != THREADS:  # (read from argv before the peers load, so that their pools get it)
         parser.error("--threads must be given as --threads N or --threads=N")
 
@@ -689,6 +695,18 @@ def run(args: argparse.Namespace, text: str, documents: list[str], mb: float, al
     inexact = [name for name in systems if name != "hf_bbpe" and not equal[name]]
     if inexact:
         print(f"not compared (ids differ from tiktoken's): {', '.join(inexact)}")
+    if args.json:
+        from bench_results import write_results
+
+        write_results(args.json, "bench_encode", {k: str(v) for k, v in vars(args).items()}, {
+            "corpus": args.corpus, "encoding": args.encoding, "mb": mb, "documents": len(documents),
+            "rounds": args.rounds, "threads": args.threads, "sse2": args.sse2,
+            "columns": {c: {"label": label, "mb": size} for c, (label, size) in columns.items()},
+            "systems": {name: {"version": systems[name]["version"], "flat": bool(systems[name].get("flat")),
+                               "ids_equal": equal[name], "load_rss_mb": memory[name],
+                               "best_wall": {c: best[(name, c)][0] for c in columns if (name, c) in best},
+                               "least_cpu": {c: least_cpu[(name, c)] for c in columns if (name, c) in least_cpu}}
+                        for name in systems}}, args._started)
     if not equal.get("hf_bbpe", True):
         sys.exit(1)
 

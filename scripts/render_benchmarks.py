@@ -180,7 +180,37 @@ def render_bench_hf_tokenizer(record: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_extension": render_bench_extension,
+def render_bench_encode(record: dict[str, Any]) -> str:
+    """bench_encode: MB of UTF-8 per CPU second per call form; hf_bbpe against the best exact peer
+    of the run (ids equal to tiktoken's on every document), as the typed encoding table reads."""
+    r = record["results"]
+    systems = r["systems"]
+    peers = [n for n, s in systems.items() if n != "hf_bbpe" and s["ids_equal"]]
+    scanners = "SSE2" if r["sse2"] else "AVX-512 where the CPU has it"
+    lines = [f"### Encoding: {r['encoding']}, {scanners}", "",
+             f"{run_line(record)} The first {r['mb']:.1f} MB of {Path(r['corpus']).name} ({r['documents']:,} "
+             f"documents); best of {r['rounds']} interleaved rounds. MB of UTF-8 per CPU second; in the "
+             "one-core columns every thread is pinned to one CPU. Each cell: hf_bbpe, then (hf_bbpe / the best "
+             "exact peer, that peer and its figure). Exact peers in this run: "
+             + ", ".join(f"{n} {systems[n]['version']}" for n in peers) + ".", "",
+             "| call | hf_bbpe | best exact peer |", "|---|---:|---|"]
+    for column, info in r["columns"].items():
+        ours = systems.get("hf_bbpe", {}).get("least_cpu", {}).get(column)
+        if not ours:
+            continue
+        rates = {n: info["mb"] / systems[n]["least_cpu"][column] for n in peers if systems[n]["least_cpu"].get(column)}
+        mine = info["mb"] / ours
+        if rates:
+            top = max(rates, key=rates.get)
+            cell = f"{mine / rates[top]:.2f}x {top} {rates[top]:.0f}"
+        else:
+            cell = "no exact peer ran"
+        lines.append(f"| {info['label']} | {mine:.0f} | {cell} |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_encode": render_bench_encode,
+                                                         "bench_extension": render_bench_extension,
                                                          "bench_hf_tokenizer": render_bench_hf_tokenizer,
                                                          "bench_merge_loop": render_bench_merge_loop,
                                                          "bench_surgery": render_bench_surgery,
