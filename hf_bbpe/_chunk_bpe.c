@@ -50,8 +50,8 @@
 #include <sys/mman.h>
 #endif
 
-#include "_hash.h"
-#include "_pretokenize.h"
+#include "common/hash.h"
+#include "scan/scanner.h"
 
 /* The tables probed at random once per chunk (front cache, seed table, piece cache, vocabulary),
  * zeroed and aligned to a cache line. Large ones are asked for in huge pages where the system

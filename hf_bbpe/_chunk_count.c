@@ -37,8 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_hash.h"
-#include "_pretokenize.h"
+#include "common/hash.h"
+#include "scan/scanner.h"
 
 #if (defined(__unix__) || defined(__APPLE__)) && (defined(__GNUC__) || defined(__clang__))
 #include <pthread.h>

@@ -46,7 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_hash.h"
+#include "common/hash.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define CTZ64(x) __builtin_ctzll(x)
