@@ -40,7 +40,7 @@ def old_kernel(name, source, numpy_headers=False):
 setup(
     ext_modules=[
         old_kernel("hf_bbpe._chunk_count", "hf_bbpe/_chunk_count.c"),
-        old_kernel("hf_bbpe._merge_loop", "hf_bbpe/_merge_loop.c"),
+        kernel("hf_bbpe._merge_loop", "merge"),
         old_kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", numpy_headers=True),  # encode_to_numpy's arrays
         kernel("hf_bbpe._pretokenize", "scan"),
     ]
