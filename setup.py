@@ -39,7 +39,7 @@ def old_kernel(name, source, numpy_headers=False):
 
 setup(
     ext_modules=[
-        old_kernel("hf_bbpe._chunk_count", "hf_bbpe/_chunk_count.c"),
+        kernel("hf_bbpe._chunk_count", "count", uses_scanner=True),
         kernel("hf_bbpe._merge_loop", "merge"),
         old_kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", numpy_headers=True),  # encode_to_numpy's arrays
         kernel("hf_bbpe._pretokenize", "scan"),
