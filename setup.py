@@ -26,22 +26,11 @@ def kernel(name: str, folder: str, uses_scanner: bool = False, numpy_headers: bo
                      extra_link_args=threads, include_dirs=include_dirs)
 
 
-def old_kernel(name, source, numpy_headers=False):
-    threads = ["-pthread"]
-    include_dirs = [CSRC]
-    if numpy_headers:
-        import numpy
-
-        include_dirs.append(numpy.get_include())
-    return Extension(name, [source], extra_compile_args=["-O3", "-std=c99", *threads],
-                     extra_link_args=threads, include_dirs=include_dirs)
-
-
 setup(
     ext_modules=[
         kernel("hf_bbpe._chunk_count", "count", uses_scanner=True),
         kernel("hf_bbpe._merge_loop", "merge"),
-        old_kernel("hf_bbpe._chunk_bpe", "hf_bbpe/_chunk_bpe.c", numpy_headers=True),  # encode_to_numpy's arrays
+        kernel("hf_bbpe._chunk_bpe", "encode", uses_scanner=True, numpy_headers=True),  # encode_to_numpy's arrays
         kernel("hf_bbpe._pretokenize", "scan"),
     ]
 )

@@ -216,7 +216,7 @@ HF_INTERNAL int table_init_limited(Table *t, uint64_t limit, Spill *spill);
 HF_INTERNAL int table_init(Table *t);
 HF_INTERNAL void table_free(Table *t);
 HF_INTERNAL int slots_grow(uint64_t **slots_io, uint64_t *mask_io, int *bits_io, const uint8_t *arena, uint64_t len,
-                      uint64_t head);
+                           uint64_t head);
 HF_INTERNAL int table_grow(Table *t);
 HF_INTERNAL int table_segment(Table *t, int64_t u);
 HF_INTERNAL int table_spill(Table *t, Front *front); /* spill.c */
@@ -226,13 +226,13 @@ HF_INTERNAL uint64_t table_add(Table *t, const uint8_t *p, uint64_t n, uint64_t 
 HF_INTERNAL void front_flush_all(Table *t, Front *front);
 HF_INTERNAL int tally_drain(Tally *y);
 HF_INTERNAL int count_chunks(Tally *y, const uint8_t *p, Py_ssize_t start, const Py_ssize_t *ends, Py_ssize_t k,
-                        const uint8_t *readable);
+                             const uint8_t *readable);
 
 /* work.c */
 HF_INTERNAL void job_error_at(Job *job, const InputError *found);
 HF_INTERNAL void job_error(Job *job, int64_t unit, int kind, int64_t where);
 HF_INTERNAL int count_document(const PretokScanner *scanner, Tally *y, const uint8_t *p, Py_ssize_t n,
-                          const uint8_t *readable);
+                               const uint8_t *readable);
 HF_INTERNAL int run_job(Counter *self, Job *job, PyObject *progress);
 
 /* files.c */
@@ -251,7 +251,7 @@ HF_INTERNAL extern Py_ssize_t part_bytes; /* a longer document is cut into parts
 /* result.c */
 HF_INTERNAL void tally_text(TextTally *x, const uint8_t *q, uint64_t len, uint64_t count);
 HF_INTERNAL int merge_tables(Table *tables, int ntables, uint8_t *symbols, int32_t *lengths, int64_t *counts,
-                        Py_ssize_t *nchunks, Py_ssize_t *nsymbols, TextTally *text);
+                             Py_ssize_t *nchunks, Py_ssize_t *nsymbols, TextTally *text);
 HF_INTERNAL PyObject *text_tally_result(const TextTally *text);
 HF_INTERNAL PyObject *Counter_result(Counter *self, PyObject *unused);
 HF_INTERNAL extern PyTypeObject BufferType;

@@ -255,7 +255,7 @@ static int json_value(JsonScan *j, int depth, const char **type) {
  * point into the line, or into scratch (room: n) when it had escapes. Duplicate names: the last
  * one counts, as in Python's json. Returns JSON_OK or an error (details in j). */
 int json_field(JsonScan *j, const uint8_t *line, size_t n, const uint8_t *field, size_t nfield,
-                      uint8_t *scratch, const uint8_t **text, size_t *len) {
+               uint8_t *scratch, const uint8_t **text, size_t *len) {
     j->p = j->start = line;
     j->end = line + n;
     j->error = JSON_OK;

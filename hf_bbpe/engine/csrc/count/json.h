@@ -20,6 +20,6 @@ static inline int json_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n'
 /* json.c */
 HF_INTERNAL Py_ssize_t utf8_invalid_at(const uint8_t *s, Py_ssize_t n);
 HF_INTERNAL int json_field(JsonScan *j, const uint8_t *line, size_t n, const uint8_t *field, size_t nfield,
-                      uint8_t *scratch, const uint8_t **text, size_t *len);
+                           uint8_t *scratch, const uint8_t **text, size_t *len);
 
 #endif

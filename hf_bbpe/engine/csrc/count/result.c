@@ -95,7 +95,7 @@ void tally_text(TextTally *x, const uint8_t *q, uint64_t len, uint64_t count) {
 
 /* The tables merged in order of first appearance (see the top of the file) into out buffers. */
 int merge_tables(Table *tables, int ntables, uint8_t *symbols, int32_t *lengths, int64_t *counts,
-                        Py_ssize_t *nchunks, Py_ssize_t *nsymbols, TextTally *text) {
+                 Py_ssize_t *nchunks, Py_ssize_t *nsymbols, TextTally *text) {
     size_t *seg = calloc((size_t)ntables, sizeof(size_t));
     if (!seg) return -2;
     Py_ssize_t k = 0, s = 0;

@@ -106,6 +106,6 @@ HF_INTERNAL int run_close(RunWriter *w);
 /* spill_merge.c */
 HF_INTERNAL int merge_runs(Spill *s, int nthreads);
 HF_INTERNAL int write_sections(Spill *s, int fd, uint64_t at_counts, uint64_t at_lengths, uint64_t at_symbols,
-                          TextTally *text);
+                               TextTally *text);
 
 #endif

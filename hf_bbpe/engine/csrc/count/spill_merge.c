@@ -529,7 +529,7 @@ static int merge_parts(Spill *s, int64_t first, int count, SectionWriter *out, T
  * MERGE_FAN_IN files at a time into new sorted files while there are more than that, then all of
  * them into the sections. */
 int write_sections(Spill *s, int fd, uint64_t at_counts, uint64_t at_lengths, uint64_t at_symbols,
-                          TextTally *text) {
+                   TextTally *text) {
     int64_t first = 0;
     while (s->parts - first > MERGE_FAN_IN) {
         int64_t end = s->parts; /* (the files this round makes come after end) */

@@ -45,7 +45,7 @@ void table_free(Table *t) {
  * order and written nearly in order (first slots keep their order); past that, every record is
  * hashed again, walking the arena. */
 int slots_grow(uint64_t **slots_io, uint64_t *mask_io, int *bits_io, const uint8_t *arena, uint64_t len,
-                      uint64_t head) {
+               uint64_t head) {
     int bits = *bits_io + 1;
     uint64_t old_mask = *mask_io, mask = old_mask * 2 + 1, *old = *slots_io;
     uint64_t *slots = calloc(mask + 1, sizeof(uint64_t));

@@ -130,7 +130,7 @@ int tally_drain(Tally *y) {
  * is full (tally_batch). The chunks keep pointing into their text until they are drained. -1 when
  * out of memory. */
 int count_chunks(Tally *y, const uint8_t *p, Py_ssize_t start, const Py_ssize_t *ends, Py_ssize_t k,
-                        const uint8_t *readable) {
+                 const uint8_t *readable) {
     for (Py_ssize_t c = 0; c < k; start = ends[c++]) {
         uint64_t n = (uint64_t)(ends[c] - start), w0 = 0, w1 = 0, key = 0;
         if (n <= FRONT_MAX) {

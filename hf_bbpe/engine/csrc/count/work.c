@@ -42,7 +42,7 @@ void job_error(Job *job, int64_t unit, int kind, int64_t where) {
 /* Count the chunks of one document (valid UTF-8 with a readable byte after it; bytes up to readable
  * may be read). Some of its chunks may still wait (see count_chunks): drain y before its text goes. */
 int count_document(const PretokScanner *scanner, Tally *y, const uint8_t *p, Py_ssize_t n,
-                          const uint8_t *readable) {
+                   const uint8_t *readable) {
     PretokText text = {PRETOK_UTF8_KIND, p, n};
     Py_ssize_t ends[SCAN_BATCH];
     for (Py_ssize_t i = 0; i < n;) {
