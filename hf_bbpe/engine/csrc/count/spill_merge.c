@@ -51,8 +51,7 @@ static int merge_table_add(MergeTable *m, const SpillRecord *r) {
     uint64_t need = m->len + 24 + 10 + r->len;
     if (need > OFFSET_MASK - 1) return -1;
     if (need > m->cap) {
-        uint64_t cap = m->cap ? m->cap * 2 : 1 << 16;
-        while (cap < need) cap *= 2;
+        uint64_t cap = grown_capacity(m->cap, need, 1 << 16);
         uint8_t *arena = realloc(m->arena, cap);
         if (!arena) return -1;
         m->arena = arena;

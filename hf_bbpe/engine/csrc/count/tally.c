@@ -26,9 +26,8 @@ uint64_t table_add(Table *t, const uint8_t *p, uint64_t n, uint64_t h) {
         store_count(record, load_count(record) + 1);
         return *slot & OFFSET_MASK;
     }
-    uint64_t need = t->len + 8 + 10 + n, cap = t->cap;
+    uint64_t need = t->len + 8 + 10 + n, cap = grown_capacity(t->cap, need, t->cap);
     int grow_slots = (t->records + 1) * 10 > (t->mask + 1) * 7;
-    while (cap < need) cap *= 2;
     if (t->limit && t->records && cap + (t->mask + 1) * 8 * (grow_slots ? 3 : 1) > t->limit) return TABLE_FULL;
     if (need > OFFSET_MASK - 1) return 0;
     if (cap > t->cap) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "encode/encode.h"
 #include "encode/lookup.h"
 
@@ -142,8 +143,7 @@ int64_t pcache_put(PieceCache *c, PieceSlot *s, uint64_t h, uint64_t m_hash, con
         return -1;
     }
     if (c->arena_len + need > c->arena_cap) {
-        size_t cap = c->arena_cap ? c->arena_cap : (size_t)1 << 16;
-        while (cap < c->arena_len + need) cap *= 2;
+        size_t cap = grown_capacity(c->arena_cap, c->arena_len + need, (size_t)1 << 16);
         uint8_t *arena = table_alloc(cap); /* (in huge pages when large: front hits read it at random) */
         if (!arena) return -1; /* not kept: the cache is only an accelerator */
         if (c->arena_len) memcpy(arena, c->arena, c->arena_len);
