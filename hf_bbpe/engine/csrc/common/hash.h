@@ -1,8 +1,8 @@
 /*
  * What the C kernels share: mix64, the finaliser of MurmurHash3 (every input bit affects every
  * output bit), for open-addressing tables keyed by a pair of 32-bit token ids packed into 64
- * bits, used by _chunk_bpe.c (merge-rank lookup) and _merge_loop.c (pair table); hash_bytes,
- * built on it, which keys _chunk_count.c's chunk tables by a chunk's bytes; and PREFETCH, a hint
+ * bits, used by encode/ (merge-rank lookup) and merge/ (pair table); hash_bytes,
+ * built on it, which keys count/'s chunk tables by a chunk's bytes; and PREFETCH, a hint
  * to fetch memory that a loop will read soon.
  */
 #ifndef HF_BBPE_HASH_H

@@ -1,5 +1,5 @@
 /*
- * What _pretokenize.c shares with _chunk_bpe.c: a scanner that gives the length of the chunk
+ * What scan/ (the _pretokenize kernel) gives encode/ and count/: a scanner that gives the length of the chunk
  * starting at a position of a str's data, or the ends of a batch of consecutive chunks, so that
  * the chunk encoder can split and encode a whole document without the GIL and without a Python
  * object per chunk. _pretokenize exposes one capsule per pattern (scanner_gpt2, scanner_gpt4,
@@ -33,6 +33,6 @@ typedef struct {
     Py_ssize_t (*chunks)(const PretokText *t, Py_ssize_t i, Py_ssize_t *ends, Py_ssize_t max);
 } PretokScanner;
 
-#define PRETOK_CAPSULE_NAME "hf_bbpe._pretokenize.scanner"
+#define PRETOK_CAPSULE_NAME "hf_bbpe.engine.chunking._pretokenize.scanner"
 
 #endif
