@@ -24,15 +24,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .hf.auto_registration import register_when_auto_tokenizer_loads
 from .engine.chunking.byte_unicode import bytes_to_unicode, unicode_to_bytes
-from .engine.training.counting_reference import paragraphs
-from .engine.encoding.encoder import MissingByteError
 from .engine.chunking.patterns import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, SPLIT_PATTERNS, resolve_pattern
+from .engine.encoding.encoder import MissingByteError
 from .engine.encoding.special_tokens import DisallowedSpecialToken, TokenRoles
-from .engine.training.superwords import SuperwordConfig
 from .engine.tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 from .engine.training.api import register_dataset_counter
+from .engine.training.counting_reference import paragraphs
+from .engine.training.superwords import SuperwordConfig
+from .hf.auto_registration import register_when_auto_tokenizer_loads
 
 if TYPE_CHECKING:
     from . import surgery

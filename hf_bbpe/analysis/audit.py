@@ -55,10 +55,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from ..engine.chunking.byte_unicode import render_token
-from .token_text import token_literal
 from ..engine.progress import progress_bar
-from .text_table import format_table
 from ..engine.tokenizer import Tokenizer
+from .text_table import format_table
+from .token_text import token_literal
 
 REASON_MERGE_ORDER = "merge order"
 REASON_NOT_UTF8_TEXT = "not UTF-8 text"

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from ..engine.progress import progress_bar
-from .text_table import format_table
 from ..engine.tokenizer import Tokenizer
 from .foreign_tokenizers import ViewTokenizer
+from .text_table import format_table
 
 TOTAL = "(total)"
 

@@ -7,12 +7,12 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..hf.chat_presets import CHAT_PRESETS
 from ..engine.chunking.patterns import NATIVE_PATTERNS, check_split_pattern
-from ..engine.training.text_files import DOCS_RULE
-from ..engine.training.superwords import DEFAULT_TRANSITION, SuperwordConfig
 from ..engine.tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 from ..engine.training.merge_loop import TIE_BREAKS
+from ..engine.training.superwords import DEFAULT_TRANSITION, SuperwordConfig
+from ..engine.training.text_files import DOCS_RULE
+from ..hf.chat_presets import CHAT_PRESETS
 from .errors import CommandError
 from .text_input import DOCUMENT_MODES
 from .tokenizer_spec import SPEC_HELP, LoadedTokenizer, LoadedViewTokenizer, load_tokenizer, load_view_tokenizer

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..engine.files.atomic_write import replaced_folder, temp_dir_beside
+from ..engine.tokenizer import Tokenizer
 from ..hf.chat_presets import chat_preset
 from ..hf.saved_folder import saved_files
-from ..engine.tokenizer import Tokenizer
 from .arguments import apply_roles, register_new_specials
 from .errors import CommandError
 from .tokenizer_spec import MODEL_FILE_IN_FOLDER

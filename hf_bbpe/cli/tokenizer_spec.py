@@ -37,8 +37,8 @@ from ..analysis.foreign_tokenizers import (
     ViewTokenizer,
     is_sentencepiece_model,
 )
-from ..hf.saved_folder import recover_and_check
 from ..engine.tokenizer import Tokenizer
+from ..hf.saved_folder import recover_and_check
 from .errors import CommandError, one_line, with_flag_names
 
 SPEC_HELP = (

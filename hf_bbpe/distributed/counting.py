@@ -29,9 +29,9 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..engine.training.counting_reference import count_chunks as count_document_chunks
-from ..engine.training.counting import ChunkCounts, available, count_native
 from ..engine.chunking.patterns import chunk_splitter, resolve_pattern
+from ..engine.training.counting import ChunkCounts, available, count_native
+from ..engine.training.counting_reference import count_chunks as count_document_chunks
 from .ray_import import blocks_of_at_most, cluster_cpus, require_ray
 
 if TYPE_CHECKING:

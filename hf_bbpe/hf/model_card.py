@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..engine.files.atomic_write import write_text_atomic
 from ..engine.chunking.patterns import pattern_name
 from ..engine.encoding.special_tokens import is_reserved_token
+from ..engine.files.atomic_write import write_text_atomic
 
 CARD_TAGS = ("tokenizer", "bpe", "byte-level-bpe", "hf_bbpe")
 DEFAULT_PIPELINE_TAG = "text-generation"

@@ -31,11 +31,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..engine.files.atomic_write import recover_folder, write_bytes_atomic, write_text_atomic
 from ..engine.chunking.byte_unicode import token_to_unicode
+from ..engine.encoding.special_tokens import TokenRoles
+from ..engine.files.atomic_write import recover_folder, write_bytes_atomic, write_text_atomic
 from ..engine.files.minbpe_model import HEADERS as MODEL_FILE_HEADERS
 from ..engine.files.minbpe_model import read_model_file
-from ..engine.encoding.special_tokens import TokenRoles
 from .remote_code import ENTRY_MODULE, remote_code_names, write_remote_code
 from .tokenizer_json_writer import template_bos_eos, tokenizer_json_dict
 

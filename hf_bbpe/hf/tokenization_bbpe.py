@@ -36,6 +36,15 @@ from typing import Any
 
 from transformers import AddedToken, BatchEncoding, PreTrainedTokenizerFast
 
+from ..engine.chunking.byte_unicode import spell_vocab, unicode_to_token
+from ..engine.chunking.normalizers import original_span, resolve_normalizer
+from ..engine.chunking.patterns import resolve_pattern
+from ..engine.chunking.pre_tokenizers import resolve_pre_tokenizer
+from ..engine.encoding.special_tokens import TokenRoles, is_reserved_token
+from ..engine.encoding.token_ids import single_token_id, token_id_list
+from ..engine.files.atomic_write import write_text_atomic
+from ..engine.files.vocab_merges import read_vocab_merges, split_extra_tokens, write_vocab_merges
+from ..engine.tokenizer import Tokenizer
 from .added_tokens import (
     AddedTokenMatcher,
     ids_above,
@@ -44,8 +53,6 @@ from .added_tokens import (
     refuse_id_holes,
     reserved_tokens_for_holes,
 )
-from ..engine.files.atomic_write import write_text_atomic
-from ..engine.chunking.byte_unicode import spell_vocab, unicode_to_token
 from .chat_presets import chat_preset as resolve_chat_preset
 from .encode_outputs import (
     Offsets,
@@ -58,9 +65,6 @@ from .encode_outputs import (
     with_offset_mapping,
     with_token_spans,
 )
-from ..engine.chunking.normalizers import original_span, resolve_normalizer
-from ..engine.chunking.patterns import resolve_pattern
-from ..engine.chunking.pre_tokenizers import resolve_pre_tokenizer
 from .portable_folder import PortableFolder
 from .saved_folder import (
     PORTABLE_TOKENIZER_CLASS,
@@ -72,9 +76,6 @@ from .saved_folder import (
     finish_saved_folder,
     recover_and_check,
 )
-from ..engine.encoding.special_tokens import TokenRoles, is_reserved_token
-from ..engine.encoding.token_ids import single_token_id, token_id_list
-from ..engine.tokenizer import Tokenizer
 from .transformers_compat import (
     SlowTokenizerBase,
     TransformersHooks,
@@ -83,7 +84,6 @@ from .transformers_compat import (
     in_target_context,
     loading_saved_folder,
 )
-from ..engine.files.vocab_merges import read_vocab_merges, split_extra_tokens, write_vocab_merges
 
 
 VOCAB_FILES_NAMES = {"vocab_file": "vocab.json", "merges_file": "merges.txt"}

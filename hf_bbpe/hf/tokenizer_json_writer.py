@@ -31,9 +31,9 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..engine.chunking.byte_unicode import spell_vocab
-from ..engine.encoding.encoder import UNMERGEABLE_ID
 from ..engine.chunking.onig_regex import translate_pattern_for_onig
 from ..engine.chunking.patterns import GPT4_SPLIT_PATTERN, LLAMA3_SPLIT_PATTERN, canonical_pattern
+from ..engine.encoding.encoder import UNMERGEABLE_ID
 
 if TYPE_CHECKING:
     from ..engine.chunking.pre_tokenizers import PreTokenizer

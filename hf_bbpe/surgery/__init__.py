@@ -52,6 +52,7 @@ from .checkpoint import extend_checkpoint
 from .embedding_resize import embedding_modules, grow_model_rows, set_token_roles
 from .new_token_training import NewTokenTraining, train_only_new_tokens
 from .row_init import ROW_INIT_METHODS, SUBTOKEN_OUTPUT_ROWS, OutputRows, RowPlan, output_rows_for, plan_for_tokens
+from .row_owners import model_row_owners, record_row_owners, recorded_row_owners, rows_to_keep
 from .token_adding import (
     SUBTOKEN_INITS,
     TOKEN_INIT_METHODS,
@@ -66,7 +67,6 @@ from .token_adding import (
     rows_needed,
     subtoken_sources,
 )
-from .row_owners import model_row_owners, record_row_owners, recorded_row_owners, rows_to_keep
 
 __all__ = [
     "NewTokens",

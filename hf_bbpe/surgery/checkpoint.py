@@ -27,8 +27,10 @@ from typing import Any
 
 import torch
 
+from ..engine.files.atomic_write import new_file_mode, replaced_folder, write_text_atomic
 from .embedding_resize import SEED_OFFSETS
 from .row_init import RowPlan, new_row_values, output_rows_for, plan_for_tokens
+from .row_owners import checkpoint_row_owners, rows_to_keep
 from .safetensors_stream import Growth, RowReader, SafetensorsHeader, read_header, rewrite_with_growth, torch_dtype
 from .token_adding import (
     InitSpec,
@@ -39,8 +41,6 @@ from .token_adding import (
     prepare_tokens,
     rows_needed,
 )
-from .row_owners import checkpoint_row_owners, rows_to_keep
-from ..engine.files.atomic_write import new_file_mode, replaced_folder, write_text_atomic
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"

@@ -21,8 +21,8 @@ from typing import BinaryIO
 
 import torch
 
-from .row_init import chunk_rows
 from ..engine.files.atomic_write import atomic_open
+from .row_init import chunk_rows
 
 COPY_BUFFER_BYTES = 4 << 20
 

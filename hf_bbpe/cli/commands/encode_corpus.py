@@ -14,10 +14,10 @@ import os
 import sys
 from pathlib import Path
 
+from ...engine.tokenizer import Tokenizer
 from ...token_shards import FORMATS, local_encoder, read_manifest, write_token_shards
 from ...token_shards.val_split import DEFAULT_VAL_FRACTION, DEFAULT_VAL_SEED
 from ...token_shards.writer import DEFAULT_SHARD_BYTES, discard_new_run
-from ...engine.tokenizer import Tokenizer
 from ..arguments import add_docs_option, add_pattern_for_ranks, add_text_column, load, open_fraction, positive_int, positive_number
 from ..errors import CommandError
 from ..output_dir import check_output

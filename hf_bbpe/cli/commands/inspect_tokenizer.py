@@ -6,13 +6,13 @@ import argparse
 import json
 import re
 
-from ...engine.chunking.byte_unicode import render_token
-from ...engine.training.counts_file import is_counts_file, load_counts
-from ...engine.chunking.patterns import isolated_scanner_name, pattern_name
+from ...analysis.audit import REASON_MERGE_ORDER, REASON_NOT_UTF8_TEXT, check_reachable, is_utf8, partial_utf8_tokens
 from ...analysis.text_table import format_table
 from ...analysis.token_text import token_literal
+from ...engine.chunking.byte_unicode import render_token
+from ...engine.chunking.patterns import isolated_scanner_name, pattern_name
 from ...engine.tokenizer import Tokenizer
-from ...analysis.audit import REASON_MERGE_ORDER, REASON_NOT_UTF8_TEXT, check_reachable, is_utf8, partial_utf8_tokens
+from ...engine.training.counts_file import is_counts_file, load_counts
 from ..arguments import add_tokenizer, load, positive_int, write_stdout
 from ..errors import CommandError
 

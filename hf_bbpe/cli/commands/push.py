@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..arguments import add_tokenizer, load
 from ..errors import CommandError
-from ..tokenizer_spec import saved_by_bbpe
 from ..output_dir import transformers_class
+from ..tokenizer_spec import saved_by_bbpe
 from .app import is_space_folder, push_space
 
 

@@ -6,8 +6,8 @@ import argparse
 import sys
 import warnings
 
-from ...engine.files.atomic_write import write_text_atomic
 from ...analysis.token_view import render_html, render_terminal, summary_line, tokenize_for_view
+from ...engine.files.atomic_write import write_text_atomic
 from ..arguments import (
     add_color,
     add_specials,

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..chunking.chunking import Chunking
+from ..worker_pool import available_cpus, forked_pool, shared, usable_workers
 from .encoder import ChunkEncoder
 from .special_tokens import AllowedSpecial, DisallowedSpecial, DisallowedSpecialToken, SpecialTokenIndex
-from ..worker_pool import available_cpus, forked_pool, shared, usable_workers
 
 
 class Tokenizer(Protocol):

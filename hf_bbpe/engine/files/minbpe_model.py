@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .atomic_write import remove_stale_temps, write_bytes_atomic, write_text_atomic
 from ..chunking.byte_unicode import render_token
+from .atomic_write import remove_stale_temps, write_bytes_atomic, write_text_atomic
 
 MINBPE_HEADER = "minbpe v1"
 EXTENDED_HEADER = "hf_bbpe v1"

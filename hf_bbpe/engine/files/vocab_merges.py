@@ -27,8 +27,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .atomic_write import write_text_atomic
 from ..chunking.byte_unicode import bytes_to_unicode, unicode_to_token
+from .atomic_write import write_text_atomic
 
 VERSION_PREFIX = "#version"
 """How an optional first line of ``merges.txt`` (mandatory in OpenAI's ``vocab.bpe``) starts."""

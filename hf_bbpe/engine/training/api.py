@@ -27,17 +27,17 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..chunking.patterns import check_split_pattern
+from ..encoding.vocabulary import Merges
+from ..progress import progress_bar
+from ..worker_pool import available_cpus
+from .counting import ChunkCounts, available, count_native, is_arrow_dataset
 from .counting_reference import count_chunks, warn_if_mostly_control
 from .counts_file import check_pattern, load_counts
-from .counting import ChunkCounts, available, count_native, is_arrow_dataset
-from ..chunking.patterns import check_split_pattern
-from ..progress import progress_bar
-from ..encoding.vocabulary import Merges
+from .merge_loop import reduce_words, train_flat_merges, train_merges
 from .options import Trainable, TrainingOptions
 from .superwords import SuperwordConfig, superword_config
 from .text_files import check_doc_mode, iter_file_documents, training_files
-from ..worker_pool import available_cpus
-from .merge_loop import reduce_words, train_flat_merges, train_merges
 
 
 def train_tokenizer(tok: Trainable, text: Any, files: Any, vocab_size: int, options: TrainingOptions) -> None:

@@ -27,13 +27,13 @@ import sys
 import tempfile
 from typing import Any
 
+from ..chunking.patterns import native_scanner
+from ..progress import progress_bar
+from ..worker_pool import available_cpus
 from .chunk_counts import ChunkCounts, counting_kernel
 from .counting_reference import document_batches
 from .counts_file import load_counts, write_counts_file
-from ..chunking.patterns import native_scanner
-from ..progress import progress_bar
 from .text_files import DOC_MODES, JSONL, PARQUET, check_doc_mode, file_kind, iter_file_documents, parquet_text_arrays
-from ..worker_pool import available_cpus
 
 _kernel = counting_kernel()  # (tests set it to None: a saved folder's copy, no compiled module)
 
