@@ -101,7 +101,7 @@ words (superwords). See :data:`ISOLATED_PATTERNS`."""
 NATIVE_PATTERNS: dict[str, str] = {"gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, "o200k": O200K_SPLIT_PATTERN,
                                    "llama3": LLAMA3_SPLIT_PATTERN, "qwen2": QWEN2_SPLIT_PATTERN,
                                    "tekken": TEKKEN_SPLIT_PATTERN, "superbpe_stage1": SUPERBPE_STAGE1_SPLIT_PATTERN}
-"""The canonical name of each built-in pattern (the C scanner in ``_pretokenize.c`` splits these).
+"""The canonical name of each built-in pattern (the C scanner in ``csrc/scan/`` splits these).
 Each matches every character, so its matches are also the pieces of ``Split(pattern, "isolated")``."""
 
 ISOLATED_PATTERNS: dict[str, str] = {"superbpe_stage2": SUPERBPE_STAGE2_SPLIT_PATTERN}
@@ -247,7 +247,7 @@ def chunk_splitter(pattern: str) -> Callable[[str], list[str]]:
     (``regex.findall`` would return the groups and drop the rest of each match).
 
     The GPT-2, GPT-4, o200k, Llama 3, Qwen2, Tekken and SuperBPE stage-1 patterns, and their other spellings, are
-    split by a C scanner (``_pretokenize.c``), several times faster than the regex module; tests check that
+    split by a C scanner (``csrc/scan/``), several times faster than the regex module; tests check that
     both give the same chunks. Every other pattern uses the regex module, holding the GIL (see
     :data:`HOLD_GIL`).
     """
@@ -282,7 +282,7 @@ def native_scanner(pattern: str | None, *, isolated: bool = False) -> object | N
 
 def part_scanner() -> object | None:
     """The C scanner that the chunk encoder cuts long pieces into words with (SuperBPE's stage-1
-    pattern; see ``encode_by_parts`` in ``_chunk_bpe.c``), or None without the C module. Getting it
+    pattern; see ``encode_by_parts`` in ``csrc/encode/``), or None without the C module. Getting it
     does not build the class table: the encoder uses it once a scanner has."""
     return None if _native is None else getattr(_native, "scanner_superbpe_stage1", None)
 
@@ -304,7 +304,7 @@ def _whole_matches(compiled: regex.Pattern, text: str) -> list[str]:
 # ---- The owners' character classes (unicode_tables.py), for the C scanners and the regex module
 
 _CLASS_BITS = {"LETTER": 1, "NUMBER": 2, "SPACE": 4, "UPPERISH": 8, "LOWERISH": 16}
-"""Each class set of ``unicode_tables`` and its bit in the C scanners' table (``_pretokenize.c``)."""
+"""Each class set of ``unicode_tables`` and its bit in the C scanners' table (``csrc/scan/``)."""
 
 _CLASS_SPELLINGS = {"LETTER": r"\p{L}", "NUMBER": r"\p{N}", "SPACE": r"\s",
                     "UPPERISH": r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", "LOWERISH": r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"}

@@ -6,7 +6,7 @@ of them) use that loop directly, keeping each pair's lookup until a merge next t
 long chunks use a heap over a linked list, so 1 MB without a split point costs O(n log n), not
 O(n^2). A bounded cache maps frequent chunks to their ids. The C kernel encodes a long chunk in
 ``"merges"`` mode from its words, each through its caches, and re-encodes only where two words'
-tokens merge (see ``encode_by_parts`` in ``_chunk_bpe.c``): the same ids, and SuperBPE's
+tokens merge (see ``encode_by_parts`` in ``csrc/encode/``): the same ids, and SuperBPE's
 sentence-long chunks at the speed of their words.
 
 Three modes say which pairs merge (see ``Tokenizer.mode``):
@@ -25,8 +25,8 @@ Ids are any ints from 0 to 2**32 - 1 (tiktoken's range). The C kernel indexes ta
 31 bits, so ids above that, or very sparse ones, are renumbered for it in the same order (which
 keeps every merge decision) and translated back on the way out.
 
-The same algorithm is compiled in ``_chunk_bpe.c``, which does the work when the extension is
-built (an installed hf_bbpe). This Python version is what runs where only source files can go:
+The same algorithm is compiled in ``csrc/encode/``, which does the work when the extension is
+built (an installed hf_bbpe). The Python version (bpe_reference.py) is what runs where only source files can go:
 the copy of the tokenizer code that transformers saves beside a model for
 ``trust_remote_code=True``. Tests check that both give identical ids.
 """
@@ -34,22 +34,20 @@ the copy of the tokenizer code that transformers saves beside a model for
 from __future__ import annotations
 
 import functools
-import heapq
 import importlib
 import operator
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import repeat
 
 from ..chunking.chunking import Chunking
 from ..chunking.patterns import part_scanner
+from .bpe_reference import merge_long, merge_short, ranks_below
 
 try:  # imported by name, not "from .", so that remote-code copies of this file load without it
     _native = importlib.import_module("._chunk_bpe", __package__)
 except ImportError:
     _native = None
 
-_NO_MERGE = 1 << 62
 UNMERGEABLE_ID = 2**32 - 1
 """``"ranks"`` mode: the id no merge makes (tiktoken's ``Rank::MAX``, which means "no rank")."""
 _KERNEL_MAX_ID = 2**31 - 1  # the C kernel's ids are int32
@@ -401,82 +399,11 @@ class ChunkEncoder:
             return self._merge_long(ids)
         return self._merge_short(ids)
 
-    def _rank_getter(self, limit: int | None):
-        """``get(pair, default)``: the pair's merged id, only ids below ``limit`` if given."""
-        get = self._pair_rank
-        if limit is None:
-            return get
-
-        def below(pair: tuple[int, int], default: int | None = None) -> int | None:
-            rank = get(pair)
-            return rank if rank is not None and rank < limit else default
-
-        return below
-
     def _merge_short(self, ids: list[int], limit: int | None = None) -> list[int]:
-        """Merge the lowest pair, leftmost on ties, one at a time; ``ranks[i]`` is the pair at i."""
-        get = self._rank_getter(limit)
-        ranks = list(map(get, zip(ids, ids[1:]), repeat(_NO_MERGE)))
-        while ranks:
-            best = min(ranks)
-            if best == _NO_MERGE:
-                break
-            at = ranks.index(best)
-            ids[at : at + 2] = [best]
-            del ranks[at]
-            if at < len(ranks):
-                ranks[at] = get((best, ids[at + 1]), _NO_MERGE)
-            if at > 0:
-                ranks[at - 1] = get((ids[at - 1], best), _NO_MERGE)
-        return ids
+        return merge_short(ids, ranks_below(self._pair_rank, limit))
 
     def _merge_long(self, ids: list[int], limit: int | None = None) -> list[int]:
-        """Heap of (merge id, position) over a doubly linked list of tokens (ids below ``limit``).
-
-        Popping in (merge id, position) order merges the lowest pair first and its occurrences
-        left to right, exactly like the short loop; entries made stale by a neighbouring merge
-        are recognised because the pair at that position no longer maps to the same id.
-        """
-        get = self._rank_getter(limit)
-        n = len(ids)
-        nxt = list(range(1, n + 1))
-        prv = list(range(-1, n - 1))
-        nxt[-1] = -1
-        alive = [True] * n
-        heap = []
-        for i in range(n - 1):
-            r = get((ids[i], ids[i + 1]))
-            if r is not None:
-                heap.append((r, i))
-        heapq.heapify(heap)
-        push, pop = heapq.heappush, heapq.heappop
-        while heap:
-            r, i = pop(heap)
-            if not alive[i]:
-                continue
-            j = nxt[i]
-            if j < 0 or get((ids[i], ids[j])) != r:
-                continue
-            ids[i] = r
-            alive[j] = False
-            k = nxt[j]
-            nxt[i] = k
-            if k >= 0:
-                prv[k] = i
-                r2 = get((r, ids[k]))
-                if r2 is not None:
-                    push(heap, (r2, i))
-            p = prv[i]
-            if p >= 0:
-                r2 = get((ids[p], r))
-                if r2 is not None:
-                    push(heap, (r2, p))
-        out = []
-        i = 0
-        while i >= 0:
-            out.append(ids[i])
-            i = nxt[i]
-        return out
+        return merge_long(ids, ranks_below(self._pair_rank, limit))
 
     def first_duplicate(self) -> tuple[int, int] | None:
         """The ids of the first two vocabulary tokens found with the same bytes, or None."""

@@ -6,12 +6,12 @@ here. The steps, and where each lives:
 1. **Reading**: documents are strs (one str, an iterable, a ``datasets`` dataset) or the lines
    and records of files (``text_files.py``: text, ``.jsonl``, ``.parquet``).
 2. **Counting** (:func:`chunk_counts`): for a pattern a C scanner knows and no normalizer or
-   pipeline, the C kernel ``_chunk_count.c`` (``engine/training/counting.py``: threads without the GIL,
+   pipeline, the C kernel ``csrc/count/`` (``engine/training/counting.py``: threads without the GIL,
    the counts in three flat buffers, :class:`~native_counting.ChunkCounts`); otherwise
    ``engine/training/counting_reference.py`` (the regex module in worker processes, a dict), or
    ``hf_bbpe.distributed`` for a Ray Dataset.
 3. **Merging** (:func:`learn`): ``engine/training/merge_loop.py``, the one merge loop (the C kernel
-   ``_merge_loop.c`` or its twin ``engine/training/merge_loop_reference.py``), given the kernel's buffers as they are
+   ``csrc/merge/`` or its twin ``engine/training/merge_loop_reference.py``), given the kernel's buffers as they are
    (no Python object per chunk from counting to the last merge) or a dict's chunks.
 
 The tokenizer's state is reset to the 256 bytes before training and set from the learned merges

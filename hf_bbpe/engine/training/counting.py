@@ -1,4 +1,4 @@
-"""Counting chunks with the C kernel ``_chunk_count.c``: the fast path of training's first step.
+"""Counting chunks with the C kernel ``csrc/count/``: the fast path of training's first step.
 
 For a split pattern that a C scanner knows (GPT-2, GPT-4, o200k, Llama 3, Qwen2, Tekken, SuperBPE's
 two and their other spellings, see patterns.py; SuperBPE's stage 2 as an isolated Split) and no

@@ -1,7 +1,7 @@
 """The BPE merge loop: the one place where merges are learned.
 
 Training works on *unique* chunks ("words") with their counts, never on the raw corpus. The loop
-itself is C (``_merge_loop.c``): every pair keeps its total count and the positions where it
+itself is C (``csrc/merge/``): every pair keeps its total count and the positions where it
 occurs, a heap orders the pairs, and each merge rewrites only its own occurrences and the
 counts of the pairs around them, so its cost is proportional to the occurrences it changes.
 ``engine/training/merge_loop_reference.py`` is the same loop in readable Python, and the tests hold the C kernel to it. It

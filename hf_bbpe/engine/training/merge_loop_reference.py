@@ -1,4 +1,4 @@
-"""The BPE merge loop in pure Python: the readable twin of ``_merge_loop.c``.
+"""The BPE merge loop in pure Python: the readable twin of ``csrc/merge/``.
 
 ``trainer.train_merges`` runs the C kernel when it is built and this module otherwise: in the
 copy of the tokenizer code that transformers saves beside a model for ``trust_remote_code=True``
@@ -309,7 +309,7 @@ _MASK64 = (1 << 64) - 1
 
 
 def _mix64(x: int) -> int:
-    """_hash.h's mix64 (MurmurHash3's finaliser), on Python ints."""
+    """csrc/common/hash.h's mix64 (MurmurHash3's finaliser), on Python ints."""
     x ^= x >> 33
     x = (x * 0xFF51AFD7ED558CCD) & _MASK64
     x ^= x >> 33

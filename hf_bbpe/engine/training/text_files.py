@@ -22,7 +22,7 @@ not UTF-8, a line that is not JSON, a record without the field or whose field is
 a null row.
 
 :func:`iter_file_documents` reads them in Python, one document at a time: the readable twin of
-the C kernel's reader (``_chunk_count.c``), which the tests hold to it, and the path for patterns
+the C kernel's reader (``csrc/count/``), which the tests hold to it, and the path for patterns
 that kernel does not split. :func:`parquet_text_arrays` gives a parquet file's column as Arrow
 arrays, which the kernel counts without making a str per row.
 """

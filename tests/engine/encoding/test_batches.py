@@ -295,7 +295,7 @@ def test_large_calls_after_a_text_of_far_fewer_ids_per_byte(cl100k, cl100k_ranks
         assert cl100k.encode_batch_to_numpy([text], num_threads=1, disallowed_special=())[0].tolist() == want
 
 
-# a batch's grains (_chunk_bpe.c, BATCH_GRAIN_BYTES): runs of whole texts, or parts of a text this long
+# a batch's grains (csrc/encode/, BATCH_GRAIN_BYTES): runs of whole texts, or parts of a text this long
 GRAIN_BYTES = 1 << 16
 
 

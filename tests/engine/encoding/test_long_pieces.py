@@ -1,4 +1,4 @@
-"""Long pieces encoded by parts (``encode_by_parts`` in _chunk_bpe.c) give BPE's ids.
+"""Long pieces encoded by parts (``encode_by_parts`` in csrc/encode/) give BPE's ids.
 
 In "merges" mode the C kernel encodes a piece longer than 16 bytes from its words (cut by the
 SuperBPE stage-1 scanner), each through its caches, checks each seam's two tokens for

@@ -1,4 +1,4 @@
-"""The C kernel's caches on the whole-text path (``_chunk_bpe.c``): the front cache of short
+"""The C kernel's caches on the whole-text path (``csrc/encode/``): the front cache of short
 pieces, the piece cache of pieces that needed BPE (kept across calls, refusing pieces when full
 and emptied after as many more), the exact pair table of "ranks" mode and the dense byte-pair
 table. Whatever the caches hold, ids equal the pure-Python twin and tiktoken's.

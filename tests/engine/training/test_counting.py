@@ -1,4 +1,4 @@
-"""The C chunk counter (``_chunk_count.c``) gives exactly the counts, in exactly the order of first
+"""The C chunk counter (``csrc/count/``) gives exactly the counts, in exactly the order of first
 appearance, of its readable twin: chunk_counting.count_chunks over the documents that
 text_files.iter_file_documents reads (and of the regex module itself), for every pattern a C
 scanner knows, on random text, on real multilingual text and code, on .jsonl and .parquet files,

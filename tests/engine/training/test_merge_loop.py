@@ -1,4 +1,4 @@
-"""The C merge loop (``_merge_loop.c``) and its pure-Python twin (``engine/training/merge_loop_reference.py``) are one function.
+"""The C merge loop (``csrc/merge/``) and its pure-Python twin (``engine/training/merge_loop_reference.py``) are one function.
 
 * On hypothesis corpora given straight to both kernels (small alphabets to force ties, runs,
   empty and one-symbol words, counts past 2**32, bytes and int32 symbols, taken ids, all three

@@ -326,7 +326,7 @@ typedef struct {
     int seeded; /* a front miss the seed table answers for the vocabulary (see encode_uncached) */
 } BlockChunk;
 
-/* Split the UTF-8 text t[start:] (see utf8_text) with a scanner of _pretokenize.c and append the
+/* Split the UTF-8 text t[start:] (see utf8_text) with a scanner of csrc/scan/ and append the
  * ids of every chunk to out, with no Python object: it runs without the GIL. Chunks go in blocks
  * (see BLOCK_CHUNKS). With a sync, it records the ids' length at its marks and ends at the first
  * stop it reaches once past them (maybe mid-block: the rest of the block is dropped). 0, or

@@ -127,7 +127,7 @@ static PyObject *set_wide_windows(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"set_classes", set_classes, METH_VARARGS, "Set the class bits of every code point (see the top of _pretokenize.c); later calls change nothing."},
+    {"set_classes", set_classes, METH_VARARGS, "Set the class bits of every code point (see the top of csrc/scan/); later calls change nothing."},
     {"split_gpt4", split_gpt4, METH_VARARGS, "regex.findall(GPT4_SPLIT_PATTERN, text), in C."},
     {"split_gpt2", split_gpt2, METH_VARARGS, "regex.findall(GPT2_SPLIT_PATTERN, text), in C."},
     {"split_o200k", split_o200k, METH_VARARGS, "regex.findall(O200K_SPLIT_PATTERN, text), in C."},
