@@ -16,7 +16,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/hf_bbpe-sanitize.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 tar --exclude=.git --exclude='.venv*' --exclude=build --exclude='*.so' --exclude=__pycache__ \
-    -cf - hf_bbpe conversion tests setup.py pyproject.toml README.md | tar -xf - -C "$WORK"
+    -cf - hf_bbpe conversion tests scripts setup.py pyproject.toml README.md | tar -xf - -C "$WORK"
 cd "$WORK"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-wrapv -fno-omit-frame-pointer -g"  # (-fno-wrapv: Python's flags make signed overflow defined, which hides it from UBSan)
 CFLAGS="$SAN" LDFLAGS="$SAN" "$PY" setup.py -q build_ext --inplace > build.log 2>&1 || { cat build.log >&2; exit 1; }
