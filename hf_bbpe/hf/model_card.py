@@ -23,6 +23,7 @@ from typing import Any
 from ..engine.chunking.patterns import pattern_name
 from ..engine.encoding.special_tokens import is_reserved_token
 from ..engine.files.atomic_write import write_text_atomic
+from .remote_code import wants_remote_code
 
 CARD_TAGS = ("tokenizer", "bpe", "byte-level-bpe", "hf_bbpe")
 DEFAULT_PIPELINE_TAG = "text-generation"
@@ -138,8 +139,7 @@ def push_with_card(tok: Any, repo_id: str, *, model_card: str | None = None,
     from huggingface_hub import CommitOperationAdd, HfApi, ModelCard
     from huggingface_hub.errors import EntryNotFoundError
 
-    if remote_code is None:
-        remote_code = bool(tok.init_kwargs.get("auto_map"))
+    remote_code = wants_remote_code(tok, remote_code)
 
     api = HfApi()
     repo_id = api.create_repo(repo_id, private=private, token=token, exist_ok=True).repo_id

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..engine.files.atomic_write import replaced_folder
 from .model_card import push_with_card
+from .remote_code import wants_remote_code
 from .saved_folder import saved_files
 
 logger = logging.getLogger(__name__)
@@ -42,8 +43,7 @@ class PortableFolder:
         ``remote_code=True`` it also holds the code of these classes, and ``auto_map`` names them
         for ``trust_remote_code=True`` (see remote_code.py). ``None`` (the default) keeps what the
         folder this tokenizer was loaded from had: no code for a new tokenizer."""
-        if remote_code is None:
-            remote_code = bool(self.init_kwargs.get("auto_map"))
+        remote_code = wants_remote_code(self, remote_code)
         if push_to_hub:
             hub = {key: kwargs.pop(key) for key in _HUB_KEYS if key in kwargs}
             files = self.save_pretrained(save_directory, legacy_format, filename_prefix, remote_code=remote_code,

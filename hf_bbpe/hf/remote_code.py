@@ -109,6 +109,14 @@ def remote_code_files(entry: str | os.PathLike) -> dict[str, str]:
     return files
 
 
+def wants_remote_code(tok: object, remote_code: bool | None) -> bool:
+    """``save_pretrained``'s ``remote_code``: None keeps what the folder ``tok`` was loaded from
+    had (an ``auto_map``), so a new tokenizer gets no code."""
+    if remote_code is None:
+        return bool(getattr(tok, "init_kwargs", {}).get("auto_map"))
+    return remote_code
+
+
 @functools.lru_cache(maxsize=4)
 def remote_code_names(entry: str | os.PathLike) -> frozenset[str]:
     """The file names :func:`write_remote_code` writes for ``entry``."""
