@@ -58,7 +58,8 @@ def test_counts_equal_single_machine(ds, docs, pattern):
     assert list(ordered.items()) == list(expected.items())  # same counts, in order of first appearance
 
 
-@pytest.mark.parametrize("name", ["gpt2", "gpt4", "o200k", "llama3", "qwen2", "tekken"])
+# a scanner of each kind (ASCII classes, Unicode cases, Tekken's); tests/engine holds every scanner to `regex`
+@pytest.mark.parametrize("name", ["gpt2", "o200k", "tekken"])
 def test_workers_count_with_the_c_counter(ds, docs, name):
     import pyarrow as pa
 

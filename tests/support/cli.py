@@ -43,6 +43,23 @@ def run_cli(*args, input: bytes | str | None = None, cwd: Path | None = None, ch
     return proc
 
 
+def cli_in_process(*args) -> str:
+    """Run ``hf-bbpe ARGS`` in this process (no interpreter start, no second import of transformers
+    and torch: for fixtures that run heavy commands many times); its stdout. Exit 0 is asserted."""
+    import contextlib
+    import io
+
+    from hf_bbpe.cli.main import main
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", newline="")  # with .buffer, as commands writing bytes need
+    with contextlib.redirect_stdout(out):
+        status = main([str(a) for a in args])
+    out.flush()
+    assert status == 0, f"hf-bbpe {' '.join(map(str, args))} failed ({status})"
+    return raw.getvalue().decode("utf-8")
+
+
 def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> str:
     """The command failed with exit status 1 and one line on stderr containing every needle."""
     err = proc.stderr.decode("utf-8")
