@@ -12,6 +12,11 @@ from tests.support.cpu import is_cpu_feature_skip
 from tests.support.llama_cpp import LlamaCpp, build_llama_cpp
 from tests.support.javascript import install_tokenizers_js
 
+# tiktoken's load_tiktoken_bpe keeps a copy of every file it reads, local ones too, under a key made
+# of the path alone (/tmp/data-gym-cache); tests write different rank files at paths a later session
+# can reuse, and would then compare against a stale copy. The empty string turns that cache off.
+os.environ["TIKTOKEN_CACHE_DIR"] = ""
+
 
 @pytest.fixture(scope="session")
 def mix_tok_dir(tmp_path_factory) -> Path:

@@ -9,7 +9,6 @@ built: same merges, or the same error naming the same token.
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
@@ -17,12 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-os.environ.setdefault("TIKTOKEN_CACHE_DIR", "")
+from tiktoken.load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe
 
-from tiktoken.load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe  # noqa: E402
-
-from conversion import FormatError  # noqa: E402
-from conversion.merge_recovery import rank_bpe, recover_merges, recover_merges_slow  # noqa: E402
+from conversion import FormatError
+from conversion.merge_recovery import rank_bpe, recover_merges, recover_merges_slow
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import os
 import unicodedata
 from pathlib import Path
 
@@ -23,21 +22,19 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-os.environ.setdefault("TIKTOKEN_CACHE_DIR", "")
+from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers
+from tokenizers import Tokenizer as HFTokenizer
 
-from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers  # noqa: E402
-from tokenizers import Tokenizer as HFTokenizer  # noqa: E402
-
-import conversion  # noqa: E402
-from conversion import FormatError  # noqa: E402
-from conversion.presets import PRESETS  # noqa: E402
-from hf_bbpe import RegexTokenizer, Tokenizer  # noqa: E402
-from hf_bbpe.engine.chunking.byte_unicode import token_to_unicode  # noqa: E402
-from hf_bbpe.engine.chunking.patterns import SPLIT_PATTERNS, TIKTOKEN_CL100K_SPLIT_PATTERN  # noqa: E402
-from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig  # noqa: E402
-from hf_bbpe.hf.tokenizer_json_writer import tokenizer_json_dict  # noqa: E402
-from tests.support.families import bpe_trainer_file  # noqa: E402
-from tests.support.reference_bpe import isolated_chunks  # noqa: E402
+import conversion
+from conversion import FormatError
+from conversion.presets import PRESETS
+from hf_bbpe import RegexTokenizer, Tokenizer
+from hf_bbpe.engine.chunking.byte_unicode import token_to_unicode
+from hf_bbpe.engine.chunking.patterns import SPLIT_PATTERNS, TIKTOKEN_CL100K_SPLIT_PATTERN
+from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig, translate_pattern_from_onig
+from hf_bbpe.hf.tokenizer_json_writer import tokenizer_json_dict
+from tests.support.families import bpe_trainer_file
+from tests.support.reference_bpe import isolated_chunks
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DOCS = (DATA / "text" / "mix-sample.txt").read_text(encoding="utf-8").split("\n\n")
