@@ -127,10 +127,11 @@ static PyObject *decode_one(TokenDecoder *self, PyObject *ids, PyObject *mask, i
     }
     int32_t *slots = NULL, *taken;
     Py_ssize_t n = 0, cap = 0;
-    if (PyList_CheckExact(ids) || PyTuple_CheckExact(ids)) { /* (room for all its ids) */
-        cap = PySequence_Fast_GET_SIZE(ids);
-        if (!(slots = scratch_take(self, SCRATCH_SLOTS, (size_t)cap * sizeof(int32_t)))) cap = 0;
-    }
+    /* room for all its ids (a length that is wrong only costs growing the buffer) */
+    cap = PyList_CheckExact(ids) || PyTuple_CheckExact(ids) ? PySequence_Fast_GET_SIZE(ids)
+          : PyObject_CheckBuffer(ids) ? PyObject_Length(ids) : -1;
+    if (cap < 0) PyErr_Clear(), cap = 0;
+    else if (!(slots = scratch_take(self, SCRATCH_SLOTS, (size_t)cap * sizeof(int32_t)))) cap = 0;
     taken = slots;
     if (read_slots(self, ids, skip, &slots, &cap, &n, &total, &flags, -1) == 0) {
         if (as_str) result = slots_to_str(self, slots, n, total, flags, errors);
