@@ -137,7 +137,7 @@ class Tokenizer(BPEModel):
         one array. Pickling stays cheap, and so does ``datasets``' fingerprint of a ``map``
         function that holds a tokenizer (it pickles it)."""
         state = self.__dict__.copy()
-        for key in ("_scanner", "_encoder", "_vocab", "_rank_vocab", "_specials", "_plain_array"):
+        for key in ("_scanner", "_encoder", "_vocab", "_rank_vocab", "_specials", "_plain_array", "_decoder"):
             state.pop(key, None)
         if type(state.get("_merges")) is dict:
             state["_merges"] = merges_to_array(state["_merges"])

@@ -11,13 +11,15 @@ checks of each part are in vocabulary.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from array import array
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from .batches import no_plain_array
+from .decoding import Decoding
 from .encoder import ChunkEncoder, TokenTable
 from .special_tokens import SpecialTokenIndex, TokenRoles, checked_normalized_specials, checked_special_tokens
-from .token_ids import single_token_id, token_id_list
+from .token_ids import single_token_id
 from .vocabulary import (
     Merges,
     check_merge_list,
@@ -192,6 +194,7 @@ class BPEModel:
 
     def _rebuild(self) -> None:
         self._vocab: dict[int, bytes] | None = None  # built on first use: encoding never needs it
+        self._decoder: Decoding | None = None  # the same (decoding.py)
         if self._mode == "merges":
             self._encoder = ChunkEncoder(self._merges, self._byte_ids)
         else:
@@ -262,21 +265,87 @@ class BPEModel:
         a spare ids buffer); the next encode fills them again. Ids never depend on them."""
         self._encoder.clear_cache()
 
-    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+    # ---------------------------------------------------------------- decoding
+    # (engine/encoding/decoding.py: the C decoder or its twin, made on first use; every method
+    # takes ids as users hold them, see token_ids.py. ``skip_special_tokens`` leaves out the
+    # registered special tokens, ``skip_ids`` any other ids: pass the same frozenset each time,
+    # its mask is kept. An unknown or negative id raises ValueError naming it and its position.)
+
+    def _decoding(self) -> Decoding:
+        decoding = self._decoder
+        if decoding is None:
+            specials = self._special_tokens
+            if self._rank_table is not None:  # its flat buffers as they are, the special tokens after them
+                table = self._rank_table
+                spelled = [token.encode("utf-8") for token in specials]
+                tokens: TokenTable | dict[int, bytes] = TokenTable(
+                    table.data + b"".join(spelled), array("q", [*table.lengths, *map(len, spelled)]),
+                    array("q", [*table.ids, *specials.values()]))
+            else:
+                tokens = self.vocab
+            decoding = self._decoder = Decoding(tokens, list(specials.values()), self.n_vocab)
+        return decoding
+
+    def decode_bytes(self, ids: Iterable[int], *, skip_special_tokens: bool = False,
+                     skip_ids: Collection[int] | None = None) -> bytes:
         """The bytes of a sequence of ids (a list, tuple, numpy array, torch tensor, ``array``...).
 
-        An unknown id raises ValueError naming it; a non-integer id (``65.9``) raises
-        :class:`~token_ids.TokenIdTypeError` (a TypeError and a ValueError) naming it.
+        An unknown or negative id raises ValueError naming it and its position; a non-integer id
+        (``65.9``) raises :class:`~token_ids.TokenIdTypeError` (a TypeError and a ValueError) naming it.
         """
-        vocab = self.vocab
-        try:
-            return b"".join([vocab[i] for i in token_id_list(ids)])
-        except KeyError as exc:
-            raise ValueError(f"unknown token id {exc.args[0]!r} (n_vocab={self.n_vocab})") from None
+        decoding = self._decoder or self._decoding()
+        skip = decoding.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
+        return decoding.kernel.decode_bytes(ids, skip)
 
-    def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
-        """Decode ids to text; invalid UTF-8 is replaced by U+FFFD (``errors="strict"`` raises)."""
-        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+    def decode(self, ids: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False,
+               skip_ids: Collection[int] | None = None) -> str:
+        """Decode ids to text; invalid UTF-8 is handled by ``errors`` as ``bytes.decode`` does it
+        (``"replace"``: U+FFFD, ``"strict"`` raises). Ids and skipping as in :meth:`decode_bytes`."""
+        decoding = self._decoder or self._decoding()
+        skip = decoding.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
+        return decoding.kernel.decode(ids, errors, skip)
+
+    def decode_bytes_batch(self, batch: Iterable[Iterable[int]], *, num_threads: int = 1,
+                           skip_special_tokens: bool = False, skip_ids: Collection[int] | None = None) -> list[bytes]:
+        """:meth:`decode_bytes` of each sequence of ``batch``, on up to ``num_threads`` threads
+        without the GIL. An error names the id, its position and its sequence."""
+        decoding = self._decoder or self._decoding()
+        skip = decoding.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
+        return decoding.kernel.decode_bytes_batch(batch if isinstance(batch, list) else list(batch), skip, num_threads)
+
+    def decode_batch(self, batch: Iterable[Iterable[int]], *, num_threads: int = 1, errors: str = "replace",
+                     skip_special_tokens: bool = False, skip_ids: Collection[int] | None = None) -> list[str]:
+        """:meth:`decode` of each sequence of ``batch``, on up to ``num_threads`` threads
+        without the GIL. An error names the id, its position and its sequence."""
+        decoding = self._decoder or self._decoding()
+        skip = decoding.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
+        return decoding.kernel.decode_batch(batch if isinstance(batch, list) else list(batch), errors, skip, num_threads)
+
+    def decode_with_offsets(self, ids: Iterable[int]) -> tuple[str, list[int]]:
+        """tiktoken's ``Encoding.decode_with_offsets``: the text and, for each token, the index in
+        the text of the first character that holds one of its bytes. A token that starts inside a
+        multibyte character gets that character's index, the same as the token before it (which
+        started the character). As in tiktoken, bytes that are not valid UTF-8 raise
+        UnicodeDecodeError; special tokens count as their text."""
+        return (self._decoder or self._decoding()).kernel.decode_with_offsets(ids)
+
+    def decode_stream(self, skip_special_tokens: bool = False, prefill: Iterable[int] | None = None, *,
+                      errors: str = "replace", skip_ids: Collection[int] | None = None) -> Any:
+        """A stream that decodes ids as a server generates them, like ``tokenizers``'
+        ``DecodeStream``: ``stream.step(id)`` (or several ids) returns the new text as soon as it
+        is whole UTF-8, or None while nothing is (the bytes of a partial character wait for the
+        next step). ``prefill``: the prompt's ids, whose text is not returned (a character it
+        leaves unfinished is, by the step that ends it). ``stream.flush()`` ends the stream: the
+        bytes still waiting, decoded with ``errors``, or None. So the steps' texts and the flush,
+        joined, are :meth:`decode` of all the ids, wherever they are cut.
+
+        Unlike ``DecodeStream``, a byte sequence that can never be valid UTF-8 is replaced at the
+        step that shows it, not held until more text comes; and a prefill that ends in a partial
+        character does not make the next step return the prompt's text.
+        """
+        decoding = self._decoder or self._decoding()
+        skip = decoding.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
+        return decoding.kernel.stream(skip, errors, prefill)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token id (an int, or a 0-d array or tensor)."""
