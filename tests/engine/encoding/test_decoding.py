@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tests.support.families import mix_documents, tiktoken_pattern
 
 from hf_bbpe import Tokenizer
+from hf_bbpe.engine.encoding import decoding
 from hf_bbpe.engine.encoding.decoding import Decoding
 from hf_bbpe.engine.encoding.token_ids import TokenIdTypeError
 
@@ -52,6 +53,10 @@ def twin(cl100k):
 @pytest.fixture(scope="module")
 def docs(cl100k) -> list[list[int]]:
     return [cl100k.encode(doc, allowed_special="all") for doc in mix_documents()]
+
+
+def test_the_c_decoder_runs(cl100k):
+    assert decoding._native is not None and cl100k._decoding().kernel.native
 
 
 def test_decode_equals_tiktoken_on_multilingual_text(cl100k, reference, docs):

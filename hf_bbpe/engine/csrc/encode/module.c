@@ -1,5 +1,6 @@
 /*
- * The Python side of _chunk_bpe that is not the ChunkBPE type: PlainArrayCall (numpy arrays made
+ * The Python side of _chunk_bpe that is not the ChunkBPE type nor the decoder's (decode_table.c,
+ * stream.c): PlainArrayCall (numpy arrays made
  * with numpy's C API, the only file that includes it), batch_grains (for tests), the module.
  */
 #define PY_SSIZE_T_CLEAN
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encode/decode.h"
 #include "encode/encode.h"
 
 /* PlainArrayCall(kernel, scanner, allowed_special, disallowed_special): the common call of
@@ -144,12 +146,15 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__chunk_bpe(void) {
-    if (PyType_Ready(&ChunkBPEType) < 0 || PyType_Ready(&IdArrayType) < 0 || PyType_Ready(&PlainArrayCallType) < 0)
+    if (PyType_Ready(&ChunkBPEType) < 0 || PyType_Ready(&IdArrayType) < 0 || PyType_Ready(&PlainArrayCallType) < 0 ||
+        PyType_Ready(&TokenDecoderType) < 0 || PyType_Ready(&DecodeStreamType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "ChunkBPE", (PyObject *)&ChunkBPEType) < 0 ||
-        PyModule_AddObjectRef(m, "PlainArrayCall", (PyObject *)&PlainArrayCallType) < 0) {
+        PyModule_AddObjectRef(m, "PlainArrayCall", (PyObject *)&PlainArrayCallType) < 0 ||
+        PyModule_AddObjectRef(m, "TokenDecoder", (PyObject *)&TokenDecoderType) < 0 ||
+        PyModule_AddObjectRef(m, "DecodeStream", (PyObject *)&DecodeStreamType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

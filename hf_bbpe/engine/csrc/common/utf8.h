@@ -1,0 +1,91 @@
+/*
+ * UTF-8 to a str's code points without the GIL: measuring bytes (valid as Python's strict codec
+ * takes them? how many characters, and the largest?) and writing them into the data of a str made
+ * with PyUnicode_New(characters, largest). Bytes that are not valid go to Python's codec instead.
+ */
+#ifndef HF_BBPE_COMMON_UTF8_H
+#define HF_BBPE_COMMON_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define UTF8_ASCII_MASK UINT64_C(0x8080808080808080)
+
+/* The number of characters of s[0:n] if it is valid UTF-8 as Python's strict codec takes it (no
+ * overlong form, no surrogate, nothing above U+10FFFF), with the largest code point above ASCII in
+ * *maxchar (0 when all are ASCII); -1 if it is not. */
+static inline ptrdiff_t utf8_measure(const uint8_t *s, size_t n, uint32_t *maxchar) {
+    size_t i = 0;
+    ptrdiff_t chars = 0;
+    uint32_t max = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & UTF8_ASCII_MASK)) {
+                i += 8;
+                chars += 8;
+                continue;
+            }
+        }
+        uint32_t c = s[i], cp;
+        if (c < 0x80) {
+            i++;
+            chars++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return -1;
+            cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return -1;
+            cp = (c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
+            if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return -1;
+            cp = (c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 | (uint32_t)(s[i + 2] & 0x3F) << 6 | (s[i + 3] & 0x3F);
+            if (cp < 0x10000 || cp > 0x10FFFF) return -1;
+            i += 4;
+        } else {
+            return -1;
+        }
+        if (cp > max) max = cp;
+        chars++;
+    }
+    *maxchar = max;
+    return chars;
+}
+
+/* Write the code points of s[0:n], valid UTF-8 (utf8_measure said so), into out as units of kind
+ * bytes (1, 2 or 4: the str's PyUnicode_KIND for the largest code point). */
+static inline void utf8_fill(const uint8_t *s, size_t n, void *out, int kind) {
+    size_t i = 0, k = 0;
+    uint8_t *o1 = out;
+    uint16_t *o2 = out;
+    uint32_t *o4 = out;
+    while (i < n) {
+        uint32_t c = s[i], cp;
+        if (c < 0x80) {
+            cp = c;
+            i++;
+        } else if (c < 0xE0) {
+            cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);
+            i += 2;
+        } else if (c < 0xF0) {
+            cp = (c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
+            i += 3;
+        } else {
+            cp = (c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 | (uint32_t)(s[i + 2] & 0x3F) << 6 | (s[i + 3] & 0x3F);
+            i += 4;
+        }
+        if (kind == 1) o1[k++] = (uint8_t)cp;
+        else if (kind == 2) o2[k++] = (uint16_t)cp;
+        else o4[k++] = cp;
+    }
+}
+
+#endif
