@@ -19,7 +19,7 @@ from typing import Any
 
 from transformers import AddedToken
 
-from ..engine.encoding.decoding import Decoding, kernel_ids
+from ..engine.encoding.decoding import Decoding
 from ..engine.tokenizer import Tokenizer
 
 
@@ -35,26 +35,16 @@ class ExtendedDecoder:
         return self._decoding.skip(False, skip_ids) if skip_ids else None
 
     def decode(self, ids: Any, errors: str = "replace", *, skip_ids: Collection[int] | None = None) -> str:
-        return self._decoding.kernel.decode(_ids(self._decoding, ids), errors, self._skip(skip_ids))
+        return self._decoding.kernel.decode(ids, errors, self._skip(skip_ids))
 
     def decode_batch(self, batch: list[Any], *, num_threads: int = 1, errors: str = "replace",
                      skip_ids: Collection[int] | None = None) -> list[str]:
-        decoding = self._decoding
-        if not getattr(decoding.kernel, "native", True):
-            batch = [kernel_ids(ids) for ids in batch]
-        return decoding.kernel.decode_batch(batch, errors, self._skip(skip_ids), num_threads)
+        return self._decoding.kernel.decode_batch(batch, errors, self._skip(skip_ids), num_threads)
 
     def decode_stream(self, skip_special_tokens: bool = False, prefill: Iterable[int] | None = None, *,
                       errors: str = "replace", skip_ids: Collection[int] | None = None) -> Any:
         decoding = self._decoding
-        prefill = None if prefill is None else _ids(decoding, prefill)
         return decoding.kernel.stream(decoding.skip(skip_special_tokens, skip_ids), errors, prefill)
-
-
-def _ids(decoding: Decoding, ids: Any) -> Any:
-    """``ids`` as the kernel takes them: as they are for the C decoder (it reads lists and arrays
-    and converts the rest itself), a list of ints for the Python twin."""
-    return ids if getattr(decoding.kernel, "native", True) else kernel_ids(ids)
 
 
 class DecodePaths:

@@ -7,11 +7,13 @@ and 4.57 (the fast class cleans up on 4.57 and not on 5.x, for a BPE model: so d
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.support.hf import EOT, mix_docs, trained_engine
+from tests.support.hf import EOT, mix_docs, run_python, trained_engine
 from transformers import PreTrainedTokenizerFast
 
 from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
@@ -136,3 +138,31 @@ def test_the_streams_steps_joined_equal_decode(pair, data, skip):
     assert whole.endswith(joined)
     head = whole[: len(whole) - len(joined)]  # the prompt's text; a character it cuts is the steps'
     assert head == prompt or (prompt.endswith("\ufffd") and head == prompt[:-1])
+
+
+def test_remote_code_decodes_alike_with_the_python_twin(pair, tmp_path):
+    """A remote-code folder carries no compiled code: its BBPETokenizer decodes with the twin of
+    the C decoder (added tokens included), giving the same texts, batches and streams."""
+    ours, _ = pair
+    ours.save_pretrained(tmp_path / "folder", remote_code=True)
+    batch = sequences(ours)
+    out = run_python(
+        f"""
+        import importlib, json, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        module = importlib.import_module("folder.tokenization_bbpe")
+        tok = module.BBPETokenizer.from_pretrained({str(tmp_path / "folder")!r})
+        batch = {batch!r}
+        stream = tok.decode_stream(skip_special_tokens=True, prefill=batch[0][:5])
+        steps = [stream.step(idx) for idx in batch[0][5:]] + [stream.flush()]
+        print(json.dumps([type(tok._decoder()._decoding.kernel).__name__,
+                          [tok.decode(ids) for ids in batch], tok.batch_decode(batch, skip_special_tokens=True),
+                          "".join(step or "" for step in steps)]))
+        """,
+        tmp_path, block_hf_bbpe=True)
+    kernel, texts, skipped, streamed = json.loads(out.splitlines()[-1])
+    assert kernel == "ReferenceDecoder"
+    assert texts == [ours.decode(ids) for ids in batch]
+    assert skipped == ours.batch_decode(batch, skip_special_tokens=True)
+    prompt = ours.decode(batch[0][:5], skip_special_tokens=True)
+    assert prompt + streamed == ours.decode(batch[0], skip_special_tokens=True)
