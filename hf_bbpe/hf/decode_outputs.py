@@ -14,7 +14,7 @@ position.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from transformers import AddedToken
@@ -63,16 +63,20 @@ class DecodePaths:
     def __reduce__(self) -> tuple[type, tuple]:
         return DecodePaths, ()  # remade on first use after unpickling
 
-    def decoder(self, engine: Tokenizer, added: Mapping[int, AddedToken], normal_ids: Collection[int],
-                n_vocab: int) -> Any:
+    def decoder(self, engine: Tokenizer, added: Mapping[int, AddedToken], normal_ids: Callable[[], Collection[int]],
+                n_vocab: Callable[[], int]) -> Any:
         """The engine if it holds every added token, else an ExtendedDecoder with the others.
-        ``normal_ids``: the engine's ids that are no special token."""
-        key = (id(engine), len(added), len(engine.special_tokens), n_vocab)
+        ``normal_ids()``: the engine's ids that are no special token; ``n_vocab()``: the
+        tokenizer's length, for error messages. Both are asked only when the decoder is made
+        again, which the number of added tokens says (as for the added-token matcher: the engine's
+        special tokens change only with them)."""
+        key = (id(engine), len(added))
         if key != self._decoder_key:
             specials = set(engine.special_tokens.values())
+            normal = normal_ids()
             extra = {idx: token.content.encode("utf-8") for idx, token in added.items()
-                     if idx not in normal_ids and idx not in specials}
-            self._decoder = ExtendedDecoder(engine, extra, n_vocab) if extra else engine
+                     if idx not in normal and idx not in specials}
+            self._decoder = ExtendedDecoder(engine, extra, n_vocab()) if extra else engine
             self._decoder_key = key
         return self._decoder
 

@@ -656,7 +656,7 @@ class BBPETokenizer(PortableFolder, TransformersHooks, SlowTokenizerBase):
 
     def _decoder(self) -> Any:
         """The engine, or a decoder over the engine's tokens and the added tokens it lacks."""
-        return self._decode_paths.decoder(self._engine, added_tokens_by_id(self), self._spelled, len(self))
+        return self._decode_paths.decoder(self._engine, added_tokens_by_id(self), lambda: self._spelled, self.__len__)
 
     def _skip_ids(self) -> frozenset[int]:
         return self._decode_paths.skip_ids(self.all_special_ids, added_tokens_by_id(self))
