@@ -284,7 +284,7 @@ def main() -> None:
             "corpus": args.corpus, "encoding": args.encoding, "mb": long_mb, "documents": len(documents),
             "ids": len(long_ids), "rounds": args.rounds, "threads": args.threads,
             "columns": {c: {"label": label, "mb": mb} for c, (label, mb) in columns.items()},
-            "ratios": ratios,
+            "ratios": ratios, "skipped": skipped,
             "systems": {name: {"version": systems[name]["version"], "output_equal": equal[name],
                                "best_wall": {c: best[(name, c)][0] for c in columns if (name, c) in best},
                                "cpu": {c: best[(name, c)][1] for c in columns if (name, c) in best}}

@@ -219,7 +219,8 @@ def render_bench_decode(record: dict[str, Any]) -> str:
              f"{run_line(record)} The first {r['mb']:.1f} MB of {Path(r['corpus']).name} ({r['documents']:,} "
              f"documents, {r['ids']:,} ids), encoded by tiktoken; best of {r['rounds']} interleaved rounds. MB of "
              "text per second (wall); single-thread columns pinned to one CPU. Every output was checked against "
-             "tiktoken's on every document (a system that differs is marked and is no peer).", "",
+             "tiktoken's on every document (a system that differs is marked and is no peer)."
+             + "".join(f" Not run: {note}." for note in r.get("skipped", [])), "",
              "| system | " + " | ".join(columns[c]["label"] for c in shown) + " |",
              "|---|" + "---:|" * len(shown)]
     for name, s in systems.items():
