@@ -28,13 +28,16 @@ _MAX_MASKS = 16  # skip masks kept per tokenizer (a caller has one or two sets o
 
 
 def kernel_ids(ids: Any) -> Any:
-    """``ids`` in a form the C decoder reads without a Python int per id where it can: a torch
-    tensor as its numpy array; else a list of ints (``token_id_list``, which names a non-integer)."""
-    if type(ids).__module__.startswith("torch") and hasattr(ids, "numpy"):
+    """``ids`` in a form the C decoder reads without a Python int per id where it can: a 1-d
+    integer torch tensor as its numpy array; else a list of ints (``token_id_list``, which names a
+    non-integer)."""
+    if type(ids).__module__.startswith("torch") and getattr(ids, "ndim", None) == 1:
         try:
-            return ids.detach().cpu().numpy()
+            array = ids.detach().cpu().numpy()
         except (RuntimeError, TypeError):  # numpy missing, or a dtype numpy has not
-            pass
+            array = None
+        if array is not None and array.dtype.kind in "iu":  # (floats: token_id_list names them)
+            return array
     return token_id_list(ids)
 
 
