@@ -311,7 +311,8 @@ def report(systems: dict, columns: dict, best: dict, peers: list[str], rounds: i
                 continue
             top = max(rates, key=rates.get)
             mine = size / best[(ours, column)][0]
-            ratios[column] = {"ours": ours, "mb_s": mine, "peer": top, "peer_mb_s": rates[top], "ratio": mine / rates[top]}
+            ratios[column] = {"ours": ours, "mb_s": mine, "peer": top, "peer_mb_s": rates[top],
+                              "ratio": mine / rates[top]}
             print(f"  {label}: {ours} {mine:.1f} vs {top} {rates[top]:.1f} MB/s -> {mine / rates[top]:.2f}x")
     return ratios
 

@@ -166,8 +166,8 @@ def cleans_up(tok: SlowTokenizerBase, clean_up_tokenization_spaces: bool | None)
         _logger.warning(f"Ignoring clean_up_tokenization_spaces=True for BPE tokenizer {name}. The "
                         "clean_up_tokenization post-processing step is designed for WordPiece tokenizers and is "
                         "destructive for BPE (it strips spaces before punctuation). Set "
-                        f"clean_up_tokenization_spaces=False to suppress this warning, or set {_BPE_CLEAN_UP_FLAG}=True "
-                        "to force cleanup anyway.")
+                        "clean_up_tokenization_spaces=False to suppress this warning, or set "
+                        f"{_BPE_CLEAN_UP_FLAG}=True to force cleanup anyway.")
     return False
 
 
