@@ -293,3 +293,59 @@ def test_large_special_ids(cl100k_ranks):
     assert tok.decode(ids, skip_special_tokens=True) == "Hello"
     with pytest.raises(ValueError, match=f"unknown token id {2**32 - 2} at position 0 "):
         tok.decode([2**32 - 2])
+
+
+def test_every_id_alone(cl100k, twin):
+    ids = sorted(cl100k.vocab)
+    expected = [cl100k.vocab[i] for i in ids]
+    assert cl100k.decode_bytes_batch([[i] for i in ids], num_threads=2) == expected
+    assert twin.kernel.decode_bytes_batch([[i] for i in ids[:3000]], None, 1) == expected[:3000]
+    assert cl100k.decode_bytes(np.array(ids)) == b"".join(expected)
+    assert cl100k.decode_batch([[i] for i in ids], errors="replace") == [t.decode("utf-8", "replace") for t in expected]
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=st.text(max_size=60))
+def test_text_of_every_kind_round_trips(cl100k, twin, text):
+    """ASCII, Latin-1, BMP and astral text: each kind of str the C decoder writes itself."""
+    ids = cl100k.encode(text, disallowed_special=())
+    assert cl100k.decode(ids) == twin.kernel.decode(ids) == text
+    assert cl100k.decode(np.array(ids, dtype=np.uint32)) == text
+    half = ids[: len(ids) // 2]
+    assert cl100k.decode_batch([ids, half], num_threads=2) == [text, twin.kernel.decode(half)]
+    stream = cl100k.decode_stream()
+    assert "".join(filter(None, [*map(stream.step, ids), stream.flush()])) == text
+
+
+@pytest.mark.slow
+def test_a_remote_code_folder_decodes_with_the_twin(tmp_path):
+    """A saved folder carries no compiled code: its copy of decoding.py takes the twin, and
+    decodes, batches and streams as the C decoder does."""
+    import json
+
+    from tests.support.hf import EOT, mix_docs, run_python, trained_engine
+
+    from hf_bbpe.hf.tokenization_bbpe import BBPETokenizer
+
+    engine = trained_engine()
+    folder = tmp_path / "folder"
+    BBPETokenizer.from_engine(engine, eos_token=EOT).save_pretrained(folder, remote_code=True)
+    batch = [engine.encode(doc) + [engine.special_tokens[EOT]] for doc in mix_docs()[:20]]
+    out = run_python(
+        f"""
+        import importlib, json, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        hf = importlib.import_module("folder.tokenization_bbpe").BBPETokenizer.from_pretrained({str(folder)!r})
+        engine = hf._engine
+        decoder = engine._decoding().kernel
+        stream = engine.decode_stream(skip_special_tokens=True)
+        steps = [stream.step(i) for i in {batch[0]!r}]
+        print(json.dumps([type(decoder).__module__, engine.decode_batch({batch!r}, num_threads=2),
+                          engine.decode_with_offsets({batch[1]!r}), steps]))
+        """,
+        tmp_path, block_hf_bbpe=True)
+    module, texts, offsets, steps = json.loads(out.splitlines()[-1])
+    assert module == "folder.decoding_reference"
+    assert texts == engine.decode_batch(batch) and offsets == list(engine.decode_with_offsets(batch[1]))
+    stream = engine.decode_stream(skip_special_tokens=True)
+    assert steps == [stream.step(i) for i in batch[0]]

@@ -88,4 +88,59 @@ static inline void utf8_fill(const uint8_t *s, size_t n, void *out, int kind) {
     }
 }
 
+/* utf8_fill, checking as it goes that s[0:n] is valid UTF-8 (as utf8_measure) of exactly chars
+ * characters (out holds that many, as UNIT): 0, or -1 when it is not (out then partly written).
+ * One function per kind of str, so that no store has to choose. */
+#define UTF8_FILL_CHECKED(NAME, UNIT)                                                                                  \
+    static inline int NAME(const uint8_t *s, size_t n, UNIT *out, size_t chars) {                                      \
+        size_t i = 0, k = 0;                                                                                           \
+        while (i < n) {                                                                                                \
+            if (i + 8 <= n && k + 8 <= chars) {                                                                        \
+                uint64_t w;                                                                                            \
+                memcpy(&w, s + i, 8);                                                                                  \
+                if (!(w & UTF8_ASCII_MASK)) {                                                                          \
+                    for (int j = 0; j < 8; j++) out[k + j] = (UNIT)s[i + j];                                           \
+                    i += 8;                                                                                            \
+                    k += 8;                                                                                            \
+                    continue;                                                                                          \
+                }                                                                                                      \
+            }                                                                                                          \
+            uint32_t c = s[i], cp;                                                                                     \
+            if (c < 0x80) {                                                                                            \
+                cp = c;                                                                                                \
+                i++;                                                                                                   \
+            } else if (c >= 0xC2 && c <= 0xDF) {                                                                       \
+                if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return -1;                                               \
+                cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);                                                              \
+                i += 2;                                                                                                \
+            } else if (c >= 0xE0 && c <= 0xEF) {                                                                       \
+                if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return -1;                   \
+                cp = (c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);                          \
+                if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;                                           \
+                i += 3;                                                                                                \
+            } else if (c >= 0xF0 && c <= 0xF4) {                                                                       \
+                if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80) \
+                    return -1;                                                                                         \
+                cp = (c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 | (uint32_t)(s[i + 2] & 0x3F) << 6 |        \
+                     (s[i + 3] & 0x3F);                                                                                \
+                if (cp < 0x10000 || cp > 0x10FFFF) return -1;                                                          \
+                i += 4;                                                                                                \
+            } else {                                                                                                   \
+                return -1;                                                                                             \
+            }                                                                                                          \
+            if (k >= chars) return -1;                                                                                 \
+            out[k++] = (UNIT)cp;                                                                                       \
+        }                                                                                                              \
+        return k == chars ? 0 : -1;                                                                                    \
+    }
+UTF8_FILL_CHECKED(utf8_fill_checked1, uint8_t)
+UTF8_FILL_CHECKED(utf8_fill_checked2, uint16_t)
+UTF8_FILL_CHECKED(utf8_fill_checked4, uint32_t)
+
+static inline int utf8_fill_checked(const uint8_t *s, size_t n, void *out, int kind, size_t chars) {
+    if (kind == 1) return utf8_fill_checked1(s, n, out, chars);
+    if (kind == 2) return utf8_fill_checked2(s, n, out, chars);
+    return utf8_fill_checked4(s, n, out, chars);
+}
+
 #endif

@@ -28,25 +28,26 @@ PyObject *decode_utf8(const uint8_t *data, size_t n, const char *errors) {
     return text;
 }
 
-/* A buffer of need bytes: the decoder's kept one when it is free and large enough (made larger
- * up to SCRATCH_MAX), else a new one; give it back with scratch_give. NULL when out of memory. */
+/* A buffer of need bytes: the decoder's kept one of that use (SCRATCH_BYTES or SCRATCH_SLOTS)
+ * when it is free, made larger up to SCRATCH_MAX; else a new one. Give it back with scratch_give.
+ * NULL when out of memory. Needs the GIL. */
 #define SCRATCH_MAX ((size_t)64 << 20)
-static uint8_t *scratch_take(TokenDecoder *d, size_t need) {
-    if (d->scratch_busy || need > SCRATCH_MAX) return malloc(need);
-    if (need > d->scratch_cap) {
+void *scratch_take(TokenDecoder *d, int which, size_t need) {
+    if (d->scratch_busy[which] || need > SCRATCH_MAX) return malloc(need ? need : 1);
+    if (need > d->scratch_cap[which]) {
         size_t cap = need < ((size_t)1 << 16) ? (size_t)1 << 16 : need;
         uint8_t *more = malloc(cap);
         if (!more) return NULL;
-        free(d->scratch);
-        d->scratch = more;
-        d->scratch_cap = cap;
+        free(d->scratch[which]);
+        d->scratch[which] = more;
+        d->scratch_cap[which] = cap;
     }
-    d->scratch_busy = 1;
-    return d->scratch;
+    d->scratch_busy[which] = 1;
+    return d->scratch[which];
 }
 
-static void scratch_give(TokenDecoder *d, uint8_t *buf) {
-    if (buf == d->scratch) d->scratch_busy = 0;
+void scratch_give(TokenDecoder *d, int which, void *buf) {
+    if (buf && buf == d->scratch[which]) d->scratch_busy[which] = 0;
     else free(buf);
 }
 
@@ -73,33 +74,76 @@ static void copy_ids(const TokenDecoder *d, const IdSource *src, const uint8_t *
     Py_END_ALLOW_THREADS
 }
 
-/* The bytes (as_str 0) or the text of ids, leaving out what skip marks: the ids are checked and
- * their bytes counted first, then copied into the result (a text of ASCII tokens straight into
- * its str), or a buffer that becomes the str. */
+/* The str of the tokens of slots[0:n] (total bytes; flags from read_slots), invalid UTF-8 handled
+ * by errors. ASCII tokens are copied straight into their str. Otherwise the characters and the
+ * kind of the str come from the tokens' table entries (the characters each token starts, the
+ * largest code point its lead bytes may make), which are exact when the bytes are valid UTF-8;
+ * the bytes are copied into a buffer and written into the str checking just that, and Python's
+ * codec decodes the buffer when they are not. */
+static PyObject *slots_to_str(TokenDecoder *d, const int32_t *slots, Py_ssize_t n, size_t total, uint64_t flags,
+                              const char *errors) {
+    PyObject *text;
+    if (!(flags & DECODE_NOT_ASCII)) {
+        if ((text = PyUnicode_New((Py_ssize_t)total, 127))) slots_copy(d, slots, n, PyUnicode_DATA(text), total);
+        return text;
+    }
+    size_t chars = 0;
+    uint32_t class = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t c = d->chars[slots[i]];
+        chars += c >> 2;
+        class |= 1u << (c & 3);
+    }
+    static const uint32_t largest[4] = {127, 0xFF, 0xFFFF, 0x10FFFF};
+    uint32_t maxchar = class >= 8 ? largest[3] : class >= 4 ? largest[2] : class >= 2 ? largest[1] : largest[0];
+    uint8_t *buf = scratch_take(d, SCRATCH_BYTES, total + DECODE_PAD);
+    if (!buf) return PyErr_NoMemory();
+    slots_copy(d, slots, n, buf, total + DECODE_PAD);
+    if ((text = PyUnicode_New((Py_ssize_t)chars, maxchar)) &&
+        utf8_fill_checked(buf, total, PyUnicode_DATA(text), PyUnicode_KIND(text), chars) < 0) {
+        Py_DECREF(text);
+        text = PyUnicode_DecodeUTF8((const char *)buf, (Py_ssize_t)total, errors);
+    }
+    scratch_give(d, SCRATCH_BYTES, buf);
+    return text;
+}
+
+/* The bytes (as_str 0) or the text of ids, leaving out what skip marks. Ids are read into slots
+ * first (checked, the output counted), except a buffer's for bytes: those are checked and counted
+ * in one pass and copied in another. */
 static PyObject *decode_one(TokenDecoder *self, PyObject *ids, PyObject *mask, int as_str, const char *errors) {
     const uint8_t *skip;
     IdSource src;
     size_t total = 0;
     uint64_t flags = 0;
-    if (skip_of(self, mask, &skip) < 0 || ids_open_checked(self, ids, skip, &src, &total, &flags) < 0) return NULL;
     PyObject *result = NULL;
-    if (!as_str) {
+    if (skip_of(self, mask, &skip) < 0) return NULL;
+    if (!as_str && !PyList_CheckExact(ids) && !PyTuple_CheckExact(ids)) {
+        if (ids_open_checked(self, ids, skip, &src, &total, &flags) < 0) return NULL;
         if ((result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total)))
             copy_ids(self, &src, skip, (uint8_t *)PyBytes_AS_STRING(result), total, total);
-    } else if (!(flags & DECODE_NOT_ASCII)) {
-        if ((result = PyUnicode_New((Py_ssize_t)total, 127)))
-            copy_ids(self, &src, skip, PyUnicode_DATA(result), total, total);
-    } else {
-        uint8_t *buf = scratch_take(self, total + DECODE_PAD);
-        if (!buf) {
-            PyErr_NoMemory();
-        } else {
-            copy_ids(self, &src, skip, buf, total + DECODE_PAD, total);
-            result = decode_utf8(buf, total, errors);
-            scratch_give(self, buf);
-        }
+        ids_close(&src);
+        return result;
     }
-    ids_close(&src);
+    int32_t *slots = NULL, *taken;
+    Py_ssize_t n = 0, cap = 0;
+    /* room for all its ids (a length that is wrong only costs growing the buffer) */
+    cap = PyList_CheckExact(ids) || PyTuple_CheckExact(ids) ? PySequence_Fast_GET_SIZE(ids)
+          : PyObject_CheckBuffer(ids) ? PyObject_Length(ids) : -1;
+    if (cap < 0) PyErr_Clear(), cap = 0;
+    else if (!(slots = scratch_take(self, SCRATCH_SLOTS, (size_t)cap * sizeof(int32_t)))) cap = 0;
+    taken = slots;
+    if (read_slots(self, ids, skip, &slots, &cap, &n, &total, &flags, -1) == 0) {
+        if (as_str) result = slots_to_str(self, slots, n, total, flags, errors);
+        else if ((result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total)))
+            slots_copy(self, slots, n, (uint8_t *)PyBytes_AS_STRING(result), total);
+    }
+    if (taken && taken == (int32_t *)self->scratch[SCRATCH_SLOTS]) { /* (read_slots grew out of it: a copy) */
+        if (slots != taken) free(slots);
+        scratch_give(self, SCRATCH_SLOTS, taken);
+    } else {
+        free(slots);
+    }
     return result;
 }
 
@@ -129,7 +173,8 @@ PyObject *TokenDecoder_decode_with_offsets(TokenDecoder *self, PyObject *ids) {
     int32_t *slots = NULL;
     Py_ssize_t n = 0, cap = 0;
     size_t total = 0;
-    if (read_slots(self, ids, NULL, &slots, &cap, &n, &total, -1) < 0) {
+    uint64_t flags = 0;
+    if (read_slots(self, ids, NULL, &slots, &cap, &n, &total, &flags, -1) < 0) {
         free(slots);
         return NULL;
     }

@@ -37,9 +37,11 @@ typedef struct {
     long long n_vocab;  /* for messages */
     PyObject *convert;  /* ids -> a list of ints or an array (decoding.kernel_ids), for what is read here no other way */
     PyObject *special_mask; /* bytes: per slot, 1 for a special token */
-    uint8_t *scratch;   /* a buffer kept for the next call (a large one costs its page faults every time) */
-    size_t scratch_cap;
-    int scratch_busy;   /* taken (under the GIL) by a call that runs */
+    uint32_t *chars;    /* per slot: its UTF-8 lead and ASCII bytes (the characters it starts) << 2 | its class
+                         * (the largest lead byte's: 0 ASCII, 1 up to U+00FF, 2 up to U+FFFF, 3 beyond) */
+    uint8_t *scratch[2]; /* buffers kept for the next call (a large one costs its page faults every time): */
+    size_t scratch_cap[2]; /* [SCRATCH_BYTES] for bytes, [SCRATCH_SLOTS] for slots (see scratch_take) */
+    int scratch_busy[2]; /* taken (under the GIL) by a call that runs */
 } TokenDecoder;
 
 static inline size_t tok_len(uint64_t t) { return (size_t)(t & DECODE_LEN_MASK); }
@@ -102,7 +104,7 @@ HF_INTERNAL int ids_open(const TokenDecoder *d, PyObject *ids, IdSource *src);
 HF_INTERNAL void ids_close(IdSource *src);
 HF_INTERNAL void bad_id(const TokenDecoder *d, PyObject *id, Py_ssize_t position, Py_ssize_t sequence);
 HF_INTERNAL Py_ssize_t ids_to_slots(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, int32_t *slots,
-                                    size_t *total, Py_ssize_t sequence);
+                                    size_t *total, uint64_t *flags, Py_ssize_t sequence);
 HF_INTERNAL Py_ssize_t ids_measure(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, size_t *total,
                                    uint64_t *flags, Py_ssize_t sequence);
 HF_INTERNAL void ids_copy(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t *out, size_t cap,
@@ -112,10 +114,13 @@ HF_INTERNAL int ids_open_checked(const TokenDecoder *d, PyObject *ids, const uin
 HF_INTERNAL void slots_copy(const TokenDecoder *d, const int32_t *slots, Py_ssize_t n, uint8_t *out, size_t cap);
 HF_INTERNAL int skip_of(const TokenDecoder *d, PyObject *mask, const uint8_t **skip);
 HF_INTERNAL int read_slots(const TokenDecoder *d, PyObject *ids, const uint8_t *skip, int32_t **slots,
-                           Py_ssize_t *cap, Py_ssize_t *len, size_t *total, Py_ssize_t sequence);
+                           Py_ssize_t *cap, Py_ssize_t *len, size_t *total, uint64_t *flags, Py_ssize_t sequence);
 HF_INTERNAL int errors_of(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, const char **errors);
 
 /* decode.c */
+enum { SCRATCH_BYTES, SCRATCH_SLOTS };
+HF_INTERNAL void *scratch_take(TokenDecoder *d, int which, size_t need);
+HF_INTERNAL void scratch_give(TokenDecoder *d, int which, void *buf);
 HF_INTERNAL PyObject *TokenDecoder_decode_bytes(TokenDecoder *self, PyObject *const *args, Py_ssize_t nargs);
 HF_INTERNAL PyObject *TokenDecoder_decode(TokenDecoder *self, PyObject *const *args, Py_ssize_t nargs);
 HF_INTERNAL PyObject *TokenDecoder_decode_with_offsets(TokenDecoder *self, PyObject *ids);

@@ -116,7 +116,8 @@ static PyObject *decode_many(TokenDecoder *self, PyObject *batch, const char *er
     size_t total = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
         bytes_at[k] = total;
-        if (read_slots(self, PyList_GET_ITEM(batch, k), skip, &slots, &cap, &len, &total, k) < 0) goto done;
+        uint64_t flags = 0;
+        if (read_slots(self, PyList_GET_ITEM(batch, k), skip, &slots, &cap, &len, &total, &flags, k) < 0) goto done;
         ends[k] = len;
     }
     bytes_at[count] = total;

@@ -135,13 +135,15 @@ static PyObject *id_object(const IdSource *src, Py_ssize_t i) {
     } while (0)
 
 /* The slots of src's ids into slots (room for src->n), leaving out those skip marks (a byte per
- * slot, or NULL); how many, with their bytes added to *total. -1 with an error naming a bad id
+ * slot, or NULL); how many, with their bytes added to *total and their table entries or-ed into
+ * *flags (DECODE_NOT_ASCII: one has a byte above 0x7F). -1 with an error naming a bad id
  * (of sequence, -1 for a single call); DECODE_NEEDS_CONVERT for a list holding something other
  * than an exact int (the converter reads it). Needs the GIL (a list's ints). */
 Py_ssize_t ids_to_slots(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, int32_t *slots,
-                        size_t *total, Py_ssize_t sequence) {
+                        size_t *total, uint64_t *flags, Py_ssize_t sequence) {
     Py_ssize_t m = 0;
     size_t sum = 0;
+    uint64_t any = 0;
     EACH_ID({
         Py_ssize_t slot = decode_slot(d, id);
         if (slot < 0) {
@@ -150,9 +152,12 @@ Py_ssize_t ids_to_slots(const TokenDecoder *d, const IdSource *src, const uint8_
         }
         if (skip && skip[slot]) continue;
         slots[m++] = (int32_t)slot;
-        sum += tok_len(d->tok[slot]);
+        uint64_t t = d->tok[slot];
+        sum += tok_len(t);
+        any |= t;
     });
     *total += sum;
+    *flags |= any;
     return m;
 }
 
@@ -235,10 +240,10 @@ int ids_open_checked(const TokenDecoder *d, PyObject *ids, const uint8_t *skip, 
 }
 
 /* The slots of ids (as a caller holds them) appended to *slots (*len of *cap used; malloc'd,
- * grown here, freed by the caller), their bytes added to *total, skipping what skip marks. 0, or
- * -1 with an error. Needs the GIL. */
+ * grown here, freed by the caller), their bytes added to *total and their flags or-ed into *flags
+ * (ids_to_slots), skipping what skip marks. 0, or -1 with an error. Needs the GIL. */
 int read_slots(const TokenDecoder *d, PyObject *ids, const uint8_t *skip, int32_t **slots, Py_ssize_t *cap,
-               Py_ssize_t *len, size_t *total, Py_ssize_t sequence) {
+               Py_ssize_t *len, size_t *total, uint64_t *flags, Py_ssize_t sequence) {
     IdSource src;
     for (int converted = 0;; converted = 1) {
         if (converted) {
@@ -256,7 +261,12 @@ int read_slots(const TokenDecoder *d, PyObject *ids, const uint8_t *skip, int32_
         if (*len + src.n > *cap || !*slots) {
             Py_ssize_t want = *cap ? *cap : 16;
             while (want < *len + src.n) want *= 2;
-            int32_t *more = realloc(*slots, (size_t)want * sizeof(int32_t));
+            int32_t *more; /* (a buffer the decoder keeps is copied, not reallocated: its owner frees it) */
+            if (*slots && *slots == (int32_t *)d->scratch[SCRATCH_SLOTS]) {
+                if ((more = malloc((size_t)want * sizeof(int32_t)))) memcpy(more, *slots, (size_t)*len * sizeof(int32_t));
+            } else {
+                more = realloc(*slots, (size_t)want * sizeof(int32_t));
+            }
             if (!more) {
                 ids_close(&src);
                 PyErr_NoMemory();
@@ -266,11 +276,13 @@ int read_slots(const TokenDecoder *d, PyObject *ids, const uint8_t *skip, int32_
             *cap = want;
         }
         size_t sum = 0;
-        Py_ssize_t m = ids_to_slots(d, &src, skip, *slots + *len, &sum, sequence);
+        uint64_t any = 0;
+        Py_ssize_t m = ids_to_slots(d, &src, skip, *slots + *len, &sum, &any, sequence);
         ids_close(&src);
         if (m >= 0) {
             *len += m;
             *total += sum;
+            *flags |= any;
             return 0;
         }
         if (m != DECODE_NEEDS_CONVERT || converted) {

@@ -82,8 +82,9 @@ static PyObject *feed_ids(DecodeStream *s, PyObject *ids) {
     int32_t *slots = NULL;
     Py_ssize_t n = 0, cap = 0;
     size_t total = 0;
+    uint64_t flags = 0;
     PyObject *text = NULL;
-    if (skip_of(s->dec, s->mask, &skip) < 0 || read_slots(s->dec, ids, skip, &slots, &cap, &n, &total, -1) < 0) {
+    if (skip_of(s->dec, s->mask, &skip) < 0 || read_slots(s->dec, ids, skip, &slots, &cap, &n, &total, &flags, -1) < 0) {
         free(slots);
         return NULL;
     }
