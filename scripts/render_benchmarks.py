@@ -229,8 +229,10 @@ def render_bench_decode(record: dict[str, Any]) -> str:
         lines.append(f"| {name} {s['version']}{mark} | " + " | ".join(cells) + " |")
     lines.append("")
     for column, ratio in r["ratios"].items():
+        ours_cpu, peer_cpu = systems[ratio["ours"]]["cpu"].get(column), systems[ratio["peer"]]["cpu"].get(column)
+        by_cpu = f"; by CPU seconds {peer_cpu / ours_cpu:.2f}x" if ours_cpu and peer_cpu else ""
         lines.append(f"- {columns[column]['label']}: {ratio['ours']} {ratio['ratio']:.2f}x {ratio['peer']} "
-                     f"({ratio['mb_s']:.1f} vs {ratio['peer_mb_s']:.1f} MB/s).")
+                     f"({ratio['mb_s']:.1f} vs {ratio['peer_mb_s']:.1f} MB/s{by_cpu}).")
     return "\n".join(lines) + "\n"
 
 
