@@ -86,7 +86,8 @@ class ReferenceDecoder:
         text_len = 0
         for idx in ids:
             token = self.vocab[idx]
-            offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
+            starts_inside = 0x80 <= token[0] < 0xC0 if token else False  # (no token is empty; tiktoken fails on one)
+            offsets.append(max(0, text_len - starts_inside))
             text_len += sum(1 for byte in token if not 0x80 <= byte < 0xC0)  # the characters it starts
         return data.decode("utf-8", "strict"), offsets
 
