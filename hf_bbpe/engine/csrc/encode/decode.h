@@ -93,7 +93,8 @@ typedef struct {
     Py_buffer view;         /* held when buf is set */
 } IdSource;
 
-/* A bad id: at position of sequence (-1: a single call), as a Python object for the message. */
+/* What reading ids returns for a list holding something other than exact ints: the converter
+ * (decoding.kernel_ids) reads them. */
 #define DECODE_NEEDS_CONVERT (-2)
 
 HF_INTERNAL extern PyTypeObject TokenDecoderType; /* decode_table.c */
