@@ -16,14 +16,16 @@ the batch columns on every CPU (``--threads`` threads where a system takes a num
 - ``batch``: one batch call over every document (tiktoken's and hf_bbpe's on ``--threads``
   threads; ``tokenizers``', fastokens' and snaptokens' as they run it); ``batch_1``: hf_bbpe's on 1 thread;
 - ``stream``: a stream per document, fed one id at a time (``tokenizers``' ``DecodeStream``,
-  hf_bbpe's ``decode_stream``), over the documents of the first ``--stream-mb`` MB;
+  splintr's ``streaming_decoder``, hf_bbpe's ``decode_stream``), over the documents of the first
+  ``--stream-mb`` MB;
 - transformers: ``BBPETokenizer`` against ``PreTrainedTokenizerFast`` loading the same saved
   folder: ``decode`` of the one long list, ``decode`` per document, ``batch_decode``.
 
 Systems: tiktoken (``decode``, ``decode_batch``), ``tokenizers`` (``decode``, ``decode_batch``,
 ``DecodeStream``; the tokenizer.json that transformers' TikTokenConverter writes from the rank
-file), fastokens (``from_tiktoken``), snaptokens (that tokenizer.json), splintr when it is
-installed (a peer that does not import or load is skipped and said so), hf_bbpe's engine, and the
+file), fastokens (``from_tiktoken``), snaptokens (that tokenizer.json), splintr-rs
+(``decode_lossy``, ``decode_batch_lossy``, ``streaming_decoder``) when it is installed (a peer
+that does not import or load is skipped and said so), hf_bbpe's engine, and the
 two transformers classes. Every output of every system is checked against tiktoken's on every
 document (and the long text): a peer that differs is reported and left out of the ratios, and the
 script exits with status 1 if hf_bbpe's output differs. The table gives each system's MB/s and,
@@ -139,10 +141,21 @@ def load_systems(encoding: str, ranks_file: str, threads: int, skip: set[str], w
         import splintr
 
         tok = splintr.Tokenizer(ranks_file, getattr(splintr, SPLINTR_PATTERNS[encoding]))
-        system = {"version": _version("splintr-rs"), "long": tok.decode, "doc": tok.decode}
-        if hasattr(tok, "decode_batch"):
-            system["batch"] = tok.decode_batch
-        return system
+
+        def streams(batch):
+            out = []
+            for ids in batch:
+                stream, parts = tok.streaming_decoder(), []
+                for idx in ids:
+                    text = stream.add_token(idx)
+                    if text is not None:
+                        parts.append(text)
+                out.append("".join(parts) + (stream.flush() or ""))
+            return out
+
+        # the lossy calls: invalid UTF-8 becomes U+FFFD, as tiktoken's decode (errors="replace") and ours do
+        return {"version": _version("splintr-rs"), "long": tok.decode_lossy, "doc": tok.decode_lossy,
+                "batch": tok.decode_batch_lossy, "stream": streams}
 
     loaders = {"tiktoken": load_tiktoken, "hf_bbpe": load_hf_bbpe, "tokenizers": load_tokenizers,
                "fastokens": load_fastokens, "snaptokens": load_snaptokens, "splintr": load_splintr}
