@@ -209,7 +209,35 @@ def render_bench_encode(record: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_bench_decode(record: dict[str, Any]) -> str:
+    """bench_decode: MB of text per second (wall) per call form, every system; hf_bbpe's engine and
+    BBPETokenizer against the best peer of each column whose output equals tiktoken's."""
+    r = record["results"]
+    systems, columns = r["systems"], r["columns"]
+    shown = [c for c in columns if any(c in s["best_wall"] for s in systems.values())]
+    lines = [f"### Decoding: {r['encoding']}", "",
+             f"{run_line(record)} The first {r['mb']:.1f} MB of {Path(r['corpus']).name} ({r['documents']:,} "
+             f"documents, {r['ids']:,} ids), encoded by tiktoken; best of {r['rounds']} interleaved rounds. MB of "
+             "text per second (wall); single-thread columns pinned to one CPU. Every output was checked against "
+             "tiktoken's on every document (a system that differs is marked and is no peer)."
+             + "".join(f" Not run: {note}." for note in r.get("skipped", [])), "",
+             "| system | " + " | ".join(columns[c]["label"] for c in shown) + " |",
+             "|---|" + "---:|" * len(shown)]
+    for name, s in systems.items():
+        cells = [f"{columns[c]['mb'] / s['best_wall'][c]:.1f}" if c in s["best_wall"] else "-" for c in shown]
+        mark = "" if s["output_equal"] else " (output DIFFERS)"
+        lines.append(f"| {name} {s['version']}{mark} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for column, ratio in r["ratios"].items():
+        ours_cpu, peer_cpu = systems[ratio["ours"]]["cpu"].get(column), systems[ratio["peer"]]["cpu"].get(column)
+        by_cpu = f"; by CPU seconds {peer_cpu / ours_cpu:.2f}x" if ours_cpu and peer_cpu else ""
+        lines.append(f"- {columns[column]['label']}: {ratio['ours']} {ratio['ratio']:.2f}x {ratio['peer']} "
+                     f"({ratio['mb_s']:.1f} vs {ratio['peer_mb_s']:.1f} MB/s{by_cpu}).")
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_encode": render_bench_encode,
+                                                         "bench_decode": render_bench_decode,
                                                          "bench_extension": render_bench_extension,
                                                          "bench_hf_tokenizer": render_bench_hf_tokenizer,
                                                          "bench_merge_loop": render_bench_merge_loop,

@@ -45,6 +45,7 @@ from ..engine.encoding.token_ids import single_token_id, token_id_list
 from ..engine.files.atomic_write import write_text_atomic
 from ..engine.files.vocab_merges import read_vocab_merges, split_extra_tokens, write_vocab_merges
 from ..engine.tokenizer import Tokenizer
+from ..engine.worker_pool import available_cpus
 from .added_tokens import (
     AddedTokenMatcher,
     ids_above,
@@ -54,6 +55,7 @@ from .added_tokens import (
     reserved_tokens_for_holes,
 )
 from .chat_presets import chat_preset as resolve_chat_preset
+from .decode_outputs import DecodePaths, one_sequence, sequence_batch
 from .encode_outputs import (
     Offsets,
     collector_paused,
@@ -77,10 +79,12 @@ from .saved_folder import (
     recover_and_check,
 )
 from .transformers_compat import (
+    DECODE_TAKES_BATCHES,
     SlowTokenizerBase,
     TransformersHooks,
     added_token_ids,
     added_tokens_by_id,
+    cleans_up,
     in_target_context,
     loading_saved_folder,
 )
@@ -195,6 +199,7 @@ class BBPETokenizer(PortableFolder, TransformersHooks, SlowTokenizerBase):
         self._max_normal_id = max(self._spelled)
         self._planned_ids: dict[str, int] = {}
         self._matcher: AddedTokenMatcher | None = None
+        self._decode_paths = DecodePaths()
         self.add_bos_token = bool(add_bos_token)
         self.add_eos_token = bool(add_eos_token)
 
@@ -400,7 +405,12 @@ class BBPETokenizer(PortableFolder, TransformersHooks, SlowTokenizerBase):
         return super().convert_ids_to_tokens(single_token_id(ids), skip_special_tokens=skip_special_tokens)
 
     def convert_tokens_to_string(self, tokens: Iterable[str]) -> str:
-        """Join tokens back into text: normal tokens are GPT-2 spellings of bytes, added tokens literal."""
+        """Join tokens back into text: normal tokens are GPT-2 spellings of bytes, added tokens
+        literal. Tokens that are all in the vocabulary are decoded as their ids, by the engine."""
+        tokens = tokens if isinstance(tokens, list) else list(tokens)
+        ids = list(map(self._token_to_id.get, tokens))
+        if None not in ids:
+            return self._engine.decode(ids)
         data = bytearray()
         added = self.get_added_vocab()
         for token in tokens:
@@ -577,38 +587,79 @@ class BBPETokenizer(PortableFolder, TransformersHooks, SlowTokenizerBase):
 
     # ------------------------------------------------------------------ decoding
 
+    def decode(self, token_ids: Any, skip_special_tokens: bool = False,
+               clean_up_tokenization_spaces: bool | None = None, **kwargs: Any) -> str | list[str]:
+        """transformers' ``decode``: the text of one sequence of ids (a list, tuple, numpy array,
+        torch tensor, ``array``, one int), or on 5.x of each sequence of a batch. A sequence or a
+        batch goes to the engine's decoder as it is (numpy arrays and tensors without a Python
+        int per id); ``skip_special_tokens`` and ``clean_up_tokenization_spaces`` as the fast
+        class takes them (see :meth:`_decode`)."""
+        if one_sequence(token_ids):
+            return self._decode(token_ids, skip_special_tokens, clean_up_tokenization_spaces, **kwargs)
+        if DECODE_TAKES_BATCHES:
+            batch = sequence_batch(token_ids)
+            if batch:
+                return self._decode_batch(batch, skip_special_tokens, clean_up_tokenization_spaces)
+        return super().decode(token_ids, skip_special_tokens=skip_special_tokens,
+                              clean_up_tokenization_spaces=clean_up_tokenization_spaces, **kwargs)
+
+    def batch_decode(self, sequences: Any, skip_special_tokens: bool = False,
+                     clean_up_tokenization_spaces: bool | None = None, **kwargs: Any) -> list[str]:
+        """transformers' ``batch_decode``: the text of each sequence, decoded by the engine in one
+        call (a list of sequences or a 2-d array or tensor; anything else as transformers takes it)."""
+        batch = sequence_batch(sequences)
+        if batch is None:
+            return super().batch_decode(sequences, skip_special_tokens=skip_special_tokens,
+                                        clean_up_tokenization_spaces=clean_up_tokenization_spaces, **kwargs)
+        return self._decode_batch(batch, skip_special_tokens, clean_up_tokenization_spaces)
+
     def _decode(
         self,
-        token_ids: int | Sequence[int],
+        token_ids: Any,
         skip_special_tokens: bool = False,
         clean_up_tokenization_spaces: bool | None = None,
         **kwargs: Any,
     ) -> str:
-        """Bytes of the ids, decoded as UTF-8 (invalid bytes become U+FFFD), as the engine does.
+        """Bytes of the ids, decoded as UTF-8 (invalid bytes become U+FFFD), by the engine's decoder
+        (added tokens included, decode_outputs.py).
 
-        A non-integer id raises :class:`~token_ids.TokenIdTypeError` naming it. transformers
-        4.57's ``spaces_between_special_tokens`` is ignored: the text is exact.
+        ``skip_special_tokens`` leaves out the named special tokens and every added token marked
+        special (as the Rust tokenizer does). ``clean_up_tokenization_spaces`` (None: the
+        tokenizer's setting) is applied as this transformers version's fast class applies it to a
+        BPE model (transformers_compat.cleans_up: 4.57 cleans up, 5.x does not unless told to).
+        An unknown id raises ValueError naming it and its position; a non-integer id raises
+        :class:`~token_ids.TokenIdTypeError` naming it. transformers 4.57's
+        ``spaces_between_special_tokens`` is ignored: the text is exact.
         """
-        ids = token_id_list(token_ids)
-        added = added_tokens_by_id(self)
-        if skip_special_tokens:
-            # every added token marked special, as the Rust tokenizer skips them, not only the named ones
-            skip = set(self.all_special_ids) | {i for i, tok in added.items() if tok.special}
-            ids = [i for i in ids if i not in skip]
-        vocab = self._engine.vocab
-        parts = []
-        for idx in ids:
-            data = vocab.get(idx)
-            if data is None:
-                token = added.get(idx)
-                if token is None:
-                    raise ValueError(f"unknown token id {idx!r} (len(tokenizer)={len(self)})")
-                data = token.content.encode("utf-8")
-            parts.append(data)
-        text = b"".join(parts).decode("utf-8", errors="replace")
-        if clean_up_tokenization_spaces is None:
-            clean_up_tokenization_spaces = self.clean_up_tokenization_spaces
-        return self.clean_up_tokenization(text) if clean_up_tokenization_spaces else text
+        skip = self._skip_ids() if skip_special_tokens else None
+        text = self._decoder().decode(token_ids, skip_ids=skip)
+        return self.clean_up_tokenization(text) if cleans_up(self, clean_up_tokenization_spaces) else text
+
+    def _decode_batch(self, batch: list[Any], skip_special_tokens: bool,
+                      clean_up_tokenization_spaces: bool | None) -> list[str]:
+        """:meth:`_decode` of each sequence, in one call of the engine's batch decoder."""
+        skip = self._skip_ids() if skip_special_tokens else None
+        texts = self._decoder().decode_batch(batch, num_threads=_decode_threads(batch), skip_ids=skip)
+        if cleans_up(self, clean_up_tokenization_spaces):
+            return [self.clean_up_tokenization(text) for text in texts]
+        return texts
+
+    def decode_stream(self, skip_special_tokens: bool = False, prefill: Iterable[int] | None = None) -> Any:
+        """A stream that decodes ids as a model generates them, like ``tokenizers``' ``DecodeStream``
+        (the engine's ``Tokenizer.decode_stream``, added tokens included): ``stream.step(id)`` (or
+        several ids) returns the new text as soon as it is whole UTF-8, or None; ``prefill``: the
+        prompt's ids, whose text is not returned; ``stream.flush()`` returns the bytes still
+        waiting at the end (U+FFFD for a cut character), or None. The steps' texts and the flush,
+        joined, are ``decode(ids, skip_special_tokens=...)`` without the clean-up."""
+        skip = self._skip_ids() if skip_special_tokens else None
+        return self._decoder().decode_stream(prefill=prefill, skip_ids=skip)
+
+    def _decoder(self) -> Any:
+        """The engine, or a decoder over the engine's tokens and the added tokens it lacks."""
+        return self._decode_paths.decoder(self._engine, added_tokens_by_id(self), lambda: self._spelled, self.__len__)
+
+    def _skip_ids(self) -> frozenset[int]:
+        return self._decode_paths.skip_ids(self.all_special_ids, added_tokens_by_id(self))
 
     # ------------------------------------------------------------------ saving
 
@@ -746,6 +797,12 @@ def _renamed(token: str | AddedToken, rename: Mapping[str, str]) -> str | AddedT
         return AddedToken(rename[content], single_word=token.single_word, lstrip=token.lstrip, rstrip=token.rstrip,
                           normalized=token.normalized, special=True)
     return rename[content]
+
+
+def _decode_threads(batch: list[Any]) -> int:
+    """Threads for a batch decode: one for a small batch (a thread costs more than it saves
+    there), else every CPU available, as the engine's ``encode_batch`` takes them."""
+    return 1 if len(batch) < 64 else available_cpus()
 
 
 def _role_token(token: str | AddedToken | None) -> str | None:

@@ -22,6 +22,10 @@ public hook is here, and only here:
   built without its generic constructor, for the direct path; ``_encodings`` also holds token
   spans while ``apply_chat_template`` makes an assistant mask, see encode_outputs.TokenSpans);
 * methods called: ``_eventual_warn_about_too_long_sequence``;
+* decoding as each version's fast class does it (:func:`cleans_up`, ``DECODE_TAKES_BATCHES``):
+  5.x ignores ``clean_up_tokenization_spaces`` for a BPE model unless
+  ``clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output`` is set, and its
+  ``decode`` takes a batch; 4.57 cleans up when asked and decodes one sequence;
 * version quirks of 4.57: the warning "is not the same type as the class" that the logger
   ``transformers.tokenization_utils_base`` logs for our folders' ``PreTrainedTokenizerFast``
   class name, and the ImportError about protobuf that hides an error raised in ``__init__``.
@@ -39,9 +43,17 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import transformers
 from transformers import AddedToken, BatchEncoding, PreTrainedTokenizer
 
 TESTED_TRANSFORMERS = ("4.57.6", "5.23.0")
+
+DECODE_TAKES_BATCHES = int(transformers.__version__.split(".")[0]) >= 5
+"""Whether ``decode`` of a list of sequences gives a list of texts (5.x), not an error (4.57)."""
+
+_BPE_CLEAN_UP_FLAG = "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output"
+_logger = logging.getLogger("transformers.tokenization_utils_tokenizers")
+_warned_clean_up: set[str] = set()
 
 SlowTokenizerBase = PreTrainedTokenizer
 """transformers' base class of Python ("slow") tokenizers; 5.x calls it ``PythonBackend`` and
@@ -133,6 +145,30 @@ def is_plain_request(options: Mapping[str, Any]) -> bool:
         if getattr(strategy, "value", strategy) != plain:
             return False
     return True
+
+
+def cleans_up(tok: SlowTokenizerBase, clean_up_tokenization_spaces: bool | None) -> bool:
+    """Whether ``decode`` cleans up tokenization spaces (``clean_up_tokenization``), as the fast
+    class of this transformers version decides it for a BPE model: as asked (or the tokenizer's
+    ``clean_up_tokenization_spaces``) on 4.57; on 5.x, which has the rule that the clean-up is
+    destructive for BPE, only with ``clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output``
+    set, and with the fast class's warning, once, otherwise."""
+    if clean_up_tokenization_spaces is None:
+        clean_up_tokenization_spaces = tok.clean_up_tokenization_spaces
+    if not clean_up_tokenization_spaces:
+        return False
+    force = getattr(tok, _BPE_CLEAN_UP_FLAG, None)
+    if force is None or force:  # 4.57 (no such rule), or 5.x told to clean up anyway
+        return True
+    name = type(tok).__name__
+    if name not in _warned_clean_up:
+        _warned_clean_up.add(name)
+        _logger.warning(f"Ignoring clean_up_tokenization_spaces=True for BPE tokenizer {name}. The "
+                        "clean_up_tokenization post-processing step is designed for WordPiece tokenizers and is "
+                        "destructive for BPE (it strips spaces before punctuation). Set "
+                        "clean_up_tokenization_spaces=False to suppress this warning, or set "
+                        f"{_BPE_CLEAN_UP_FLAG}=True to force cleanup anyway.")
+    return False
 
 
 def added_tokens_by_id(tok: SlowTokenizerBase) -> dict[int, AddedToken]:
