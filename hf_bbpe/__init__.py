@@ -31,6 +31,7 @@ from .engine.encoding.special_tokens import DisallowedSpecialToken, TokenRoles
 from .engine.tokenizer import BasicTokenizer, RegexTokenizer, Tokenizer
 from .engine.training.api import register_dataset_counter
 from .engine.training.counting_reference import paragraphs
+from .engine.training.parity import ParityConfig
 from .engine.training.superwords import SuperwordConfig
 from .hf.auto_registration import register_when_auto_tokenizer_loads
 
@@ -46,6 +47,7 @@ __all__ = [
     "RegexTokenizer",
     "Tokenizer",
     "paragraphs",
+    "ParityConfig",
     "SuperwordConfig",
     "DisallowedSpecialToken",
     "MissingByteError",

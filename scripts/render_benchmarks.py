@@ -236,11 +236,38 @@ def render_bench_decode(record: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_bench_parity(record: dict[str, Any]) -> str:
+    """bench_parity: plain and parity-aware BPE per size: held-out bytes per token per language, Gini,
+    global bytes per token, and the cost against ParityBpeTrainer."""
+    r = record["results"]
+    names = r["languages"]
+    label = {"plain_bpe": "plain BPE", "hf_bbpe_parity": "parity-aware (hf_bbpe)",
+             "parity_bpe_trainer": "ParityBpeTrainer"}
+    corpus = Path(r["corpus"]).name + ("" if r.get("mb") is None else f", first {r['mb']} MB")
+    lines = []
+    for size in r["sizes"]:
+        lines += [f"### Parity-aware BPE: {size['vocab_size']:,} tokens, fortunes of {corpus}", "",
+                  f"{run_line(record)} Balanced by target ratios ({r['ratio']}: no parallel dev set installs here). "
+                  "Held-out bytes per token per language (higher is better), their Gini across languages (lower "
+                  "is fairer), global bytes per token, and each trainer's time and peak memory in a process of "
+                  f"its own. Merges identical to ParityBpeTrainer's: {'yes' if size['identical_merges'] else 'NO'}.",
+                  "", "| trainer | " + " | ".join(names) + " | Gini | global | wall (s) | peak (MB) |",
+                  "|---|" + "---:|" * (len(names) + 4)]
+        for key, t in size["trainers"].items():
+            cells = " | ".join(f"{t['languages'][n]['bytes_per_token']:.2f}" for n in names)
+            lines.append(f"| {label[key]} | {cells} | {t['gini']:.4f} | {t['bytes_per_token']:.3f} | {t['wall']:.1f} "
+                         f"| {t['peak_mb']:.0f} |")
+        lines += ["", f"hf_bbpe / ParityBpeTrainer: time {size['time_ratio']:.2f}x, peak memory "
+                      f"{size['memory_ratio']:.2f}x.", ""]
+    return "\n".join(lines)
+
+
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"bench_encode": render_bench_encode,
                                                          "bench_decode": render_bench_decode,
                                                          "bench_extension": render_bench_extension,
                                                          "bench_hf_tokenizer": render_bench_hf_tokenizer,
                                                          "bench_merge_loop": render_bench_merge_loop,
+                                                         "bench_parity": render_bench_parity,
                                                          "bench_surgery": render_bench_surgery,
     "bench_count": render_bench_count, "bench_load": render_bench_load, "bench_train": render_bench_train}
 

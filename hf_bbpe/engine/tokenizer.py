@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from typing import Any
 from collections.abc import Iterable, Mapping, Sequence
 
 from .chunking.chunking import Chunking
@@ -46,8 +47,16 @@ from .encoding.vocabulary import (
     rank_vocabulary,
 )
 from .files.minbpe_model import ModelFileError, model_file_path, read_model_file, repair_vocab_listing, save_tokenizer
-from .training.api import ChunkCounts, count_tokenizer_chunks, extend_tokenizer, train_tokenizer, train_tokenizer_from_counts
+from .training.api import (
+    ChunkCounts,
+    count_tokenizer_chunks,
+    extend_tokenizer,
+    train_tokenizer,
+    train_tokenizer_by_language,
+    train_tokenizer_from_counts,
+)
 from .training.options import TrainingOptions
+from .training.parity import ParityConfig
 from .training.superwords import SuperwordConfig
 
 
@@ -298,8 +307,13 @@ class Tokenizer(BPEModel):
         docs: str = "line",
         max_memory: int | str | None = None,
         superwords: SuperwordConfig | bool | None = None,
+        languages: Mapping[str, Any] | None = None,
+        parity: ParityConfig | None = None,
     ) -> None:
         """Learn ``vocab_size - 256`` merges from a str, an iterable of documents, or files.
+
+        Or, parity-aware: ``languages={name: corpus}`` (each corpus any input above) with
+        ``parity=ParityConfig(dev=... or ratio=...)`` instead of ``text`` (see parity_reference.py).
 
         ``files=`` is a path or a list (text files, ``.jsonl``, ``.parquet``, as ``tokenizers``'
         ``train(files=...)`` takes them); ``pathlib.Path`` objects given as ``text`` are files
@@ -307,7 +321,14 @@ class Tokenizer(BPEModel):
         The keywords are documented once, in :class:`~hf_bbpe.engine.training.options.TrainingOptions`.
         Special tokens already registered keep their ids; merges skip them.
         """
-        train_tokenizer(self, text, files, vocab_size, TrainingOptions.from_arguments(locals()))
+        options = TrainingOptions.from_arguments(locals())
+        if languages is None and parity is None:
+            train_tokenizer(self, text, files, vocab_size, options)
+        elif languages is None or text is not None or files is not None:
+            raise TypeError("parity training takes languages={name: corpus} and parity=ParityConfig(...), "
+                            "without text or files=")
+        else:
+            train_tokenizer_by_language(self, languages, vocab_size, options)
 
     def train_from_counts(
         self,

@@ -1,7 +1,7 @@
 """Find and run the code blocks of the README and of docs/ (tests/docs/test_doc_examples.py).
 
 A page runs as a notebook would: its blocks in order, in one temporary folder that holds real
-files from tests/data (``corpus.txt``, ``domain.txt``, ``gpt2/``, ``o200k_base.tiktoken``), the
+files from tests/data (``corpus.txt``, ``domain.txt``, ``parity/``, ``gpt2/``, ``o200k_base.tiktoken``), the
 ``python`` blocks in one namespace, the ``bash`` blocks in a shell where ``hf-bbpe`` and
 ``python`` are this checkout's. So a later block may use what an earlier one made, as a reader
 who follows the page does. A bash block made only of plain ``hf-bbpe`` commands (no pipes,
@@ -76,6 +76,7 @@ def workspace(folder: Path) -> dict[str, str]:
     """Fill ``folder`` with the examples' files and shims; returns the environment for bash blocks."""
     shutil.copy(DATA / "text" / "mix-sample.txt", folder / "corpus.txt")
     shutil.copy(DATA / "text" / "taylorswift.txt", folder / "domain.txt")
+    shutil.copytree(DATA / "text" / "parity", folder / "parity")
     shutil.copy(DATA / "tiktoken" / "o200k_base.tiktoken", folder / "o200k_base.tiktoken")
     (folder / "gpt2").mkdir()
     for name in ("encoder.json", "vocab.bpe"):

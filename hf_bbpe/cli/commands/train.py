@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from ...engine.training.parity import VARIANTS, ParityConfig
 
 from ...engine.training.counts_file import load_counts
 from ...engine.training.superwords import count_superwords
@@ -47,7 +50,66 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                     "with --from-counts the counts file's")
     add_training_options(p)
     add_superword_options(p, transition=True)
+    parity = p.add_argument_group("parity-aware BPE (one corpus per language; see docs/training.md)")
+    parity.add_argument("--language", metavar="NAME=FILE", action="append", default=[],
+                        help="a language's training file (repeat NAME for more files); replaces FILEs")
+    parity.add_argument("--parity-dev", metavar="NAME=FILE", action="append", default=[],
+                        help="a language's dev file (a parallel dev set balances the languages)")
+    parity.add_argument("--parity-ratio", metavar="NAME=FLOAT", action="append", default=[],
+                        help="a language's target compression rate (instead of a dev set)")
+    parity.add_argument("--parity-variant", choices=VARIANTS, default="base", help="base (default) or window")
+    parity.add_argument("--parity-window-size", type=bounded_int, default=100, help="the window variant's window")
+    parity.add_argument("--parity-alpha", type=float, default=2.0, help="the window variant's alpha")
+    parity.add_argument("--parity-global-merges", type=bounded_int, default=0,
+                        help="plain-BPE merges before the parity ones")
     p.set_defaults(run=run)
+
+
+def _named(values: list[str], option: str) -> dict[str, list[str]]:
+    """``NAME=VALUE`` arguments of ``option``, grouped by name in the order given."""
+    named: dict[str, list[str]] = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not sep or not name or not rest:
+            raise CommandError(f"{option} {value!r}: expected NAME=VALUE")
+        named.setdefault(name, []).append(rest)
+    return named
+
+
+def _train_by_language(args: argparse.Namespace) -> int:
+    """``--language``: parity-aware BPE over one corpus per language (``Tokenizer.train(languages=...)``)."""
+    if args.files or args.from_counts is not None:
+        raise CommandError("--language gives the training files: no FILEs or --from-counts with it")
+    if superword_config(args) is not None:
+        raise CommandError("--superwords and --language do not combine")
+    languages = {name: [Path(f) for f in files] for name, files in _named(args.language, "--language").items()}
+    dev = {name: [Path(f) for f in files] for name, files in _named(args.parity_dev, "--parity-dev").items()}
+    ratio = {}
+    for name, values in _named(args.parity_ratio, "--parity-ratio").items():
+        try:
+            ratio[name] = float(values[-1])
+        except ValueError:
+            raise CommandError(f"--parity-ratio {name}={values[-1]}: not a number") from None
+    try:
+        config = ParityConfig(variant=args.parity_variant, dev=dev or None, ratio=ratio or None,
+                              global_merges=args.parity_global_merges, window_size=args.parity_window_size,
+                              alpha=args.parity_alpha)
+    except ValueError as exc:
+        raise CommandError(str(exc).replace("ParityConfig dev=", "--parity-dev").replace("ratio=", "--parity-ratio")
+                           ) from None
+    tok = split_tokenizer(args.pattern or DEFAULT_PATTERN)
+    try:
+        tok.train(languages=languages, vocab_size=args.vocab_size, parity=config, tie_break=args.tie_break,
+                  min_frequency=args.min_frequency, num_workers=args.workers,
+                  progress=False if args.no_progress else None, text_column=args.text_column, docs=args.docs,
+                  max_memory=args.max_memory)
+    except (ValueError, TypeError) as exc:
+        raise CommandError(str(exc)) from None
+    written = save_trained_folder(tok, args)
+    if not args.quiet:
+        print(f"trained {len(tok.merges)} parity-aware merges on {len(languages)} languages: n_vocab {tok.n_vocab}, "
+              f"{len(tok.special_tokens)} special token(s); wrote {describe_folder(args.out, written)}", file=sys.stderr)
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
     if any(not s for s in args.special):
         raise CommandError("--special: a special token cannot be empty")
     check_add_bos(args)
+    if args.language:
+        return _train_by_language(args)
+    if args.parity_dev or args.parity_ratio:
+        raise CommandError("--parity-dev and --parity-ratio balance the corpora of --language NAME=FILE: give those")
     superwords = superword_config(args)
     if args.from_counts is not None:
         return _train_from_counts(args, superwords is not None)

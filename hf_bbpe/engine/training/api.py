@@ -36,6 +36,7 @@ from .counting_reference import count_chunks, warn_if_mostly_control
 from .counts_file import check_pattern, load_counts
 from .merge_loop import reduce_words, train_flat_merges, train_merges
 from .options import Trainable, TrainingOptions
+from .parity import check_language_corpora
 from .superwords import SuperwordConfig, superword_config
 from .text_files import check_doc_mode, iter_file_documents, training_files
 
@@ -61,6 +62,42 @@ def train_tokenizer(tok: Trainable, text: Any, files: Any, vocab_size: int, opti
     config.set_chunking(tok)
     counts = chunk_counts(tok, text, files, options)
     tok.adopt_merges(continued_merges(tok, counts, vocab_size - 256 - len(tok.merges), options, config))
+
+
+def train_tokenizer_by_language(tok: Trainable, languages: Mapping[str, Any], vocab_size: int,
+                                options: TrainingOptions) -> None:
+    """``tok.train(languages=..., parity=...)``: parity-aware BPE (parity.py, parity_reference.py).
+
+    Each language's corpus (any input ``train`` takes), and each dev set, is counted on its own
+    with ``tok``'s chunking (the C counter where it knows the pattern); the loop then learns up to
+    ``vocab_size - 256`` merges over the per-language counts."""
+    from .parity_loop import parity_merges
+
+    check_vocab_size(vocab_size)
+    check_training_pattern(tok)
+    names = check_language_corpora(languages)
+    config = options.parity
+    if config is None:
+        raise TypeError("training by language needs parity=ParityConfig(dev=... or ratio=...)")
+    config.check_languages(names)
+    if options.superwords:
+        raise ValueError("superwords and parity training do not combine (yet): train one or the other")
+    if options.tie_break not in ("huggingface", "smallest_pair"):
+        raise ValueError(f"parity training breaks ties by 'huggingface' or 'smallest_pair', not {options.tie_break!r}")
+
+    def counted(name: str, corpus: Any, what: str) -> Mapping[str | bytes, int] | ChunkCounts:
+        try:
+            counts = chunk_counts(tok, corpus, None, options)
+            check_counted(counts, source_names(corpus, None))
+        except ValueError as error:
+            raise ValueError(f"language {name!r} ({what}): {error}") from None
+        return counts
+
+    train_counts = [counted(name, languages[name], "training text") for name in names]
+    dev_counts = None if config.dev is None else [counted(name, config.dev[name], "dev set") for name in names]
+    ratio = None if config.ratio is None else [float(config.ratio[name]) for name in names]
+    tok.reset_to_bytes()
+    tok.adopt_merges(parity_merges(tok, train_counts, dev_counts, ratio, vocab_size - 256, options))
 
 
 def train_tokenizer_from_counts(

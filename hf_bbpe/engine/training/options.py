@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from ..chunking.chunking import Chunking
 from ..encoding.encoder import ChunkEncoder
+from .parity import ParityConfig
 from .superwords import SuperwordConfig
 
 
@@ -62,6 +63,10 @@ class TrainingOptions:
     superwords on top of the whole tokenizer: text in which no new merge applies then encodes as
     before only within those longer chunks. See superwords.py. The corpus is read twice, so it
     cannot be a one-shot iterator."""
+    parity: ParityConfig | None = None
+    """A :class:`~parity.ParityConfig`: parity-aware BPE over ``train(languages={name: corpus})``,
+    which at each merge serves the worst-compressed language (see parity_reference.py for what is
+    counted). With ``tie_break="huggingface"`` the merges are ``tokenizers``' ``ParityBpeTrainer``'s."""
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any]) -> TrainingOptions:
