@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import pre_tokenizers, trainers
 
 from hf_bbpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, ParityConfig, RegexTokenizer
 from hf_bbpe.engine.chunking.byte_unicode import bytes_to_unicode, unicode_to_token
-from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig
 from hf_bbpe.engine.training import parity_reference
+from tests.support.hf_trainers import byte_level_bpe
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "text" / "parity"
 LANGUAGES = ("en", "de", "ru", "zh", "pl")
@@ -42,15 +42,7 @@ DEV = {language: documents(f"{language}.dev.txt") for language in LANGUAGES}
 
 def parity_trainer_merges(train, num_merges, pattern_name="gpt2", dev=None, ratio=None, special_tokens=(), **options):
     """ParityBpeTrainer's merges as byte pairs, with the ByteLevel pipeline of the pattern."""
-    if pattern_name == "gpt2":
-        pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    else:
-        pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(translate_pattern_for_onig(PATTERNS[pattern_name])), "isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ])
-    ref = Tokenizer(models.BPE())
-    ref.pre_tokenizer = pre_tokenizer
+    ref = byte_level_bpe(None if pattern_name == "gpt2" else PATTERNS[pattern_name])
     trainer = trainers.ParityBpeTrainer(num_merges=num_merges, show_progress=False, special_tokens=list(special_tokens),
                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), **options)
     names = list(train)

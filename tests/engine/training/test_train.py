@@ -33,11 +33,11 @@ from tests.support.reference_bpe import (
     split_chunks,
 )
 
-from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import pre_tokenizers, trainers
 
 from hf_bbpe import GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, O200K_SPLIT_PATTERN, BasicTokenizer, RegexTokenizer
 from hf_bbpe.engine.chunking.byte_unicode import unicode_to_token
-from hf_bbpe.engine.chunking.onig_regex import translate_pattern_for_onig
+from tests.support.hf_trainers import byte_level_bpe
 
 TEXT_DIR = Path(__file__).resolve().parents[2] / "data" / "text"
 TIE_BREAKS = ("smallest_pair", "first_occurrence", "huggingface")
@@ -178,15 +178,7 @@ def test_default_rule_equals_rustbpe_on_generated_corpora(docs, pattern_name, nu
 
 def bpe_trainer_merges(docs, vocab_size, pattern_name, min_frequency=0):
     """BpeTrainer's merges as byte pairs, with the ByteLevel pipeline people use for this pattern."""
-    if pattern_name == "gpt2":
-        pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    else:
-        pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(translate_pattern_for_onig(PATTERNS[pattern_name])), "isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ])
-    ref = Tokenizer(models.BPE())
-    ref.pre_tokenizer = pre_tokenizer
+    ref = byte_level_bpe(None if pattern_name == "gpt2" else PATTERNS[pattern_name])
     ref.train_from_iterator(docs, trainers.BpeTrainer(
         vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
