@@ -4,7 +4,7 @@
 Most tokenizers' added tokens are all special tokens, which the engine holds too
 (``BBPETokenizer._register_engine_specials``), so the engine decodes every id itself. Tokens
 added with ``add_tokens`` (not special) are not the engine's: then a decoder over the engine's
-tokens and theirs is made (:class:`ExtendedDecoder`, the same C decoder and methods), and made
+tokens and theirs is made (the engine's :class:`Decoding`, whose methods are the engine's), and made
 again when the added tokens change. An id that is neither raises ValueError naming it and its
 position.
 
@@ -14,7 +14,7 @@ position.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from transformers import AddedToken
@@ -23,34 +23,11 @@ from ..engine.encoding.decoding import Decoding
 from ..engine.tokenizer import Tokenizer
 
 
-class ExtendedDecoder:
-    """The engine's decoding methods (``decode``, ``decode_batch``, ``decode_stream``, with the
-    same keywords) over the engine's tokens and ``extra`` ``{id: bytes}`` (ids that are no token of
-    the engine)."""
-
-    def __init__(self, engine: Tokenizer, extra: Mapping[int, bytes], n_vocab: int) -> None:
-        self._decoding = Decoding({**engine.vocab, **extra}, list(engine.special_tokens.values()), n_vocab)
-
-    def _skip(self, skip_ids: Collection[int] | None) -> Any:
-        return self._decoding.skip(False, skip_ids) if skip_ids else None
-
-    def decode(self, ids: Any, errors: str = "replace", *, skip_ids: Collection[int] | None = None) -> str:
-        return self._decoding.kernel.decode(ids, errors, self._skip(skip_ids))
-
-    def decode_batch(self, batch: list[Any], *, num_threads: int = 1, errors: str = "replace",
-                     skip_ids: Collection[int] | None = None) -> list[str]:
-        return self._decoding.kernel.decode_batch(batch, errors, self._skip(skip_ids), num_threads)
-
-    def decode_stream(self, skip_special_tokens: bool = False, prefill: Iterable[int] | None = None, *,
-                      errors: str = "replace", skip_ids: Collection[int] | None = None) -> Any:
-        decoding = self._decoding
-        return decoding.kernel.stream(decoding.skip(skip_special_tokens, skip_ids), errors, prefill)
-
-
 class DecodePaths:
-    """What a BBPETokenizer decodes with, kept between calls: the decoder (the engine itself, or an
-    :class:`ExtendedDecoder`) for the current added tokens, and the ids ``skip_special_tokens``
-    leaves out. ``decoder`` and ``skip_ids`` take the tokenizer's state and remake what it changed."""
+    """What a BBPETokenizer decodes with, kept between calls: the decoder (the engine itself, or a
+    :class:`Decoding` over its tokens and the added ones) for the current added tokens, and the ids
+    ``skip_special_tokens`` leaves out. ``decoder`` and ``skip_ids`` take the tokenizer's state and
+    remake what it changed."""
 
     __slots__ = ("_decoder", "_decoder_key", "_skip", "_skip_key")
 
@@ -65,7 +42,7 @@ class DecodePaths:
 
     def decoder(self, engine: Tokenizer, added: Mapping[int, AddedToken], normal_ids: Callable[[], Collection[int]],
                 n_vocab: Callable[[], int]) -> Any:
-        """The engine if it holds every added token, else an ExtendedDecoder with the others.
+        """The engine if it holds every added token, else a Decoding of its tokens and the others.
         ``normal_ids()``: the engine's ids that are no special token; ``n_vocab()``: the
         tokenizer's length, for error messages. Both are asked only when the decoder is made
         again, which the number of added tokens says (as for the added-token matcher: the engine's
@@ -76,7 +53,8 @@ class DecodePaths:
             normal = normal_ids()
             extra = {idx: token.content.encode("utf-8") for idx, token in added.items()
                      if idx not in normal and idx not in specials}
-            self._decoder = ExtendedDecoder(engine, extra, n_vocab()) if extra else engine
+            self._decoder = Decoding({**engine.vocab, **extra}, list(engine.special_tokens.values()),
+                                     n_vocab()) if extra else engine
             self._decoder_key = key
         return self._decoder
 

@@ -155,7 +155,7 @@ def test_remote_code_decodes_alike_with_the_python_twin(pair, tmp_path):
         batch = {batch!r}
         stream = tok.decode_stream(skip_special_tokens=True, prefill=batch[0][:5])
         steps = [stream.step(idx) for idx in batch[0][5:]] + [stream.flush()]
-        print(json.dumps([type(tok._decoder()._decoding.kernel).__name__,
+        print(json.dumps([type(tok._decoder().kernel).__name__,
                           [tok.decode(ids) for ids in batch], tok.batch_decode(batch, skip_special_tokens=True),
                           "".join(step or "" for step in steps)]))
         """,

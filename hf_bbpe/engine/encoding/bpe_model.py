@@ -293,33 +293,29 @@ class BPEModel:
         An unknown or negative id raises ValueError naming it and its position; a non-integer id
         (``65.9``) raises :class:`~token_ids.TokenIdTypeError` (a TypeError and a ValueError) naming it.
         """
-        decoding = self._decoder or self._decoding()
-        skip = decoding.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
-        return decoding.kernel.decode_bytes(ids, skip)
+        return (self._decoder or self._decoding()).decode_bytes(ids, skip_special_tokens=skip_special_tokens,
+                                                                skip_ids=skip_ids)
 
     def decode(self, ids: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False,
                skip_ids: Collection[int] | None = None) -> str:
         """Decode ids to text; invalid UTF-8 is handled by ``errors`` as ``bytes.decode`` does it
         (``"replace"``: U+FFFD, ``"strict"`` raises). Ids and skipping as in :meth:`decode_bytes`."""
-        decoding = self._decoder or self._decoding()
-        skip = decoding.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
-        return decoding.kernel.decode(ids, errors, skip)
+        return (self._decoder or self._decoding()).decode(ids, errors, skip_special_tokens=skip_special_tokens,
+                                                          skip_ids=skip_ids)
 
     def decode_bytes_batch(self, batch: Iterable[Iterable[int]], *, num_threads: int = 1,
                            skip_special_tokens: bool = False, skip_ids: Collection[int] | None = None) -> list[bytes]:
         """:meth:`decode_bytes` of each sequence of ``batch``, on up to ``num_threads`` threads
         without the GIL. An error names the id, its position and its sequence."""
-        decoding = self._decoder or self._decoding()
-        skip = decoding.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
-        return decoding.kernel.decode_bytes_batch(batch if isinstance(batch, list) else list(batch), skip, num_threads)
+        return (self._decoder or self._decoding()).decode_bytes_batch(
+            batch, num_threads=num_threads, skip_special_tokens=skip_special_tokens, skip_ids=skip_ids)
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, num_threads: int = 1, errors: str = "replace",
                      skip_special_tokens: bool = False, skip_ids: Collection[int] | None = None) -> list[str]:
         """:meth:`decode` of each sequence of ``batch``, on up to ``num_threads`` threads
         without the GIL. An error names the id, its position and its sequence."""
-        decoding = self._decoder or self._decoding()
-        skip = decoding.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
-        return decoding.kernel.decode_batch(batch if isinstance(batch, list) else list(batch), errors, skip, num_threads)
+        return (self._decoder or self._decoding()).decode_batch(
+            batch, num_threads=num_threads, errors=errors, skip_special_tokens=skip_special_tokens, skip_ids=skip_ids)
 
     def decode_with_offsets(self, ids: Iterable[int]) -> tuple[str, list[int]]:
         """tiktoken's ``Encoding.decode_with_offsets``: the text and, for each token, the index in
@@ -327,7 +323,7 @@ class BPEModel:
         multibyte character gets that character's index, the same as the token before it (which
         started the character). As in tiktoken, bytes that are not valid UTF-8 raise
         UnicodeDecodeError; special tokens count as their text."""
-        return (self._decoder or self._decoding()).kernel.decode_with_offsets(ids)
+        return (self._decoder or self._decoding()).decode_with_offsets(ids)
 
     def decode_stream(self, skip_special_tokens: bool = False, prefill: Iterable[int] | None = None, *,
                       errors: str = "replace", skip_ids: Collection[int] | None = None) -> Any:
@@ -343,9 +339,8 @@ class BPEModel:
         step that shows it, not held until more text comes; and a prefill that ends in a partial
         character does not make the next step return the prompt's text.
         """
-        decoding = self._decoder or self._decoding()
-        skip = decoding.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
-        return decoding.kernel.stream(skip, errors, prefill)
+        return (self._decoder or self._decoding()).decode_stream(skip_special_tokens, prefill, errors=errors,
+                                                                 skip_ids=skip_ids)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token id (an int, or a 0-d array or tensor)."""

@@ -73,3 +73,33 @@ class Decoding:
                 self._masks.clear()
             mask = self._masks[key] = self.kernel.mask(ids)
         return mask
+
+    def _mask(self, skip_special_tokens: bool, skip_ids: Collection[int] | None) -> Any:
+        return self.skip(skip_special_tokens, skip_ids) if skip_special_tokens or skip_ids else None
+
+    # The decoding calls, with BPEModel's signatures (its methods say what they do): BPEModel
+    # delegates to them, and a BBPETokenizer with added tokens calls them on a Decoding of its own.
+    def decode_bytes(self, ids: Any, *, skip_special_tokens: bool = False,
+                     skip_ids: Collection[int] | None = None) -> bytes:
+        return self.kernel.decode_bytes(ids, self._mask(skip_special_tokens, skip_ids))
+
+    def decode(self, ids: Any, errors: str = "replace", *, skip_special_tokens: bool = False,
+               skip_ids: Collection[int] | None = None) -> str:
+        return self.kernel.decode(ids, errors, self._mask(skip_special_tokens, skip_ids))
+
+    def decode_bytes_batch(self, batch: Any, *, num_threads: int = 1, skip_special_tokens: bool = False,
+                           skip_ids: Collection[int] | None = None) -> list[bytes]:
+        return self.kernel.decode_bytes_batch(batch if isinstance(batch, list) else list(batch),
+                                              self._mask(skip_special_tokens, skip_ids), num_threads)
+
+    def decode_batch(self, batch: Any, *, num_threads: int = 1, errors: str = "replace",
+                     skip_special_tokens: bool = False, skip_ids: Collection[int] | None = None) -> list[str]:
+        return self.kernel.decode_batch(batch if isinstance(batch, list) else list(batch), errors,
+                                        self._mask(skip_special_tokens, skip_ids), num_threads)
+
+    def decode_with_offsets(self, ids: Any) -> tuple[str, list[int]]:
+        return self.kernel.decode_with_offsets(ids)
+
+    def decode_stream(self, skip_special_tokens: bool = False, prefill: Any = None, *, errors: str = "replace",
+                      skip_ids: Collection[int] | None = None) -> Any:
+        return self.kernel.stream(self._mask(skip_special_tokens, skip_ids), errors, prefill)
