@@ -8,25 +8,82 @@ tokens. A merge whose bytes already form a token gets that token's id, as ``toke
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 from ..encoding.vocabulary import Merges
 from ..progress import progress_bar
 from . import parity_reference
 from .chunk_counts import ChunkCounts
+from .merge_loop import merge_kernel
 from .options import Trainable, TrainingOptions
 
 Counts = Mapping[str | bytes, int] | ChunkCounts
 
 
-def words_of(counts: Counts) -> tuple[list[bytes], list[int]]:
-    """A language's chunks as ``(words, counts)``, words as bytes."""
-    words, weights = [], []
-    for chunk, count in counts.items():
-        words.append(chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk))
-        weights.append(int(count))
-    return words, weights
+def flat_words(counts: Counts) -> tuple[Any, Any, Any]:
+    """A language's chunks as the kernel takes them: uint8 symbols end to end, int32 lengths,
+    int64 counts (a ChunkCounts' own buffers, not copied)."""
+    if isinstance(counts, ChunkCounts):
+        return counts.buffers()
+    chunks = [chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk) for chunk in counts]
+    return b"".join(chunks), array("i", map(len, chunks)), array("q", map(int, counts.values()))
+
+
+def words_of(flat: tuple[Any, Any, Any]) -> tuple[list[bytes], list[int]]:
+    """Flat words as the Python twin takes them: ``(words, counts)``, words as bytes."""
+    symbols, lengths, counts = (memoryview(b).cast("B") for b in flat)
+    words, at = [], 0
+    for length in lengths.cast("i"):
+        words.append(bytes(symbols[at : at + length]))
+        at += length
+    return words, list(counts.cast("q"))
+
+
+def parity_kernel() -> ModuleType | None:
+    """The C merge-loop module if built (it has ``parity_train``), else None (the Python twin runs)."""
+    kernel = merge_kernel()
+    return kernel if hasattr(kernel, "parity_train") else None
+
+
+def run_parity(train: Sequence[tuple[Any, Any, Any]], dev: Sequence[tuple[Any, Any, Any]] | None,
+               ratio: Sequence[float] | None, num_merges: int, *, variant: str = "base", window_size: int = 100,
+               alpha: float = 2.0, global_merges: int = 0, min_frequency: int = 0, tie_break: str = "huggingface",
+               on_merge: Callable[[bytes, bytes, int, int], object] | None = None, kernel: bool = True,
+               ) -> list[tuple[bytes, bytes]]:
+    """Parity-aware merges as byte pairs over flat per-language words: the C kernel
+    (``_merge_loop.parity_train``) when built and ``kernel``, else parity_reference.train."""
+    module = parity_kernel() if kernel else None
+    if module is None:
+        return parity_reference.train(
+            [words_of(flat) for flat in train], num_merges, dev=None if dev is None else [words_of(f) for f in dev],
+            ratio=ratio, variant=variant, window_size=window_size, alpha=alpha, global_merges=global_merges,
+            min_frequency=min_frequency, tie_break=tie_break, on_merge=on_merge)
+    if tie_break not in ("huggingface", "smallest_pair"):
+        raise ValueError(f"parity training breaks ties by 'huggingface' or 'smallest_pair', not {tie_break!r}")
+    tokens = [bytes([b]) for b in range(256)]
+    callback = None
+    if on_merge is not None:
+        seen = list(tokens)  # the tokens so far, for the callback (new ids count up from 256)
+
+        def callback(a: int, b: int, x: int, language: int, count: int) -> None:
+            if x == len(seen):
+                seen.append(seen[a] + seen[b])
+            on_merge(seen[a], seen[b], language, count)
+    raw = module.parity_train(
+        [tuple(flat) for flat in train], None if dev is None else [tuple(flat) for flat in dev],
+        None if ratio is None else [float(r) for r in ratio], num_merges, variant == "window", window_size,
+        float(alpha), global_merges, min_frequency, tie_break == "huggingface", callback)
+    ids = memoryview(raw).cast("i")
+    learned = []
+    for k in range(0, len(ids), 4):
+        a, b, x = ids[k], ids[k + 1], ids[k + 2]
+        if x == len(tokens):
+            tokens.append(tokens[a] + tokens[b])
+        learned.append((tokens[a], tokens[b]))
+    return learned
 
 
 def parity_merges(tok: Trainable, train: Sequence[Counts], dev: Sequence[Counts] | None,
@@ -43,12 +100,11 @@ def parity_merges(tok: Trainable, train: Sequence[Counts], dev: Sequence[Counts]
                   f"{'all' if language < 0 else language})")
         bar.update(1)
 
-    learned = parity_reference.train(
-        [words_of(counts) for counts in train], num_merges,
-        dev=None if dev is None else [words_of(counts) for counts in dev], ratio=ratio,
-        variant=config.variant, window_size=config.window_size, alpha=config.alpha,
+    learned = run_parity(
+        [flat_words(counts) for counts in train], None if dev is None else [flat_words(counts) for counts in dev],
+        ratio, num_merges, variant=config.variant, window_size=config.window_size, alpha=config.alpha,
         global_merges=config.global_merges, min_frequency=options.min_frequency, tie_break=options.tie_break,
-        on_merge=on_merge,
+        on_merge=on_merge if options.verbose or not bar.disable else None,
     )
     bar.close()
     if len(learned) < num_merges:

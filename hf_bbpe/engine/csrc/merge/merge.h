@@ -24,6 +24,7 @@ HF_INTERNAL extern uint64_t min_log;         /* a merge's log of created pairs h
 /* The module's functions (their docs are in module.c). */
 HF_INTERNAL PyObject *merge_train(PyObject *self, PyObject *args);        /* loop.c */
 HF_INTERNAL PyObject *merge_reduce_words(PyObject *self, PyObject *args); /* reduce.c */
+HF_INTERNAL PyObject *merge_parity_train(PyObject *self, PyObject *args); /* parity.c */
 
 static inline uint64_t pair_key(int32_t a, int32_t b) { return ((uint64_t)(uint32_t)a << 32) | (uint32_t)b; }
 

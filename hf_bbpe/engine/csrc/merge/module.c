@@ -1,6 +1,6 @@
 /*
  * The Python side of _merge_loop: the functions' docs, _tune, and the module (train is in loop.c,
- * reduce_words in reduce.c).
+ * reduce_words in reduce.c, parity_train in parity.c).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,6 +31,17 @@ PyDoc_STRVAR(reduce_words_doc,
 "same pairs on these as on the input; the caller checks that it did (every merge made, the last\n"
 "counting least or more). None when least would be below 2 (nothing to cut).");
 
+PyDoc_STRVAR(parity_train_doc,
+"parity_train(languages, dev, ratio, num_merges, window, window_size, alpha, global_merges,\n"
+"             min_frequency, hf_ties, on_merge) -> bytes\n\n"
+"Parity-aware BPE (engine/training/parity_reference.py's train, the same merges): languages is a\n"
+"list of (symbols, lengths, counts) buffers (uint8 bytes, int32, int64), one per language; dev the\n"
+"same (one per language) or None; ratio a list of floats or None (exactly one of the two);\n"
+"window: the window variant; hf_ties: ties go to the pair whose byte-level strings are greatest\n"
+"(else the smallest ids); on_merge(a, b, new_id, language, count) or None. Returns int32 (a, b, new_id,\n"
+"language) per merge: bytes are ids 0-255, a new token takes the next id (a merge whose bytes are\n"
+"a token already yields that id); language -1 is the global phase.");
+
 PyDoc_STRVAR(tune_doc,
 "_tune(first_threshold, min_budget, compact_bytes, min_log) -> the previous four\n\n"
 "For tests: sizes that decide how much memory training uses, never which merges it learns\n"
@@ -57,6 +68,7 @@ static PyMethodDef methods[] = {
     {"train", merge_train, METH_VARARGS, train_doc},
     {"_tune", tune, METH_VARARGS, tune_doc},
     {"reduce_words", merge_reduce_words, METH_VARARGS, reduce_words_doc},
+    {"parity_train", merge_parity_train, METH_VARARGS, parity_train_doc},
     {NULL, NULL, 0, NULL},
 };
 
