@@ -32,6 +32,25 @@ static int vec_push(Vec *vec, int32_t x) {
     return 0;
 }
 
+typedef struct { uint64_t *v; uint64_t n, cap; } Keys;
+
+static int keys_push(Keys *keys, uint64_t x) {
+    if (keys->n == keys->cap) {
+        uint64_t cap = keys->cap ? keys->cap * 2 : 16;
+        uint64_t *v = realloc(keys->v, cap * sizeof(uint64_t));
+        if (!v) return -1;
+        keys->v = v;
+        keys->cap = cap;
+    }
+    keys->v[keys->n++] = x;
+    return 0;
+}
+
+static int cmp_uint64(const void *x, const void *y) {
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
 /* ---------------------------------------------------------------- tokens */
 
 typedef struct {
@@ -267,22 +286,34 @@ static int queue_push(Heap *h, const Pairs *p, int32_t a, int32_t b) {
     return count > 0 ? heap_push(h, (Entry){count, a, b}) : 0;
 }
 
-/* The pair with the highest count (left queued), or 0 when none is positive. */
+/* The pair with the highest count (left queued), or 0 when none is positive. The heap is lazy:
+ * a pair is pushed when its count rises, so some entry holds at least its count. An entry above
+ * the count is put back with the count; one below it is dropped, as a newer one holds more. */
 static int queue_best(Heap *h, const Pairs *p, Entry *best) {
     while (h->n) {
-        Entry top = heap_pop(h);
+        Entry top = h->e[0];
         int64_t count = pairs_count(p, pair_key(top.a, top.b));
-        if (count <= 0) continue;
-        if (count != top.count) {
+        if (count == top.count && count > 0) {
+            *best = top;
+            return 1;
+        }
+        heap_pop(h);
+        if (count > 0 && count < top.count) {
             top.count = count;
             if (heap_push(h, top) < 0) return -1;
-            continue;
         }
-        if (heap_push(h, top) < 0) return -1;
-        *best = top;
-        return 1;
     }
     return 0;
+}
+
+/* The distinct keys of keys[0..n) in place (sorted); their number. */
+static uint64_t unique_keys(uint64_t *keys, uint64_t n) {
+    if (n < 2) return n;
+    qsort(keys, n, sizeof(uint64_t), cmp_uint64);
+    uint64_t m = 1;
+    for (uint64_t i = 1; i < n; i++)
+        if (keys[i] != keys[m - 1]) keys[m++] = keys[i];
+    return m;
 }
 
 /* ---------------------------------------------------------------- corpora */
@@ -353,14 +384,17 @@ static int cmp_int32(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-/* Replace each occurrence of (a, b) by x, left to right; append the pairs whose counts moved to
- * changed (as a, b ids, twice per pair); -1 when out of memory. */
-static int words_merge(Words *w, int32_t a, int32_t b, int32_t x, Vec *changed) {
+/* Replace each occurrence of (a, b) by x, left to right. The pairs whose counts rose go to raised
+ * and those whose counts fell to lowered (as keys, repeated), when those are given; -1 when out
+ * of memory. */
+static int words_merge(Words *w, int32_t a, int32_t b, int32_t x, Keys *raised, Keys *lowered) {
     int64_t slot = pairs_find(&w->pairs, pair_key(a, b));
     if (slot < 0 || w->pairs.where[slot].v == NULL) return 0;
     Vec positions = w->pairs.where[slot];
     w->pairs.where[slot] = (Vec){NULL, 0, 0};
-    qsort(positions.v, positions.n, sizeof(int32_t), cmp_int32);
+    uint32_t sorted = 1;
+    while (sorted < positions.n && positions.v[sorted - 1] <= positions.v[sorted]) sorted++;
+    if (sorted < positions.n) qsort(positions.v, positions.n, sizeof(int32_t), cmp_int32);
     int32_t *sym = w->sym, *prv = w->prv, *nxt = w->nxt;
     int rc = 0;
     for (uint32_t k = 0; k < positions.n && rc == 0; k++) {
@@ -373,15 +407,15 @@ static int words_merge(Words *w, int32_t a, int32_t b, int32_t x, Vec *changed) 
         if (left >= 0) {
             int32_t l = sym[left];
             if (pairs_add(&w->pairs, l, a, -c, -1) < 0 || pairs_add(&w->pairs, l, x, c, left) < 0 ||
-                vec_push(changed, l) < 0 || vec_push(changed, a) < 0 || vec_push(changed, l) < 0 ||
-                vec_push(changed, x) < 0)
+                (raised && keys_push(raised, pair_key(l, x)) < 0) ||
+                (lowered && keys_push(lowered, pair_key(l, a)) < 0))
                 rc = -1;
         }
         if (right >= 0 && rc == 0) {
             int32_t r = sym[right];
             if (pairs_add(&w->pairs, b, r, -c, -1) < 0 || pairs_add(&w->pairs, x, r, c, i) < 0 ||
-                vec_push(changed, b) < 0 || vec_push(changed, r) < 0 || vec_push(changed, x) < 0 ||
-                vec_push(changed, r) < 0)
+                (raised && keys_push(raised, pair_key(x, r)) < 0) ||
+                (lowered && keys_push(lowered, pair_key(b, r)) < 0))
                 rc = -1;
         }
         sym[i] = x;
@@ -466,7 +500,7 @@ typedef struct {
     Window win;
     double *initial, *ratio, *values;
     char *exhausted, *mask;
-    Vec changed, changed_all, scratch;
+    Keys raised, lowered, changed_all;
 } State;
 
 static void state_free(State *s) {
@@ -484,9 +518,9 @@ static void state_free(State *s) {
     free(s->values);
     free(s->exhausted);
     free(s->mask);
-    free(s->changed.v);
+    free(s->raised.v);
+    free(s->lowered.v);
     free(s->changed_all.v);
-    free(s->scratch.v);
 }
 
 /* Each (symbols, lengths, counts) of the list `corpora` linked into words[k]; -1 (error set) on failure. */
@@ -634,31 +668,37 @@ HF_INTERNAL PyObject *merge_parity_train(PyObject *self, PyObject *args) {
         s.changed_all.n = 0;
         for (int k = 0; k < n; k++) {
             Words *w = &s.train[k];
-            s.changed.n = 0;
-            if (words_merge(w, best.a, best.b, (int32_t)x, &s.changed) < 0) goto oom;
-            for (uint32_t i = 0; i < s.changed.n; i += 2) {
-                if (queue_push(&w->heap, &w->pairs, s.changed.v[i], s.changed.v[i + 1]) < 0) goto oom;
-                if (global_merges > 0 && (vec_push(&s.changed_all, s.changed.v[i]) < 0 ||
-                                          vec_push(&s.changed_all, s.changed.v[i + 1]) < 0))
+            s.raised.n = s.lowered.n = 0;
+            if (words_merge(w, best.a, best.b, (int32_t)x, &s.raised, global_merges > 0 ? &s.lowered : NULL) < 0)
+                goto oom;
+            s.raised.n = unique_keys(s.raised.v, s.raised.n);
+            for (uint64_t i = 0; i < s.raised.n; i++) {
+                uint64_t key = s.raised.v[i];
+                if (queue_push(&w->heap, &w->pairs, (int32_t)(key >> 32), (int32_t)(uint32_t)key) < 0) goto oom;
+                if (global_merges > 0 && keys_push(&s.changed_all, key) < 0) goto oom;
+            }
+            for (uint64_t i = 0; i < s.lowered.n; i++)
+                if (keys_push(&s.changed_all, s.lowered.v[i]) < 0) goto oom;
+        }
+        if (global_merges > 0) {
+            if (keys_push(&s.changed_all, pair_key(best.a, best.b)) < 0) goto oom;
+            s.changed_all.n = unique_keys(s.changed_all.v, s.changed_all.n);
+            for (uint64_t i = 0; i < s.changed_all.n; i++) {
+                uint64_t key = s.changed_all.v[i];
+                int64_t total = 0;
+                for (int k = 0; k < n; k++) total += pairs_count(&s.train[k].pairs, key);
+                if (total < 0) total = 0;
+                int64_t j = pairs_slot(&s.summed, key);
+                if (j < 0) goto oom;
+                int64_t before_count = s.summed.count[j];
+                s.summed.count[j] = total;
+                if (total > before_count &&
+                    heap_push(&s.global, (Entry){total, (int32_t)(key >> 32), (int32_t)(uint32_t)key}) < 0)
                     goto oom;
             }
         }
-        if (global_merges > 0) {
-            if (vec_push(&s.changed_all, best.a) < 0 || vec_push(&s.changed_all, best.b) < 0) goto oom;
-            for (uint32_t i = 0; i < s.changed_all.n; i += 2) {
-                uint64_t key = pair_key(s.changed_all.v[i], s.changed_all.v[i + 1]);
-                int64_t total = 0;
-                for (int k = 0; k < n; k++) total += pairs_count(&s.train[k].pairs, key);
-                int64_t j = pairs_slot(&s.summed, key);
-                if (j < 0) goto oom;
-                s.summed.count[j] = total > 0 ? total : 0;
-                if (queue_push(&s.global, &s.summed, s.changed_all.v[i], s.changed_all.v[i + 1]) < 0) goto oom;
-            }
-        }
-        for (int k = 0; k < s.ndev; k++) {
-            s.scratch.n = 0;
-            if (words_merge(&s.dev[k], best.a, best.b, (int32_t)x, &s.scratch) < 0) goto oom;
-        }
+        for (int k = 0; k < s.ndev; k++)
+            if (words_merge(&s.dev[k], best.a, best.b, (int32_t)x, NULL, NULL) < 0) goto oom;
         made++;
         if (on_merge != Py_None) {
             PyObject *r = PyObject_CallFunction(on_merge, "iiiiL", best.a, best.b, (int)x, lang,
