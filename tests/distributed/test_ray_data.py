@@ -7,7 +7,8 @@
   partial counts are its buffers as an Arrow column), and the totals equal its counts;
 * a counting task whose worker process dies mid-job is retried by Ray: nothing lost or counted twice;
 * ``encode_dataset`` gives the engine's ids, from an engine tokenizer and from a saved folder;
-* counts above 2**32 train like a reference that counts with Python ints.
+* counts above 2**32 train like a reference that counts with Python ints;
+* parity-aware training counts each language (and dev set) on the cluster, with the local merges.
 
 Ray is an optional extra: without it this module skips, except in CI, where it must run.
 """
@@ -176,3 +177,31 @@ def test_without_ray_the_error_names_the_extra():
     code = "import sys; sys.modules['ray'] = None\ntry:\n import hf_bbpe.distributed\nexcept ImportError as e: print(e)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "pip install 'hf_bbpe[ray]'" in out
+
+
+def test_parity_training_counts_each_language_on_the_cluster(cluster):
+    """``train(languages=...)`` with a Ray Dataset per language (and per dev set): each is counted
+    by the cluster, and the merges equal the single-machine ones (which tests/engine/training/
+    test_parity.py holds to ParityBpeTrainer)."""
+    from pathlib import Path
+
+    from hf_bbpe import ParityConfig
+
+    data = Path(__file__).resolve().parents[1] / "data" / "text" / "parity"
+
+    def documents(name: str) -> list[str]:
+        return [doc for doc in (data / name).read_text(encoding="utf-8").split("\n\n") if doc]
+
+    def dataset(texts: list[str]):
+        return ray.data.from_items([{"text": text} for text in texts], override_num_blocks=2)
+
+    names = ("en", "ru", "zh")
+    train = {name: documents(f"{name}.txt") for name in names}
+    dev = {name: documents(f"{name}.dev.txt") for name in names}
+    local = RegexTokenizer("gpt4")
+    local.train(languages=train, vocab_size=900, parity=ParityConfig(dev=dev), num_workers=1, progress=False)
+    on_ray = RegexTokenizer("gpt4")
+    on_ray.train(languages={name: dataset(texts) for name, texts in train.items()}, vocab_size=900,
+                 parity=ParityConfig(dev={name: dataset(texts) for name, texts in dev.items()}), progress=False)
+    assert len(local.merges) == 900 - 256
+    assert on_ray.merges == local.merges
