@@ -238,27 +238,45 @@ def render_bench_decode(record: dict[str, Any]) -> str:
 
 def render_bench_parity(record: dict[str, Any]) -> str:
     """bench_parity: plain and parity-aware BPE per size: held-out bytes per token per language, Gini,
-    global bytes per token, and the cost against ParityBpeTrainer."""
+    global bytes per token, the tokens of parallel held-out messages, and the cost against
+    ParityBpeTrainer, for each way of balancing."""
     r = record["results"]
-    names = r["languages"]
-    label = {"plain_bpe": "plain BPE", "hf_bbpe_parity": "parity-aware (hf_bbpe)",
-             "parity_bpe_trainer": "ParityBpeTrainer"}
+    names, parallel = r["languages"], r.get("parallel")
+    label = {"plain_bpe": "plain BPE", "hf_bbpe_parity": "parity-aware, ratios (hf_bbpe)",
+             "parity_bpe_trainer": "ParityBpeTrainer, ratios", "hf_bbpe_parity_dev": "parity-aware, dev set (hf_bbpe)",
+             "parity_bpe_trainer_dev": "ParityBpeTrainer, dev set"}
     corpus = Path(r["corpus"]).name + ("" if r.get("mb") is None else f", first {r['mb']} MB")
+    balance = (f"Balanced by target ratios ({r['ratio']}) and by a parallel dev set ({parallel['dev']} of the "
+               f"{parallel['messages']} messages of {parallel['source']} that every language translates; the other "
+               f"{parallel['held_out']} are the parallel held-out set)." if parallel else
+               f"Balanced by target ratios ({r['ratio']}: no parallel dev set installs here).")
     lines = []
     for size in r["sizes"]:
         lines += [f"### Parity-aware BPE: {size['vocab_size']:,} tokens, fortunes of {corpus}", "",
-                  f"{run_line(record)} Balanced by target ratios ({r['ratio']}: no parallel dev set installs here). "
-                  "Held-out bytes per token per language (higher is better), their Gini across languages (lower "
-                  "is fairer), global bytes per token, and each trainer's time and peak memory in a process of "
-                  f"its own. Merges identical to ParityBpeTrainer's: {'yes' if size['identical_merges'] else 'NO'}.",
+                  f"{run_line(record)} {balance} Held-out bytes per token per language (higher is better), their "
+                  "Gini across languages (lower is fairer), global bytes per token, and each trainer's time and peak "
+                  "memory in a process of its own.",
                   "", "| trainer | " + " | ".join(names) + " | Gini | global | wall (s) | peak (MB) |",
                   "|---|" + "---:|" * (len(names) + 4)]
         for key, t in size["trainers"].items():
             cells = " | ".join(f"{t['languages'][n]['bytes_per_token']:.2f}" for n in names)
             lines.append(f"| {label[key]} | {cells} | {t['gini']:.4f} | {t['bytes_per_token']:.3f} | {t['wall']:.1f} "
                          f"| {t['peak_mb']:.0f} |")
-        lines += ["", f"hf_bbpe / ParityBpeTrainer: time {size['time_ratio']:.2f}x, peak memory "
-                      f"{size['memory_ratio']:.2f}x.", ""]
+        if parallel:
+            lines += ["", f"Tokens for the {parallel['held_out']} parallel held-out messages (the same content in "
+                          "each language; fewer is better, and equal is fair):", "",
+                      "| trainer | " + " | ".join(names) + " | Gini |", "|---|" + "---:|" * (len(names) + 1)]
+            for key, t in size["trainers"].items():
+                if key.startswith("parity_bpe_trainer"):
+                    continue
+                cells = " | ".join(f"{t['parallel']['tokens'][n]:,}" for n in names)
+                lines.append(f"| {label[key]} | {cells} | {t['parallel']['gini']:.4f} |")
+        lines.append("")
+        for how, versus in size["balances"].items():
+            lines.append(f"- {'Dev set' if how == 'dev' else 'Ratios'}: merges identical to ParityBpeTrainer's: "
+                         f"{'yes' if versus['identical_merges'] else 'NO'}; hf_bbpe / ParityBpeTrainer: time "
+                         f"{versus['time_ratio']:.2f}x, peak memory {versus['memory_ratio']:.2f}x.")
+        lines.append("")
     return "\n".join(lines)
 
 
