@@ -1,4 +1,5 @@
-"""Parity-aware BPE's merge loop in pure Python (Foroutan et al., "Parity-Aware Byte-Pair Encoding:
+"""Parity-aware BPE's merge loop in pure Python: the twin of the C kernel (csrc/merge/parity.c),
+which runs it step for step (Foroutan et al., "Parity-Aware Byte-Pair Encoding:
 Improving Cross-lingual Fairness in Tokenization", ACL 2026, arXiv 2508.04796).
 
 Plain BPE merges the pair that is most frequent over the whole corpus, so the language with the
