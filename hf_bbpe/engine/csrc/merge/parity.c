@@ -13,6 +13,7 @@
 #include <Python.h>
 #include <math.h>
 
+#include "common/grow.h"
 #include "common/hash.h"
 #include "merge/merge.h"
 
@@ -22,7 +23,7 @@ typedef struct { int32_t *v; uint32_t n, cap; } Vec;
 
 static int vec_push(Vec *vec, int32_t x) {
     if (vec->n == vec->cap) {
-        uint32_t cap = vec->cap ? vec->cap * 2 : 4;
+        uint32_t cap = (uint32_t)grown_capacity(vec->cap, (size_t)vec->n + 1, 4);
         int32_t *v = realloc(vec->v, (size_t)cap * sizeof(int32_t));
         if (!v) return -1;
         vec->v = v;
@@ -36,7 +37,7 @@ typedef struct { uint64_t *v; uint64_t n, cap; } Keys;
 
 static int keys_push(Keys *keys, uint64_t x) {
     if (keys->n == keys->cap) {
-        uint64_t cap = keys->cap ? keys->cap * 2 : 16;
+        uint64_t cap = grown_capacity(keys->cap, keys->n + 1, 16);
         uint64_t *v = realloc(keys->v, cap * sizeof(uint64_t));
         if (!v) return -1;
         keys->v = v;
@@ -83,7 +84,7 @@ static int64_t token_find(const Tokens *t, const uint8_t *p, uint32_t n) {
 static int64_t token_join(Tokens *t, int32_t a, int32_t b) {
     uint32_t na = t->len[a], nb = t->len[b], n = na + nb;
     if (t->used + n > t->room) {
-        uint64_t room = (t->room + n) * 2;
+        uint64_t room = grown_capacity(t->room, t->used + n, 4096);
         uint8_t *bytes = realloc(t->bytes, room);
         if (!bytes) return -1;
         t->bytes = bytes;
@@ -95,7 +96,7 @@ static int64_t token_join(Tokens *t, int32_t a, int32_t b) {
     int64_t found = token_find(t, p, n);
     if (found >= 0) return found;
     if (t->n == t->cap) {
-        uint32_t cap = t->cap * 2;
+        uint32_t cap = (uint32_t)grown_capacity(t->cap, (size_t)t->n + 1, 1024);
         uint64_t *off = realloc(t->off, (size_t)cap * sizeof(uint64_t));
         if (!off) return -1;
         t->off = off;
@@ -250,7 +251,7 @@ static int before(Entry x, Entry y) {
 
 static int heap_push(Heap *h, Entry x) {
     if (h->n == h->cap) {
-        uint64_t cap = h->cap ? h->cap * 2 : 64;
+        uint64_t cap = grown_capacity(h->cap, h->n + 1, 64);
         Entry *e = realloc(h->e, cap * sizeof(Entry));
         if (!e) return -1;
         h->e = e;
