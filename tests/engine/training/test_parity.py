@@ -114,6 +114,18 @@ def test_files_and_special_tokens_keep_their_ids(tmp_path):
     assert tok.decode(tok.encode(text)) == text
 
 
+def test_a_language_given_as_a_hugging_face_dataset_trains_as_its_texts():
+    datasets = pytest.importorskip("datasets")  # (a reference in the test extra, not hf_bbpe's own module)
+    texts = {name: TRAIN[name] for name in ("en", "ru")}
+    as_lists = RegexTokenizer(GPT2_SPLIT_PATTERN)
+    as_lists.train(languages=texts, vocab_size=500, parity=ParityConfig(ratio={"en": 1, "ru": 2}), progress=False)
+    as_datasets = RegexTokenizer(GPT2_SPLIT_PATTERN)
+    as_datasets.train(languages={name: datasets.Dataset.from_dict({"text": t}) for name, t in texts.items()},
+                      vocab_size=500, parity=ParityConfig(ratio={"en": 1, "ru": 2}), progress=False)
+    assert len(as_lists.merges) == 244
+    assert as_datasets.merges == as_lists.merges
+
+
 # ------------------------------------------------ a naive loop: every count made again at each merge
 
 
