@@ -300,8 +300,10 @@ class BPEModel:
                skip_ids: Collection[int] | None = None) -> str:
         """Decode ids to text; invalid UTF-8 is handled by ``errors`` as ``bytes.decode`` does it
         (``"replace"``: U+FFFD, ``"strict"`` raises). Ids and skipping as in :meth:`decode_bytes`."""
-        return (self._decoder or self._decoding()).decode(ids, errors, skip_special_tokens=skip_special_tokens,
-                                                          skip_ids=skip_ids)
+        decoding = self._decoder or self._decoding()
+        if not skip_special_tokens and skip_ids is None:  # (the common call, straight to the kernel)
+            return decoding.kernel.decode(ids, errors, None)
+        return decoding.decode(ids, errors, skip_special_tokens=skip_special_tokens, skip_ids=skip_ids)
 
     def decode_bytes_batch(self, batch: Iterable[Iterable[int]], *, num_threads: int = 1,
                            skip_special_tokens: bool = False, skip_ids: Collection[int] | None = None) -> list[bytes]:

@@ -60,6 +60,20 @@ static inline ptrdiff_t utf8_measure(const uint8_t *s, size_t n, uint32_t *maxch
     return chars;
 }
 
+/* The characters of s[0:n] if it is valid UTF-8 (its bytes that are no continuation byte), and its
+ * largest byte in *top, which bounds its largest code point: below 0xC4, U+00FF; below 0xF0,
+ * U+FFFF. One pass the compiler vectorizes; utf8_fill_checked checks the bytes afterwards. */
+static inline size_t utf8_starts(const uint8_t *s, size_t n, uint8_t *top) {
+    size_t chars = 0;
+    uint8_t max = 0;
+    for (size_t i = 0; i < n; i++) {
+        chars += (int8_t)s[i] > -65; /* (0x80-0xBF, the continuation bytes, are -128 to -65) */
+        max = s[i] > max ? s[i] : max;
+    }
+    *top = max;
+    return chars;
+}
+
 /* Write the code points of s[0:n], valid UTF-8 (utf8_measure said so), into out as units of kind
  * bytes (1, 2 or 4: the str's PyUnicode_KIND for the largest code point). */
 static inline void utf8_fill(const uint8_t *s, size_t n, void *out, int kind) {

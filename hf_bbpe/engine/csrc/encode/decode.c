@@ -75,11 +75,10 @@ static void copy_ids(const TokenDecoder *d, const IdSource *src, const uint8_t *
 }
 
 /* The str of the tokens of slots[0:n] (total bytes; flags from read_slots), invalid UTF-8 handled
- * by errors. ASCII tokens are copied straight into their str. Otherwise the characters and the
- * kind of the str come from the tokens' table entries (the characters each token starts, the
- * largest code point its lead bytes may make), which are exact when the bytes are valid UTF-8;
- * the bytes are copied into a buffer and written into the str checking just that, and Python's
- * codec decodes the buffer when they are not. */
+ * by errors. ASCII tokens are copied straight into their str. Otherwise the bytes are copied into a
+ * buffer, whose one pass (utf8_starts) gives the characters and the kind of the str, exact when
+ * the bytes are valid UTF-8; they are written into the str checking just that, and Python's codec
+ * decodes the buffer when they are not. */
 static PyObject *slots_to_str(TokenDecoder *d, const int32_t *slots, Py_ssize_t n, size_t total, uint64_t flags,
                               const char *errors) {
     PyObject *text;
@@ -87,18 +86,12 @@ static PyObject *slots_to_str(TokenDecoder *d, const int32_t *slots, Py_ssize_t 
         if ((text = PyUnicode_New((Py_ssize_t)total, 127))) slots_copy(d, slots, n, PyUnicode_DATA(text), total);
         return text;
     }
-    size_t chars = 0;
-    uint32_t class = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint32_t c = d->chars[slots[i]];
-        chars += c >> 2;
-        class |= 1u << (c & 3);
-    }
-    static const uint32_t largest[4] = {127, 0xFF, 0xFFFF, 0x10FFFF};
-    uint32_t maxchar = class >= 8 ? largest[3] : class >= 4 ? largest[2] : class >= 2 ? largest[1] : largest[0];
     uint8_t *buf = scratch_take(d, SCRATCH_BYTES, total + DECODE_PAD);
     if (!buf) return PyErr_NoMemory();
     slots_copy(d, slots, n, buf, total + DECODE_PAD);
+    uint8_t top;
+    size_t chars = utf8_starts(buf, total, &top);
+    uint32_t maxchar = top < 0x80 ? 127 : top < 0xC4 ? 0xFF : top < 0xF0 ? 0xFFFF : 0x10FFFF;
     if ((text = PyUnicode_New((Py_ssize_t)chars, maxchar)) &&
         utf8_fill_checked(buf, total, PyUnicode_DATA(text), PyUnicode_KIND(text), chars) < 0) {
         Py_DECREF(text);

@@ -37,8 +37,6 @@ typedef struct {
     long long n_vocab;  /* for messages */
     PyObject *convert;  /* ids -> a list of ints or an array (decoding.kernel_ids), for what is read here no other way */
     PyObject *special_mask; /* bytes: per slot, 1 for a special token */
-    uint32_t *chars;    /* per slot: its UTF-8 lead and ASCII bytes (the characters it starts) << 2 | its class
-                         * (the largest lead byte's: 0 ASCII, 1 up to U+00FF, 2 up to U+FFFF, 3 beyond) */
     uint8_t *scratch[2]; /* buffers kept for the next call (a large one costs its page faults every time): */
     size_t scratch_cap[2]; /* [SCRATCH_BYTES] for bytes, [SCRATCH_SLOTS] for slots (see scratch_take) */
     int scratch_busy[2]; /* taken (under the GIL) by a call that runs */

@@ -87,8 +87,7 @@ static PyObject *TokenDecoder_new(PyTypeObject *type, PyObject *args, PyObject *
     self->data = malloc((size_t)total + DECODE_PAD);
     self->tok = malloc((size_t)(self->nslots ? self->nslots : 1) * sizeof(uint64_t));
     self->far = malloc((size_t)(nfar ? nfar : 1) * sizeof(uint64_t));
-    self->chars = calloc((size_t)(self->nslots ? self->nslots : 1), sizeof(uint32_t));
-    if (!self->data || !self->tok || !self->far || !self->chars) {
+    if (!self->data || !self->tok || !self->far) {
         PyErr_NoMemory();
         Py_CLEAR(self);
         goto done;
@@ -108,15 +107,10 @@ static PyObject *TokenDecoder_new(PyTypeObject *type, PyObject *args, PyObject *
             slot = self->dense + (found - self->far);
         }
         uint64_t not_ascii = 0;
-        uint32_t starts = 0, class = 0;
         for (int64_t k = 0; k < lengths[i]; k++) {
             uint8_t b = self->data[at + k];
             not_ascii |= b >> 7;
-            starts += (b & 0xC0) != 0x80;
-            uint32_t c = b < 0x80 ? 0 : b < 0xC0 ? 0 : b < 0xC4 ? 1 : b < 0xF0 ? 2 : 3;
-            if (c > class) class = c;
         }
-        self->chars[slot] = starts << 2 | class;
         self->tok[slot] = (uint64_t)at << DECODE_LEN_BITS | (not_ascii ? DECODE_NOT_ASCII : 0) | (uint64_t)lengths[i];
         at += lengths[i];
     }
@@ -132,7 +126,6 @@ static void TokenDecoder_dealloc(TokenDecoder *self) {
     free(self->far);
     free(self->scratch[0]);
     free(self->scratch[1]);
-    free(self->chars);
     Py_XDECREF(self->convert);
     Py_XDECREF(self->special_mask);
     Py_TYPE(self)->tp_free((PyObject *)self);
