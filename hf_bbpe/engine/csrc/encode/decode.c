@@ -79,6 +79,23 @@ static void copy_ids(const TokenDecoder *d, const IdSource *src, const uint8_t *
  * buffer, whose one pass (utf8_starts) gives the characters and the kind of the str, exact when
  * the bytes are valid UTF-8; they are written into the str checking just that, and Python's codec
  * decodes the buffer when they are not. */
+static PyObject *buf_to_str(const uint8_t *buf, size_t total, uint64_t flags, const char *errors) {
+    PyObject *text;
+    if (!(flags & DECODE_NOT_ASCII)) {
+        if ((text = PyUnicode_New((Py_ssize_t)total, 127))) memcpy(PyUnicode_DATA(text), buf, total);
+        return text;
+    }
+    uint8_t top;
+    size_t chars = utf8_starts(buf, total, &top);
+    uint32_t maxchar = top < 0x80 ? 127 : top < 0xC4 ? 0xFF : top < 0xF0 ? 0xFFFF : 0x10FFFF;
+    if ((text = PyUnicode_New((Py_ssize_t)chars, maxchar)) &&
+        utf8_fill_checked(buf, total, PyUnicode_DATA(text), PyUnicode_KIND(text), chars) < 0) {
+        Py_DECREF(text);
+        text = PyUnicode_DecodeUTF8((const char *)buf, (Py_ssize_t)total, errors);
+    }
+    return text;
+}
+
 static PyObject *slots_to_str(TokenDecoder *d, const int32_t *slots, Py_ssize_t n, size_t total, uint64_t flags,
                               const char *errors) {
     PyObject *text;
@@ -89,15 +106,32 @@ static PyObject *slots_to_str(TokenDecoder *d, const int32_t *slots, Py_ssize_t 
     uint8_t *buf = scratch_take(d, SCRATCH_BYTES, total + DECODE_PAD);
     if (!buf) return PyErr_NoMemory();
     slots_copy(d, slots, n, buf, total + DECODE_PAD);
-    uint8_t top;
-    size_t chars = utf8_starts(buf, total, &top);
-    uint32_t maxchar = top < 0x80 ? 127 : top < 0xC4 ? 0xFF : top < 0xF0 ? 0xFFFF : 0x10FFFF;
-    if ((text = PyUnicode_New((Py_ssize_t)chars, maxchar)) &&
-        utf8_fill_checked(buf, total, PyUnicode_DATA(text), PyUnicode_KIND(text), chars) < 0) {
-        Py_DECREF(text);
-        text = PyUnicode_DecodeUTF8((const char *)buf, (Py_ssize_t)total, errors);
-    }
+    text = buf_to_str(buf, total, flags, errors);
     scratch_give(d, SCRATCH_BYTES, buf);
+    return text;
+}
+
+/* The text of a list or tuple of ids short enough that their bytes fit a kept buffer whatever
+ * the tokens: read and copied in one pass (ids_to_bytes), then made a str. NULL with an error, or
+ * NULL and no error when this is not the way (then decode_one reads slots). */
+#define DIRECT_BYTES_MAX ((size_t)1 << 22)
+static PyObject *list_to_str(TokenDecoder *d, PyObject *ids, const uint8_t *skip, const char *errors) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(ids);
+    if (d->max_len > DIRECT_BYTES_MAX || (size_t)n > (DIRECT_BYTES_MAX - d->max_len) / (d->max_len ? d->max_len : 1))
+        return NULL;
+    IdSource src;
+    if (ids_open(d, ids, &src) < 0) return NULL; /* (a list or tuple is read as it is) */
+    uint8_t *buf = scratch_take(d, SCRATCH_BYTES, (size_t)n * d->max_len + DECODE_PAD);
+    PyObject *text = NULL;
+    if (!buf) {
+        PyErr_NoMemory();
+    } else {
+        size_t total = 0;
+        uint64_t flags = 0;
+        if (ids_to_bytes(d, &src, skip, buf, &total, &flags) >= 0) text = buf_to_str(buf, total, flags, errors);
+        scratch_give(d, SCRATCH_BYTES, buf);
+    }
+    ids_close(&src);
     return text;
 }
 
@@ -117,6 +151,9 @@ static PyObject *decode_one(TokenDecoder *self, PyObject *ids, PyObject *mask, i
             copy_ids(self, &src, skip, (uint8_t *)PyBytes_AS_STRING(result), total, total);
         ids_close(&src);
         return result;
+    }
+    if (as_str && (PyList_CheckExact(ids) || PyTuple_CheckExact(ids))) {
+        if ((result = list_to_str(self, ids, skip, errors)) || PyErr_Occurred()) return result;
     }
     int32_t *slots = NULL, *taken;
     Py_ssize_t n = 0, cap = 0;

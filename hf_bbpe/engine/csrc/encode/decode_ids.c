@@ -161,6 +161,38 @@ Py_ssize_t ids_to_slots(const TokenDecoder *d, const IdSource *src, const uint8_
     return m;
 }
 
+/* ids_to_slots and slots_copy in one pass (one table load per id): the bytes of src's ids not
+ * skipped into out, which has room for src->n * d->max_len + DECODE_PAD bytes; how many ids were
+ * kept, their bytes in *total and their table entries or-ed into *flags; or -1 or
+ * DECODE_NEEDS_CONVERT as ids_to_slots. Needs the GIL (a list's ints). */
+Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t *out, size_t *total,
+                        uint64_t *flags) {
+    const uint8_t *data = d->data;
+    const uint64_t *tok = d->tok;
+    Py_ssize_t m = 0;
+    size_t at = 0;
+    uint64_t any = 0;
+    EACH_ID({
+        Py_ssize_t slot = decode_slot(d, id);
+        if (slot < 0) {
+            bad_id(d, id_object(src, i), i, -1);
+            return -1;
+        }
+        if (skip && skip[slot]) continue;
+        uint64_t t = tok[slot];
+        size_t len = tok_len(t);
+        const uint8_t *from = data + (t >> DECODE_LEN_BITS);
+        if (len <= 16) memcpy(out + at, from, 16);
+        else memcpy(out + at, from, len);
+        at += len;
+        any |= t;
+        m++;
+    });
+    *total = at;
+    *flags = any;
+    return m;
+}
+
 /* Check src's ids as ids_to_slots does, without keeping their slots: 0, with the bytes of those
  * not skipped added to *total and their table entries or-ed into *flags (DECODE_NOT_ASCII: one
  * has a byte above 0x7F); or -1 or DECODE_NEEDS_CONVERT as there. */
