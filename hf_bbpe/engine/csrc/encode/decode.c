@@ -111,25 +111,27 @@ static PyObject *slots_to_str(TokenDecoder *d, const int32_t *slots, Py_ssize_t 
     return text;
 }
 
-/* The text of a list or tuple of ids short enough that their bytes fit a kept buffer whatever
- * the tokens: read and copied in one pass (ids_to_bytes), then made a str. NULL with an error, or
- * NULL and no error when this is not the way (then decode_one reads slots). */
-#define DIRECT_BYTES_MAX ((size_t)1 << 22)
+/* The text of a list or tuple of ids, read and copied in one pass (ids_to_bytes), then made a str.
+ * NULL with an error, or NULL and no error when the list holds other than ints (then decode_one
+ * reads it through the converter). */
 static PyObject *list_to_str(TokenDecoder *d, PyObject *ids, const uint8_t *skip, const char *errors) {
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(ids);
-    if (d->max_len > DIRECT_BYTES_MAX || (size_t)n > (DIRECT_BYTES_MAX - d->max_len) / (d->max_len ? d->max_len : 1))
-        return NULL;
     IdSource src;
     if (ids_open(d, ids, &src) < 0) return NULL; /* (a list or tuple is read as it is) */
-    uint8_t *buf = scratch_take(d, SCRATCH_BYTES, (size_t)n * d->max_len + DECODE_PAD);
+    size_t cap = (size_t)src.n * 8 + DECODE_PAD; /* (a guess: tokens average 3 to 5 bytes) */
+    uint8_t *taken = scratch_take(d, SCRATCH_BYTES, cap), *buf = taken;
     PyObject *text = NULL;
     if (!buf) {
         PyErr_NoMemory();
     } else {
         size_t total = 0;
         uint64_t flags = 0;
-        if (ids_to_bytes(d, &src, skip, buf, &total, &flags) >= 0) text = buf_to_str(buf, total, flags, errors);
-        scratch_give(d, SCRATCH_BYTES, buf);
+        if (ids_to_bytes(d, &src, skip, &buf, &cap, &total, &flags) >= 0) text = buf_to_str(buf, total, flags, errors);
+        if (taken == d->scratch[SCRATCH_BYTES]) { /* (ids_to_bytes grew out of it: a copy) */
+            if (buf != taken) free(buf);
+            scratch_give(d, SCRATCH_BYTES, taken);
+        } else {
+            free(buf);
+        }
     }
     ids_close(&src);
     return text;

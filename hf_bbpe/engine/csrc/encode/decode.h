@@ -34,7 +34,6 @@ typedef struct {
     Py_ssize_t dense;   /* ids below this are slots */
     uint64_t *far;      /* the ids of the other tokens, sorted: slot dense + index */
     Py_ssize_t nfar, nslots;
-    size_t max_len;     /* the longest token's bytes */
     long long n_vocab;  /* for messages */
     PyObject *convert;  /* ids -> a list of ints or an array (decoding.kernel_ids), for what is read here no other way */
     PyObject *special_mask; /* bytes: per slot, 1 for a special token */
@@ -107,8 +106,8 @@ HF_INTERNAL Py_ssize_t ids_to_slots(const TokenDecoder *d, const IdSource *src, 
                                     size_t *total, uint64_t *flags, Py_ssize_t sequence);
 HF_INTERNAL Py_ssize_t ids_measure(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, size_t *total,
                                    uint64_t *flags, Py_ssize_t sequence);
-HF_INTERNAL Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t *out,
-                                    size_t *total, uint64_t *flags);
+HF_INTERNAL Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t **out,
+                                    size_t *cap, size_t *total, uint64_t *flags);
 HF_INTERNAL void ids_copy(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t *out, size_t cap,
                           size_t total);
 HF_INTERNAL int ids_open_checked(const TokenDecoder *d, PyObject *ids, const uint8_t *skip, IdSource *src, size_t *total,

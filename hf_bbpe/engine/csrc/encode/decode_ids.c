@@ -161,16 +161,34 @@ Py_ssize_t ids_to_slots(const TokenDecoder *d, const IdSource *src, const uint8_
     return m;
 }
 
+/* Make *out (*cap bytes, at of them used) hold at least need bytes: 0, or -1 (out of memory, *out
+ * unchanged). A buffer the decoder keeps is copied, not reallocated (its owner frees it). */
+static int bytes_grow(const TokenDecoder *d, uint8_t **out, size_t *cap, size_t at, size_t need) {
+    size_t want = *cap * 2 > need ? *cap * 2 : need;
+    uint8_t *more;
+    if (*out == d->scratch[SCRATCH_BYTES]) {
+        if ((more = malloc(want))) memcpy(more, *out, at);
+    } else {
+        more = realloc(*out, want);
+    }
+    if (!more) return -1;
+    *out = more;
+    *cap = want;
+    return 0;
+}
+
 /* ids_to_slots and slots_copy in one pass (one table load per id): the bytes of src's ids not
- * skipped into out, which has room for src->n * d->max_len + DECODE_PAD bytes; how many ids were
- * kept, their bytes in *total and their table entries or-ed into *flags; or -1 or
- * DECODE_NEEDS_CONVERT as ids_to_slots. Needs the GIL (a list's ints). */
-Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t *out, size_t *total,
-                        uint64_t *flags) {
+ * skipped into *out (*cap bytes; malloc'd or the decoder's kept buffer, grown here as read_slots
+ * grows slots), then DECODE_PAD bytes of room; how many ids were kept, their bytes in *total and
+ * their table entries or-ed into *flags; or -1 (with an error) or DECODE_NEEDS_CONVERT as
+ * ids_to_slots. Needs the GIL (a list's ints). */
+Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t **out, size_t *cap,
+                        size_t *total, uint64_t *flags) {
     const uint8_t *data = d->data;
     const uint64_t *tok = d->tok;
+    uint8_t *o = *out;
+    size_t at = 0, room = *cap;
     Py_ssize_t m = 0;
-    size_t at = 0;
     uint64_t any = 0;
     EACH_ID({
         Py_ssize_t slot = decode_slot(d, id);
@@ -182,8 +200,16 @@ Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_
         uint64_t t = tok[slot];
         size_t len = tok_len(t);
         const uint8_t *from = data + (t >> DECODE_LEN_BITS);
-        if (len <= 16) memcpy(out + at, from, 16);
-        else memcpy(out + at, from, len);
+        if (len + DECODE_PAD > room - at) {
+            if (bytes_grow(d, out, cap, at, at + len + DECODE_PAD) < 0) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            o = *out;
+            room = *cap;
+        }
+        if (len <= 16) memcpy(o + at, from, 16);
+        else memcpy(o + at, from, len);
         at += len;
         any |= t;
         m++;

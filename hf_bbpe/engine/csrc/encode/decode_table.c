@@ -111,7 +111,6 @@ static PyObject *TokenDecoder_new(PyTypeObject *type, PyObject *args, PyObject *
             uint8_t b = self->data[at + k];
             not_ascii |= b >> 7;
         }
-        if ((size_t)lengths[i] > self->max_len) self->max_len = (size_t)lengths[i];
         self->tok[slot] = (uint64_t)at << DECODE_LEN_BITS | (not_ascii ? DECODE_NOT_ASCII : 0) | (uint64_t)lengths[i];
         at += lengths[i];
     }
