@@ -304,6 +304,20 @@ def test_every_id_alone(cl100k, twin):
     assert cl100k.decode_batch([[i] for i in ids], errors="replace") == [t.decode("utf-8", "replace") for t in expected]
 
 
+def test_long_tokens_outgrow_the_text_buffer(cl100k, twin):
+    """A list's text is copied into a buffer guessed from its length (8 bytes an id) and grown
+    while it is read: lists of cl100k's longest tokens (up to 128 bytes, some not ASCII) decode as
+    the twin does, from a fresh decoder and from one whose kept buffer is smaller or larger."""
+    longest = sorted(cl100k.vocab, key=lambda i: len(cl100k.vocab[i]))[-300:]
+    fresh = Decoding(cl100k.vocab, list(SPECIALS.values()), cl100k.n_vocab).kernel
+    for ids in (longest[:5], longest * 30, longest[::-1] * 3 + [1, 2], longest[:2] * 500, [201] + longest * 7):
+        expected = twin.kernel.decode(ids, "replace", None)
+        assert expected.encode("utf-8", "surrogatepass") != b"" and len(cl100k.decode_bytes(ids)) > 8 * len(ids)
+        for kernel in (fresh, cl100k._decoding().kernel):
+            assert kernel.decode(ids, "replace", None) == expected
+            assert kernel.decode(tuple(ids), "strict" if ids[0] != 201 else "replace", None) == expected
+
+
 @settings(max_examples=80, deadline=None)
 @given(text=st.text(max_size=60))
 def test_text_of_every_kind_round_trips(cl100k, twin, text):
