@@ -26,6 +26,9 @@
 #define DECODE_NOT_ASCII (UINT64_C(1) << (DECODE_LEN_BITS - 1)) /* the token has a byte above 0x7F */
 #define DECODE_LEN_MASK (DECODE_NOT_ASCII - 1)
 #define DECODE_NO_TOKEN UINT64_MAX  /* a slot of an id that is no token */
+#define DECODE_INLINE 15            /* tokens this short are also kept in inline_, one 16-byte load each */
+#define DECODE_INLINE_LONG 0xFE
+#define DECODE_INLINE_NONE 0xFF
 
 typedef struct {
     PyObject_HEAD
@@ -33,6 +36,8 @@ typedef struct {
     uint64_t *tok;      /* per slot: its bytes' offset << DECODE_LEN_BITS | DECODE_NOT_ASCII or 0 | their length */
     Py_ssize_t dense;   /* ids below this are slots */
     uint64_t *far;      /* the ids of the other tokens, sorted: slot dense + index */
+    uint8_t *inline_;   /* per id below dense, 16 bytes: a token of up to DECODE_INLINE bytes, zeros, its length
+                           in the last byte; or DECODE_INLINE_LONG (tok has it) or DECODE_INLINE_NONE there */
     Py_ssize_t nfar, nslots;
     long long n_vocab;  /* for messages */
     PyObject *convert;  /* ids -> a list of ints or an array (decoding.kernel_ids), for what is read here no other way */
@@ -55,6 +60,21 @@ static inline Py_ssize_t decode_slot(const TokenDecoder *d, uint64_t id) {
         else hi = mid;
     }
     return lo < d->nfar && d->far[lo] == id ? d->dense + lo : -1;
+}
+
+/* The value of an exact int that fits a digit (or is compact) into *value: 1; 0 when it does not
+ * (or is negative). */
+static inline int int_id_compact(PyObject *o, uint64_t *value) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (!PyUnstable_Long_IsCompact((PyLongObject *)o)) return 0;
+    Py_ssize_t v = PyUnstable_Long_CompactValue((PyLongObject *)o);
+    *value = (uint64_t)v;
+    return v >= 0;
+#else
+    if (Py_SIZE(o) != 1) return 0;
+    *value = (uint64_t)((PyLongObject *)o)->ob_digit[0];
+    return 1;
+#endif
 }
 
 /* The id of an exact int: 1 (UINT64_MAX, which is no token, for a negative one); 0 when it does

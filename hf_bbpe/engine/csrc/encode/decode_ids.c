@@ -12,6 +12,8 @@
 #include <string.h>
 #include "encode/decode.h"
 
+#define UTF8_HIGH_BITS UINT64_C(0x8080808080808080)
+
 /* Whether view is a 1-d buffer of native integers the decoder reads (else the converter reads it). */
 static int buffer_readable(const Py_buffer *view, int *is_signed) {
     const char *f = view->format ? view->format : "B";
@@ -111,13 +113,21 @@ static PyObject *id_object(const IdSource *src, Py_ssize_t i) {
         uint64_t id = src->is_signed && (STYPE)v_ < 0 ? UINT64_MAX : (uint64_t)v_;                                     \
         __VA_ARGS__                                                                                                    \
     }
-#define EACH_ID(...)                                                                                                  \
+#define EACH_ID(...) EACH_ID_AHEAD(0, __VA_ARGS__)
+/* EACH_ID, and for a list's ids the table entry of the id AHEAD places on (if not 0) is fetched
+ * into the cache meanwhile: the loads of the table are most of the time of a list's decode. */
+#define EACH_ID_AHEAD(AHEAD, ...)                                                                                     \
     do {                                                                                                               \
         Py_ssize_t n = src->n, stride = src->stride;                                                                   \
         if (src->items) {                                                                                              \
             PyObject *const *items = src->items;                                                                       \
             for (Py_ssize_t i = 0; i < n; i++) {                                                                       \
                 PyObject *o_ = items[i];                                                                               \
+                if (AHEAD && i + AHEAD < n && PyLong_CheckExact(items[i + AHEAD])) {                                   \
+                    uint64_t ahead_;                                                                                   \
+                    if (int_id_compact(items[i + AHEAD], &ahead_) && ahead_ < (uint64_t)d->dense)                      \
+                        __builtin_prefetch(d->inline_ + ahead_ * 16);                                                           \
+                }                                                                                                      \
                 uint64_t id;                                                                                           \
                 if (!PyLong_CheckExact(o_)) return DECODE_NEEDS_CONVERT;                                               \
                 if (!int_id(o_, &id)) id = UINT64_MAX;                                                                 \
@@ -184,13 +194,36 @@ static int bytes_grow(const TokenDecoder *d, uint8_t **out, size_t *cap, size_t 
  * ids_to_slots. Needs the GIL (a list's ints). */
 Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t **out, size_t *cap,
                         size_t *total, uint64_t *flags) {
-    const uint8_t *data = d->data;
+    const uint8_t *data = d->data, *inl = d->inline_;
     const uint64_t *tok = d->tok;
+    uint64_t dense = (uint64_t)d->dense;
     uint8_t *o = *out;
     size_t at = 0, room = *cap;
     Py_ssize_t m = 0;
-    uint64_t any = 0;
-    EACH_ID({
+    uint64_t any = 0, high = 0; /* (high: the inline tokens' bytes or-ed, for DECODE_NOT_ASCII) */
+    EACH_ID_AHEAD(8, {
+        if (id < dense && inl[id * 16 + 15] <= DECODE_INLINE && !(skip && skip[id])) {
+            /* (a short token: its 16 bytes, the length last, from one load; room is always kept for 16) */
+            const uint8_t *e = inl + id * 16;
+            size_t len = e[15];
+            if (DECODE_PAD > room - at) {
+                if (bytes_grow(d, out, cap, at, at + DECODE_PAD) < 0) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                o = *out;
+                room = *cap;
+            }
+            uint64_t lo, hi;
+            memcpy(&lo, e, 8);
+            memcpy(&hi, e + 8, 8);
+            memcpy(o + at, &lo, 8);
+            memcpy(o + at + 8, &hi, 8);
+            high |= lo | hi;
+            at += len;
+            m++;
+            continue;
+        }
         Py_ssize_t slot = decode_slot(d, id);
         if (slot < 0) {
             bad_id(d, id_object(src, i), i, -1);
@@ -215,7 +248,7 @@ Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_
         m++;
     });
     *total = at;
-    *flags = any;
+    *flags = any | (high & UTF8_HIGH_BITS ? DECODE_NOT_ASCII : 0);
     return m;
 }
 
