@@ -5,7 +5,9 @@
  *
  * The table is every token's bytes end to end, and per slot the token's place in them. An id
  * below `dense` is its own slot; the few ids above (special tokens given large ids) are kept
- * sorted in `far` and found by binary search, slot dense + their index. Built once per tokenizer
+ * sorted in `far` and found by binary search, slot dense + their index. A dense id's token of up
+ * to DECODE_INLINE bytes is also kept in `inline_`, so that decode() of a list reads it with one
+ * load rather than its entry and then its bytes (ids_to_bytes). Built once per tokenizer
  * (the Tokenizer drops it when its tokens change) and read-only after: threads share it.
  */
 #ifndef HF_BBPE_ENCODE_DECODE_H

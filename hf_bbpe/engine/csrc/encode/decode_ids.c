@@ -114,8 +114,8 @@ static PyObject *id_object(const IdSource *src, Py_ssize_t i) {
         __VA_ARGS__                                                                                                    \
     }
 #define EACH_ID(...) EACH_ID_AHEAD(0, __VA_ARGS__)
-/* EACH_ID, and for a list's ids the table entry of the id AHEAD places on (if not 0) is fetched
- * into the cache meanwhile: the loads of the table are most of the time of a list's decode. */
+/* EACH_ID, and for a list's ids the inline entry (decode.h) of the id AHEAD places on (if not 0)
+ * is fetched into the cache meanwhile: its loads are most of the time of a list's decode. */
 #define EACH_ID_AHEAD(AHEAD, ...)                                                                                     \
     do {                                                                                                               \
         Py_ssize_t n = src->n, stride = src->stride;                                                                   \
@@ -201,7 +201,7 @@ Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_
     size_t at = 0, room = *cap;
     Py_ssize_t m = 0;
     uint64_t any = 0, high = 0; /* (high: the inline tokens' bytes or-ed, for DECODE_NOT_ASCII) */
-    EACH_ID_AHEAD(8, {
+    EACH_ID_AHEAD(24, {
         if (id < dense && inl[id * 16 + 15] <= DECODE_INLINE && !(skip && skip[id])) {
             /* (a short token: its 16 bytes, the length last, from one load; room is always kept for 16) */
             const uint8_t *e = inl + id * 16;
