@@ -318,6 +318,22 @@ def test_long_tokens_outgrow_the_text_buffer(cl100k, twin):
             assert kernel.decode(tuple(ids), "strict" if ids[0] != 201 else "replace", None) == expected
 
 
+def test_tokens_either_side_of_the_inline_length(cl100k, twin):
+    """Tokens of up to 15 bytes are read from the 16-byte inline entries, longer ones from the
+    table: lists mixing 14- to 17-byte tokens, ASCII or not, with skipped ids, decode as the twin."""
+    vocab = cl100k.vocab
+    near = [i for i in sorted(vocab) if 14 <= len(vocab[i]) <= 17]
+    wide = [i for i in near if max(vocab[i]) > 0x7F][:40] + [i for i in near if max(vocab[i]) <= 0x7F][:40]
+    assert {len(vocab[i]) for i in wide} == {14, 15, 16, 17}
+    ids = [x for pair in zip(wide, wide[::-1]) for x in pair] + [100257, 32, 201]
+    c, mask = cl100k._decoding(), None
+    for skip_ids in (None, frozenset(wide[::3])):
+        mask, twin_mask = c.skip(True, skip_ids), twin.skip(True, skip_ids)
+        for errors in ERRORS[1:]:
+            assert c.kernel.decode(ids, errors, mask) == twin.kernel.decode(ids, errors, twin_mask)
+            assert c.kernel.decode(ids[:-1], "strict", mask) == twin.kernel.decode(ids[:-1], "strict", twin_mask)
+
+
 @settings(max_examples=80, deadline=None)
 @given(text=st.text(max_size=60))
 def test_text_of_every_kind_round_trips(cl100k, twin, text):
