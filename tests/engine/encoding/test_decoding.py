@@ -305,8 +305,8 @@ def test_every_id_alone(cl100k, twin):
 
 
 def test_long_tokens_outgrow_the_text_buffer(cl100k, twin):
-    """A list's text is copied into a buffer guessed from its length (8 bytes an id) and grown
-    while it is read: lists of cl100k's longest tokens (up to 128 bytes, some not ASCII) decode as
+    """A list's or an array's text is copied into a buffer guessed from its length (8 bytes an id)
+    and grown while it is read: lists and arrays of cl100k's longest tokens (up to 128 bytes, some not ASCII) decode as
     the twin does, from a fresh decoder and from one whose kept buffer is smaller or larger."""
     longest = sorted(cl100k.vocab, key=lambda i: len(cl100k.vocab[i]))[-300:]
     fresh = Decoding(cl100k.vocab, list(SPECIALS.values()), cl100k.n_vocab).kernel
@@ -316,6 +316,8 @@ def test_long_tokens_outgrow_the_text_buffer(cl100k, twin):
         for kernel in (fresh, cl100k._decoding().kernel):
             assert kernel.decode(ids, "replace", None) == expected
             assert kernel.decode(tuple(ids), "strict" if ids[0] != 201 else "replace", None) == expected
+            assert kernel.decode(np.array(ids, dtype=np.uint32), "replace", None) == expected
+            assert kernel.decode(np.repeat(np.array(ids, dtype=np.int64), 2)[::2], "replace", None) == expected  # (strided)
 
 
 def test_tokens_either_side_of_the_inline_length(cl100k, twin):

@@ -111,12 +111,12 @@ static PyObject *slots_to_str(TokenDecoder *d, const int32_t *slots, Py_ssize_t 
     return text;
 }
 
-/* The text of a list or tuple of ids, read and copied in one pass (ids_to_bytes), then made a str.
- * NULL with an error, or NULL and no error when the list holds other than ints (then decode_one
- * reads it through the converter). */
-static PyObject *list_to_str(TokenDecoder *d, PyObject *ids, const uint8_t *skip, const char *errors) {
+/* The text of a list, tuple or buffer of ids, read and copied in one pass (ids_to_bytes), then made
+ * a str. NULL with an error, or NULL and no error when a list holds other than ints (then
+ * decode_one reads it through the converter). */
+static PyObject *ids_to_str(TokenDecoder *d, PyObject *ids, const uint8_t *skip, const char *errors) {
     IdSource src;
-    if (ids_open(d, ids, &src) < 0) return NULL; /* (a list or tuple is read as it is) */
+    if (ids_open(d, ids, &src) < 0) return NULL; /* (a list, tuple or integer buffer is read as it is) */
     size_t cap = (size_t)src.n * 8 + DECODE_PAD; /* (a guess: tokens average 3 to 5 bytes) */
     uint8_t *taken = scratch_take(d, SCRATCH_BYTES, cap), *buf = taken;
     PyObject *text = NULL;
@@ -154,8 +154,9 @@ static PyObject *decode_one(TokenDecoder *self, PyObject *ids, PyObject *mask, i
         ids_close(&src);
         return result;
     }
-    if (as_str && (PyList_CheckExact(ids) || PyTuple_CheckExact(ids))) {
-        if ((result = list_to_str(self, ids, skip, errors)) || PyErr_Occurred()) return result;
+    if (as_str && (PyList_CheckExact(ids) || PyTuple_CheckExact(ids) ||
+                   (PyObject_CheckBuffer(ids) && !PyBytes_Check(ids) && !PyByteArray_Check(ids)))) {
+        if ((result = ids_to_str(self, ids, skip, errors)) || PyErr_Occurred()) return result;
     }
     int32_t *slots = NULL, *taken;
     Py_ssize_t n = 0, cap = 0;
