@@ -51,6 +51,26 @@ void scratch_give(TokenDecoder *d, int which, void *buf) {
     else free(buf);
 }
 
+/* buf (from scratch_take, or grown from it here; used bytes of it in use) made want bytes: the
+ * decoder's kept buffer is copied, not reallocated (the decoder frees it), any other reallocated.
+ * NULL when out of memory (buf unchanged). */
+void *scratch_grow(const TokenDecoder *d, int which, void *buf, size_t used, size_t want) {
+    if (!buf || buf != d->scratch[which]) return realloc(buf, want);
+    void *more = malloc(want);
+    if (more) memcpy(more, buf, used);
+    return more;
+}
+
+/* The end of a buffer that scratch_take gave (taken) and scratch_grow may have replaced (now). */
+void scratch_done(TokenDecoder *d, int which, void *taken, void *now) {
+    if (taken && taken == d->scratch[which]) {
+        if (now != taken) free(now);
+        scratch_give(d, which, taken);
+    } else {
+        free(now);
+    }
+}
+
 /* The errors argument (a str, or absent: "replace") as a C string into *errors: 0, or -1. */
 int errors_of(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, const char **errors) {
     *errors = "replace";
@@ -126,12 +146,7 @@ static PyObject *ids_to_str(TokenDecoder *d, PyObject *ids, const uint8_t *skip,
         size_t total = 0;
         uint64_t flags = 0;
         if (ids_to_bytes(d, &src, skip, &buf, &cap, &total, &flags) >= 0) text = buf_to_str(buf, total, flags, errors);
-        if (taken == d->scratch[SCRATCH_BYTES]) { /* (ids_to_bytes grew out of it: a copy) */
-            if (buf != taken) free(buf);
-            scratch_give(d, SCRATCH_BYTES, taken);
-        } else {
-            free(buf);
-        }
+        scratch_done(d, SCRATCH_BYTES, taken, buf);
     }
     ids_close(&src);
     return text;
@@ -171,12 +186,7 @@ static PyObject *decode_one(TokenDecoder *self, PyObject *ids, PyObject *mask, i
         else if ((result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total)))
             slots_copy(self, slots, n, (uint8_t *)PyBytes_AS_STRING(result), total);
     }
-    if (taken && taken == (int32_t *)self->scratch[SCRATCH_SLOTS]) { /* (read_slots grew out of it: a copy) */
-        if (slots != taken) free(slots);
-        scratch_give(self, SCRATCH_SLOTS, taken);
-    } else {
-        free(slots);
-    }
+    scratch_done(self, SCRATCH_SLOTS, taken, slots);
     return result;
 }
 

@@ -65,7 +65,7 @@ static inline Py_ssize_t decode_slot(const TokenDecoder *d, uint64_t id) {
 }
 
 /* The value of an exact int that fits a digit (or is compact) into *value: 1; 0 when it does not
- * (or is negative). */
+ * (or is negative: int_id then reads it the slow way). */
 static inline int int_id_compact(PyObject *o, uint64_t *value) {
 #if PY_VERSION_HEX >= 0x030C0000
     if (!PyUnstable_Long_IsCompact((PyLongObject *)o)) return 0;
@@ -73,8 +73,9 @@ static inline int int_id_compact(PyObject *o, uint64_t *value) {
     *value = (uint64_t)v;
     return v >= 0;
 #else
-    if (Py_SIZE(o) != 1) return 0;
-    *value = (uint64_t)((PyLongObject *)o)->ob_digit[0];
+    Py_ssize_t size = Py_SIZE(o);
+    if (size != 0 && size != 1) return 0;
+    *value = size ? (uint64_t)((PyLongObject *)o)->ob_digit[0] : 0;
     return 1;
 #endif
 }
@@ -82,19 +83,7 @@ static inline int int_id_compact(PyObject *o, uint64_t *value) {
 /* The id of an exact int: 1 (UINT64_MAX, which is no token, for a negative one); 0 when it does
  * not fit 64 bits (then it is no token either). */
 static inline int int_id(PyObject *o, uint64_t *value) {
-#if PY_VERSION_HEX >= 0x030C0000
-    if (PyUnstable_Long_IsCompact((PyLongObject *)o)) {
-        Py_ssize_t v = PyUnstable_Long_CompactValue((PyLongObject *)o);
-        *value = v < 0 ? UINT64_MAX : (uint64_t)v;
-        return 1;
-    }
-#else
-    Py_ssize_t size = Py_SIZE(o);
-    if (size == 0 || size == 1) {
-        *value = size ? (uint64_t)((PyLongObject *)o)->ob_digit[0] : 0;
-        return 1;
-    }
-#endif
+    if (int_id_compact(o, value)) return 1;
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow) return 0;
@@ -144,6 +133,8 @@ HF_INTERNAL int errors_of(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at
 enum { SCRATCH_BYTES, SCRATCH_SLOTS };
 HF_INTERNAL void *scratch_take(TokenDecoder *d, int which, size_t need);
 HF_INTERNAL void scratch_give(TokenDecoder *d, int which, void *buf);
+HF_INTERNAL void *scratch_grow(const TokenDecoder *d, int which, void *buf, size_t used, size_t want);
+HF_INTERNAL void scratch_done(TokenDecoder *d, int which, void *taken, void *now);
 HF_INTERNAL PyObject *TokenDecoder_decode_bytes(TokenDecoder *self, PyObject *const *args, Py_ssize_t nargs);
 HF_INTERNAL PyObject *TokenDecoder_decode(TokenDecoder *self, PyObject *const *args, Py_ssize_t nargs);
 HF_INTERNAL PyObject *TokenDecoder_decode_with_offsets(TokenDecoder *self, PyObject *ids);

@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/grow.h"
+#include "common/utf8.h"
 #include "encode/decode.h"
-
-#define UTF8_HIGH_BITS UINT64_C(0x8080808080808080)
 
 /* Whether view is a 1-d buffer of native integers the decoder reads (else the converter reads it). */
 static int buffer_readable(const Py_buffer *view, int *is_signed) {
@@ -171,16 +171,11 @@ Py_ssize_t ids_to_slots(const TokenDecoder *d, const IdSource *src, const uint8_
     return m;
 }
 
-/* Make *out (*cap bytes, at of them used) hold at least need bytes: 0, or -1 (out of memory, *out
- * unchanged). A buffer the decoder keeps is copied, not reallocated (its owner frees it). */
+/* Make *out (*cap bytes, at of them used) hold at least need bytes (scratch_grow): 0, or -1
+ * (out of memory, *out unchanged). */
 static int bytes_grow(const TokenDecoder *d, uint8_t **out, size_t *cap, size_t at, size_t need) {
-    size_t want = *cap * 2 > need ? *cap * 2 : need;
-    uint8_t *more;
-    if (*out == d->scratch[SCRATCH_BYTES]) {
-        if ((more = malloc(want))) memcpy(more, *out, at);
-    } else {
-        more = realloc(*out, want);
-    }
+    size_t want = grown_capacity(*cap, need, 1 << 12);
+    uint8_t *more = scratch_grow(d, SCRATCH_BYTES, *out, at, want);
     if (!more) return -1;
     *out = more;
     *cap = want;
@@ -248,7 +243,7 @@ Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_
         m++;
     });
     *total = at;
-    *flags = any | (high & UTF8_HIGH_BITS ? DECODE_NOT_ASCII : 0);
+    *flags = any | (high & UTF8_ASCII_MASK ? DECODE_NOT_ASCII : 0);
     return m;
 }
 
@@ -350,14 +345,9 @@ int read_slots(const TokenDecoder *d, PyObject *ids, const uint8_t *skip, int32_
             return -1;
         }
         if (*len + src.n > *cap || !*slots) {
-            Py_ssize_t want = *cap ? *cap : 16;
-            while (want < *len + src.n) want *= 2;
-            int32_t *more; /* (a buffer the decoder keeps is copied, not reallocated: its owner frees it) */
-            if (*slots && *slots == (int32_t *)d->scratch[SCRATCH_SLOTS]) {
-                if ((more = malloc((size_t)want * sizeof(int32_t)))) memcpy(more, *slots, (size_t)*len * sizeof(int32_t));
-            } else {
-                more = realloc(*slots, (size_t)want * sizeof(int32_t));
-            }
+            Py_ssize_t want = (Py_ssize_t)grown_capacity((size_t)*cap, (size_t)(*len + src.n), 16);
+            int32_t *more = scratch_grow(d, SCRATCH_SLOTS, *slots, (size_t)*len * sizeof(int32_t),
+                                         (size_t)want * sizeof(int32_t));
             if (!more) {
                 ids_close(&src);
                 PyErr_NoMemory();
