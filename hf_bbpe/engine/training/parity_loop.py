@@ -17,7 +17,7 @@ from ..encoding.vocabulary import Merges
 from ..progress import progress_bar
 from . import parity_reference
 from .chunk_counts import ChunkCounts
-from .merge_loop import merge_kernel
+from .merge_loop import huggingface_ranks, merge_kernel
 from .options import Trainable, TrainingOptions
 
 Counts = Mapping[str | bytes, int] | ChunkCounts
@@ -72,10 +72,11 @@ def run_parity(train: Sequence[tuple[Any, Any, Any]], dev: Sequence[tuple[Any, A
             if x == len(seen):
                 seen.append(seen[a] + seen[b])
             on_merge(seen[a], seen[b], language, count)
+    hf_ranks = huggingface_ranks() if tie_break == "huggingface" else None  # (bytes by their byte-level characters)
     raw = module.parity_train(
         [tuple(flat) for flat in train], None if dev is None else [tuple(flat) for flat in dev],
         None if ratio is None else [float(r) for r in ratio], num_merges, variant == "window", window_size,
-        float(alpha), global_merges, min_frequency, tie_break == "huggingface", callback)
+        float(alpha), global_merges, min_frequency, hf_ranks, callback)
     ids = memoryview(raw).cast("i")
     learned = []
     for k in range(0, len(ids), 4):

@@ -33,12 +33,12 @@ PyDoc_STRVAR(reduce_words_doc,
 
 PyDoc_STRVAR(parity_train_doc,
 "parity_train(languages, dev, ratio, num_merges, window, window_size, alpha, global_merges,\n"
-"             min_frequency, hf_ties, on_merge) -> bytes\n\n"
+"             min_frequency, hf_ranks, on_merge) -> bytes\n\n"
 "Parity-aware BPE (engine/training/parity_reference.py's train, the same merges): languages is a\n"
 "list of (symbols, lengths, counts) buffers (uint8 bytes, int32, int64), one per language; dev the\n"
 "same (one per language) or None; ratio a list of floats or None (exactly one of the two);\n"
-"window: the window variant; hf_ties: ties go to the pair whose byte-level strings are greatest\n"
-"(else the smallest ids); on_merge(a, b, new_id, language, count) or None. Returns int32 (a, b, new_id,\n"
+"window: the window variant; hf_ranks (merge_loop.huggingface_ranks(), or None): ties go to the pair\n"
+"whose byte-level strings are greatest, bytes ordered by those ranks (None: the smallest ids); on_merge(a, b, new_id, language, count) or None. Returns int32 (a, b, new_id,\n"
 "language) per merge: bytes are ids 0-255, a new token takes the next id (a merge whose bytes are\n"
 "a token already yields that id); language -1 is the global phase.");
 

@@ -64,7 +64,7 @@ typedef struct {
     uint64_t nslots;
 } Tokens;
 
-static uint8_t byte_rank[256]; /* a byte's place in the order of its byte-level character's code point */
+static uint8_t byte_rank[256]; /* a byte's place in the order of its byte-level character (set_byte_rank) */
 
 static uint64_t token_hash(const void *tokens, uint64_t i) {
     const Tokens *t = tokens;
@@ -549,26 +549,32 @@ static int load_corpora(PyObject *corpora, Words *words, int n) {
     return 0;
 }
 
-static void init_byte_rank(void) {
-    uint32_t cp[256], extra = 0;
-    for (int b = 0; b < 256; b++) {
-        int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-        cp[b] = printable ? (uint32_t)b : 256 + extra++;
-    }
-    for (int b = 0; b < 256; b++) {
-        int rank = 0;
-        for (int c = 0; c < 256; c++) rank += cp[c] < cp[b];
-        byte_rank[b] = (uint8_t)rank;
-    }
+/* byte_rank from hf_ranks (merge_loop.huggingface_ranks: 256 int32 ranks by byte, or more), or
+ * none when it is None (then the smallest ids win ties): 1, 0 (smallest ids), -1 with an error. */
+static int set_byte_rank(PyObject *hf_ranks) {
+    if (hf_ranks == Py_None) return 0;
+    Py_buffer view;
+    if (PyObject_GetBuffer(hf_ranks, &view, PyBUF_SIMPLE) < 0) return -1;
+    int ok = view.len >= 256 * 4;
+    if (ok)
+        for (int b = 0; b < 256; b++) {
+            int32_t rank;
+            memcpy(&rank, (const char *)view.buf + 4 * b, 4);
+            ok &= rank >= 0 && rank < 256;
+            byte_rank[b] = (uint8_t)rank;
+        }
+    PyBuffer_Release(&view);
+    if (!ok) PyErr_SetString(PyExc_ValueError, "parity_train: hf_ranks must hold 256 int32 byte ranks (0-255)");
+    return ok ? 1 : -1;
 }
 
 HF_INTERNAL PyObject *merge_parity_train(PyObject *self, PyObject *args) {
-    PyObject *languages, *dev, *ratio, *on_merge;
+    PyObject *languages, *dev, *ratio, *hf_ranks, *on_merge;
     long long num_merges, window_size, global_merges, min_frequency;
-    int window, hf_ties;
+    int window;
     double alpha;
-    if (!PyArg_ParseTuple(args, "O!OOLpLdLLpO", &PyList_Type, &languages, &dev, &ratio, &num_merges, &window,
-                          &window_size, &alpha, &global_merges, &min_frequency, &hf_ties, &on_merge))
+    if (!PyArg_ParseTuple(args, "O!OOLpLdLLOO", &PyList_Type, &languages, &dev, &ratio, &num_merges, &window,
+                          &window_size, &alpha, &global_merges, &min_frequency, &hf_ranks, &on_merge))
         return NULL;
     int n = (int)PyList_GET_SIZE(languages);
     if (n < 1 || window_size < 1 || (dev != Py_None && (!PyList_Check(dev) || PyList_GET_SIZE(dev) != n)) ||
@@ -614,7 +620,8 @@ HF_INTERNAL PyObject *merge_parity_train(PyObject *self, PyObject *args) {
             if (PyErr_Occurred()) goto done;
         }
     }
-    init_byte_rank();
+    int hf_ties = set_byte_rank(hf_ranks);
+    if (hf_ties < 0) goto done;
     order_tokens = hf_ties ? &s.tokens : NULL;
     for (int k = 0; k < n; k++) {
         Words *w = &s.train[k];
