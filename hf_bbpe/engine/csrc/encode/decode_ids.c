@@ -113,21 +113,13 @@ static PyObject *id_object(const IdSource *src, Py_ssize_t i) {
         uint64_t id = src->is_signed && (STYPE)v_ < 0 ? UINT64_MAX : (uint64_t)v_;                                     \
         __VA_ARGS__                                                                                                    \
     }
-#define EACH_ID(...) EACH_ID_AHEAD(0, __VA_ARGS__)
-/* EACH_ID, and for a list's ids the inline entry (decode.h) of the id AHEAD places on (if not 0)
- * is fetched into the cache meanwhile: its loads are most of the time of a list's decode. */
-#define EACH_ID_AHEAD(AHEAD, ...)                                                                                     \
+#define EACH_ID(...)                                                                                                   \
     do {                                                                                                               \
         Py_ssize_t n = src->n, stride = src->stride;                                                                   \
         if (src->items) {                                                                                              \
             PyObject *const *items = src->items;                                                                       \
             for (Py_ssize_t i = 0; i < n; i++) {                                                                       \
                 PyObject *o_ = items[i];                                                                               \
-                if (AHEAD && i + AHEAD < n && PyLong_CheckExact(items[i + AHEAD])) {                                   \
-                    uint64_t ahead_;                                                                                   \
-                    if (int_id_compact(items[i + AHEAD], &ahead_) && ahead_ < (uint64_t)d->dense)                      \
-                        __builtin_prefetch(d->inline_ + ahead_ * 16);                                                           \
-                }                                                                                                      \
                 uint64_t id;                                                                                           \
                 if (!PyLong_CheckExact(o_)) return DECODE_NEEDS_CONVERT;                                               \
                 if (!int_id(o_, &id)) id = UINT64_MAX;                                                                 \
@@ -171,6 +163,40 @@ Py_ssize_t ids_to_slots(const TokenDecoder *d, const IdSource *src, const uint8_
     return m;
 }
 
+/* Ids read ahead of their copy in ids_to_bytes: the ints of a list are independent loads, and so
+ * are the inline entries of the ids read, which are fetched into the cache while the block is read. */
+#define ID_BLOCK 64
+
+/* Ids from..from+k of src into ids (UINT64_MAX for a negative one or one past 64 bits), the inline
+ * entry of each dense one prefetched: 0, or DECODE_NEEDS_CONVERT for a list item that is no exact int. */
+static int read_block(const TokenDecoder *d, const IdSource *src, Py_ssize_t from, Py_ssize_t k, uint64_t *ids) {
+    const uint8_t *inl = d->inline_;
+    uint64_t dense = (uint64_t)d->dense;
+    if (src->items) {
+        PyObject *const *items = src->items + from;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            PyObject *o = items[j];
+            uint64_t id;
+            if (!PyLong_CheckExact(o)) return DECODE_NEEDS_CONVERT;
+            if (!int_id(o, &id)) id = UINT64_MAX;
+            if (id < dense) __builtin_prefetch(inl + id * 16);
+            ids[j] = id;
+        }
+        return 0;
+    }
+    Py_ssize_t n = k, stride = src->stride;
+    const char *buf = src->buf + from * stride;
+#define BLOCK_ID ids[i] = id; if (id < dense) __builtin_prefetch(inl + id * 16);
+    switch (src->itemsize) {
+    case 1: BUFFER_IDS(uint8_t, int8_t, BLOCK_ID) break;
+    case 2: BUFFER_IDS(uint16_t, int16_t, BLOCK_ID) break;
+    case 4: BUFFER_IDS(uint32_t, int32_t, BLOCK_ID) break;
+    default: BUFFER_IDS(uint64_t, int64_t, BLOCK_ID) break;
+    }
+#undef BLOCK_ID
+    return 0;
+}
+
 /* Make *out (*cap bytes, at of them used) hold at least need bytes (scratch_grow): 0, or -1
  * (out of memory, *out unchanged). */
 static int bytes_grow(const TokenDecoder *d, uint8_t **out, size_t *cap, size_t at, size_t need) {
@@ -186,62 +212,65 @@ static int bytes_grow(const TokenDecoder *d, uint8_t **out, size_t *cap, size_t 
  * skipped into *out (*cap bytes; malloc'd or the decoder's kept buffer, grown here as read_slots
  * grows slots), then DECODE_PAD bytes of room; how many ids were kept, their bytes in *total and
  * their table entries or-ed into *flags; or -1 (with an error) or DECODE_NEEDS_CONVERT as
- * ids_to_slots. Needs the GIL (a list's ints). */
+ * ids_to_slots. Ids are read a block at a time (read_block), then copied. Needs the GIL (a list's
+ * ints). */
 Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t **out, size_t *cap,
                         size_t *total, uint64_t *flags) {
-    const uint8_t *data = d->data, *inl = d->inline_;
-    const uint64_t *tok = d->tok;
-    uint64_t dense = (uint64_t)d->dense;
+    const uint8_t *inl = d->inline_;
+    uint64_t dense = (uint64_t)d->dense, ids[ID_BLOCK];
     uint8_t *o = *out;
     size_t at = 0, room = *cap;
     Py_ssize_t m = 0;
     uint64_t any = 0, high = 0; /* (high: the inline tokens' bytes or-ed, for DECODE_NOT_ASCII) */
-    EACH_ID_AHEAD(24, {
-        if (id < dense && inl[id * 16 + 15] <= DECODE_INLINE && !(skip && skip[id])) {
-            /* (a short token: its 16 bytes, the length last, from one load; room is always kept for 16) */
-            const uint8_t *e = inl + id * 16;
-            size_t len = e[15];
-            if (DECODE_PAD > room - at) {
-                if (bytes_grow(d, out, cap, at, at + DECODE_PAD) < 0) {
+    for (Py_ssize_t from = 0; from < src->n; from += ID_BLOCK) {
+        Py_ssize_t k = src->n - from < ID_BLOCK ? src->n - from : ID_BLOCK;
+        if (read_block(d, src, from, k, ids) < 0) return DECODE_NEEDS_CONVERT;
+        if (room - at < (size_t)k * 16 + DECODE_PAD &&
+            bytes_grow(d, out, cap, at, at + (size_t)k * 16 + DECODE_PAD) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        o = *out;
+        room = *cap;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            uint64_t id = ids[j];
+            if (id < dense && inl[id * 16 + 15] <= DECODE_INLINE && !(skip && skip[id])) {
+                /* (a short token: its 16 bytes, the length last, from one load; the block has room
+                 * for 16 bytes an id) */
+                const uint8_t *e = inl + id * 16;
+                uint64_t lo, hi;
+                memcpy(&lo, e, 8);
+                memcpy(&hi, e + 8, 8);
+                memcpy(o + at, &lo, 8);
+                memcpy(o + at + 8, &hi, 8);
+                high |= lo | hi;
+                at += e[15];
+                m++;
+                continue;
+            }
+            Py_ssize_t slot = decode_slot(d, id);
+            if (slot < 0) {
+                bad_id(d, id_object(src, from + j), from + j, -1);
+                return -1;
+            }
+            if (skip && skip[slot]) continue;
+            uint64_t t = d->tok[slot];
+            size_t len = tok_len(t);
+            /* (room for the rest of the block's ids at 16 bytes each is kept after this token) */
+            if (len + (size_t)(k - j) * 16 + DECODE_PAD > room - at) {
+                if (bytes_grow(d, out, cap, at, at + len + (size_t)(k - j) * 16 + DECODE_PAD) < 0) {
                     PyErr_NoMemory();
                     return -1;
                 }
                 o = *out;
                 room = *cap;
             }
-            uint64_t lo, hi;
-            memcpy(&lo, e, 8);
-            memcpy(&hi, e + 8, 8);
-            memcpy(o + at, &lo, 8);
-            memcpy(o + at + 8, &hi, 8);
-            high |= lo | hi;
+            memcpy(o + at, tok_bytes(d, t), len);
             at += len;
+            any |= t;
             m++;
-            continue;
         }
-        Py_ssize_t slot = decode_slot(d, id);
-        if (slot < 0) {
-            bad_id(d, id_object(src, i), i, -1);
-            return -1;
-        }
-        if (skip && skip[slot]) continue;
-        uint64_t t = tok[slot];
-        size_t len = tok_len(t);
-        const uint8_t *from = data + (t >> DECODE_LEN_BITS);
-        if (len + DECODE_PAD > room - at) {
-            if (bytes_grow(d, out, cap, at, at + len + DECODE_PAD) < 0) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            o = *out;
-            room = *cap;
-        }
-        if (len <= 16) memcpy(o + at, from, 16);
-        else memcpy(o + at, from, len);
-        at += len;
-        any |= t;
-        m++;
-    });
+    }
     *total = at;
     *flags = any | (high & UTF8_ASCII_MASK ? DECODE_NOT_ASCII : 0);
     return m;
