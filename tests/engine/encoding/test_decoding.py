@@ -305,14 +305,15 @@ def test_every_id_alone(cl100k, twin):
 
 
 def test_long_tokens_outgrow_the_text_buffer(cl100k, twin):
-    """A list's or an array's text is copied into a buffer guessed from its length (8 bytes an id)
-    and grown while it is read: lists and arrays of cl100k's longest tokens (up to 128 bytes, some not ASCII) decode as
-    the twin does, from a fresh decoder and from one whose kept buffer is smaller or larger."""
+    """A list's or an array's text is copied into a buffer of UTF-16 units guessed from its length
+    (4 an id) and grown while it is read: lists and arrays of cl100k's longest tokens (up to 128
+    bytes, some not ASCII) decode as the twin does, from a fresh decoder and from one whose kept
+    buffer is smaller or larger."""
     longest = sorted(cl100k.vocab, key=lambda i: len(cl100k.vocab[i]))[-300:]
     fresh = Decoding(cl100k.vocab, list(SPECIALS.values()), cl100k.n_vocab).kernel
     for ids in (longest[:5], longest * 30, longest[::-1] * 3 + [1, 2], longest[:2] * 500, [201] + longest * 7):
         expected = twin.kernel.decode(ids, "replace", None)
-        assert expected.encode("utf-8", "surrogatepass") != b"" and len(cl100k.decode_bytes(ids)) > 8 * len(ids)
+        assert expected.encode("utf-8", "surrogatepass") != b"" and len(expected) > 4 * len(ids)
         for kernel in (fresh, cl100k._decoding().kernel):
             assert kernel.decode(ids, "replace", None) == expected
             assert kernel.decode(tuple(ids), "strict" if ids[0] != 201 else "replace", None) == expected
@@ -320,20 +321,51 @@ def test_long_tokens_outgrow_the_text_buffer(cl100k, twin):
             assert kernel.decode(np.repeat(np.array(ids, dtype=np.int64), 2)[::2], "replace", None) == expected  # (strided)
 
 
-def test_tokens_either_side_of_the_inline_length(cl100k, twin):
-    """Tokens of up to 15 bytes are read from the 16-byte inline entries, longer ones from the
-    table: lists mixing 14- to 17-byte tokens, ASCII or not, with skipped ids, decode as the twin."""
+def _utf16_units(token: bytes) -> int | None:
+    """How many UTF-16 units a token's text has, or None when it is not valid UTF-8 alone."""
+    try:
+        return len(token.decode("utf-8").encode("utf-16-le")) // 2
+    except UnicodeDecodeError:
+        return None
+
+
+def test_tokens_either_side_of_the_text_entry(cl100k, twin):
+    """decode() to a str copies a token's 16-byte text entry when it holds the token's text (up to
+    14 ASCII characters, or up to 7 UTF-16 units) and decodes the bytes of the others in runs (a
+    token cut inside a character, one with more units): lists mixing tokens either side of each
+    limit, astral characters, and single-byte tokens that make a run longer than the 1 KB one kept
+    on the stack, with skipped ids and in every errors mode, decode as the twin does."""
     vocab = cl100k.vocab
-    near = [i for i in sorted(vocab) if 14 <= len(vocab[i]) <= 17]
-    wide = [i for i in near if max(vocab[i]) > 0x7F][:40] + [i for i in near if max(vocab[i]) <= 0x7F][:40]
-    assert {len(vocab[i]) for i in wide} == {14, 15, 16, 17}
-    ids = [x for pair in zip(wide, wide[::-1]) for x in pair] + [100257, 32, 201]
-    c, mask = cl100k._decoding(), None
-    for skip_ids in (None, frozenset(wide[::3])):
+    by_units: dict[int | None, list[int]] = {}
+    for i in sorted(vocab):
+        by_units.setdefault(_utf16_units(vocab[i]), []).append(i)
+    ascii_ = [i for i in sorted(vocab) if vocab[i].isascii() and 13 <= len(vocab[i]) <= 16][:40]
+    wide = [i for n in (6, 7, 8, 9) for i in [j for j in by_units[n] if not vocab[j].isascii()][:15]]
+    cut = [i for i in by_units[None] if len(vocab[i]) >= 4][:20] + by_units[None][:20]
+    astral = cl100k.encode("😀 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 🎉")
+    assert {len(vocab[i]) for i in ascii_} == {13, 14, 15, 16} and {_utf16_units(vocab[i]) for i in wide} == {6, 7, 8, 9}
+    byte_id = {vocab[i]: i for i in vocab if len(vocab[i]) == 1}
+    run = [byte_id[bytes([b])] for b in ("日本語の文章、" * 30 + "éèàç" * 150).encode("utf-8")]  # 1,830 bytes, a token each
+    valid = [x for group in zip(ascii_, wide, wide[::-1], ascii_[::-1]) for x in group] + astral + [100257, 32]
+    valid += run + ascii_[:3] + astral
+    ids = valid + cut + astral[::-1] + run[:-1]  # (cut inside characters, and ends inside one)
+    c = cl100k._decoding()
+
+    def decode(kernel, held, errors, mask):
+        try:
+            return kernel.decode(held, errors, mask)
+        except UnicodeDecodeError as exc:
+            return str(exc)
+
+    for skip_ids in (None, frozenset(wide[::3] + cut[::4] + run[5:9])):
         mask, twin_mask = c.skip(True, skip_ids), twin.skip(True, skip_ids)
-        for errors in ERRORS[1:]:
-            assert c.kernel.decode(ids, errors, mask) == twin.kernel.decode(ids, errors, twin_mask)
-            assert c.kernel.decode(ids[:-1], "strict", mask) == twin.kernel.decode(ids[:-1], "strict", twin_mask)
+        for errors in ERRORS:
+            expected = decode(twin.kernel, ids, errors, twin_mask)
+            assert decode(c.kernel, ids, errors, mask) == expected
+            assert decode(c.kernel, np.array(ids, dtype=np.int32), errors, mask) == expected
+    for skip_ids in (None, frozenset(wide[::3] + ascii_[::5])):  # (valid text: the one-pass path makes it)
+        mask, twin_mask = c.skip(True, skip_ids), twin.skip(True, skip_ids)
+        assert c.kernel.decode(valid, "strict", mask) == twin.kernel.decode(valid, "strict", twin_mask)
 
 
 @settings(max_examples=80, deadline=None)

@@ -157,4 +157,57 @@ static inline int utf8_fill_checked(const uint8_t *s, size_t n, void *out, int k
     return utf8_fill_checked4(s, n, out, chars);
 }
 
+/* The UTF-16 code units of s[0:n] (a character above U+FFFF as a surrogate pair) into out, which
+ * has room for n, if s is valid UTF-8 as utf8_measure takes it: how many, with the largest code
+ * point or-ed into *maxchar (an upper bound of it: its bits); -1 if it is not. */
+static inline ptrdiff_t utf8_to_utf16(const uint8_t *s, size_t n, uint16_t *out, uint32_t *maxchar) {
+    size_t i = 0, k = 0;
+    uint32_t high = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & UTF8_ASCII_MASK)) {
+                for (int j = 0; j < 8; j++) out[k + j] = s[i + j];
+                i += 8;
+                k += 8;
+                continue;
+            }
+        }
+        uint32_t c = s[i], cp;
+        if (c < 0x80) {
+            out[k++] = (uint16_t)c;
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return -1;
+            cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return -1;
+            cp = (c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
+            if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return -1;
+            cp = (c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 | (uint32_t)(s[i + 2] & 0x3F) << 6 | (s[i + 3] & 0x3F);
+            if (cp < 0x10000 || cp > 0x10FFFF) return -1;
+            i += 4;
+            high |= cp;
+            cp -= 0x10000;
+            out[k++] = (uint16_t)(0xD800 | cp >> 10);
+            out[k++] = (uint16_t)(0xDC00 | (cp & 0x3FF));
+            continue;
+        } else {
+            return -1;
+        }
+        high |= cp;
+        out[k++] = (uint16_t)cp;
+    }
+    *maxchar |= high;
+    return (ptrdiff_t)k;
+}
+
 #endif

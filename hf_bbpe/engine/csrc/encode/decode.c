@@ -131,27 +131,6 @@ static PyObject *slots_to_str(TokenDecoder *d, const int32_t *slots, Py_ssize_t 
     return text;
 }
 
-/* The text of a list, tuple or buffer of ids, read and copied in one pass (ids_to_bytes), then made
- * a str. NULL with an error, or NULL and no error when a list holds other than ints (then
- * decode_one reads it through the converter). */
-static PyObject *ids_to_str(TokenDecoder *d, PyObject *ids, const uint8_t *skip, const char *errors) {
-    IdSource src;
-    if (ids_open(d, ids, &src) < 0) return NULL; /* (a list, tuple or integer buffer is read as it is) */
-    size_t cap = (size_t)src.n * 8 + DECODE_PAD; /* (a guess: tokens average 3 to 5 bytes) */
-    uint8_t *taken = scratch_take(d, SCRATCH_BYTES, cap), *buf = taken;
-    PyObject *text = NULL;
-    if (!buf) {
-        PyErr_NoMemory();
-    } else {
-        size_t total = 0;
-        uint64_t flags = 0;
-        if (ids_to_bytes(d, &src, skip, &buf, &cap, &total, &flags) >= 0) text = buf_to_str(buf, total, flags, errors);
-        scratch_done(d, SCRATCH_BYTES, taken, buf);
-    }
-    ids_close(&src);
-    return text;
-}
-
 /* The bytes (as_str 0) or the text of ids, leaving out what skip marks. Ids are read into slots
  * first (checked, the output counted), except a buffer's for bytes: those are checked and counted
  * in one pass and copied in another. */
@@ -171,7 +150,7 @@ static PyObject *decode_one(TokenDecoder *self, PyObject *ids, PyObject *mask, i
     }
     if (as_str && (PyList_CheckExact(ids) || PyTuple_CheckExact(ids) ||
                    (PyObject_CheckBuffer(ids) && !PyBytes_Check(ids) && !PyByteArray_Check(ids)))) {
-        if ((result = ids_to_str(self, ids, skip, errors)) || PyErr_Occurred()) return result;
+        if ((result = ids_to_text(self, ids, skip)) || PyErr_Occurred()) return result;
     }
     int32_t *slots = NULL, *taken;
     Py_ssize_t n = 0, cap = 0;

@@ -1,14 +1,15 @@
 /*
- * What the decoder's files share (decode_table.c, decode_ids.c, decode.c, decode_batch.c,
- * stream.c): the token table (TokenDecoder), ids as callers hold them (IdSource), the calls
+ * What the decoder's files share (decode_table.c, decode_ids.c, decode.c, decode_text.c,
+ * decode_batch.c, stream.c): the token table (TokenDecoder), ids as callers hold them (IdSource), the calls
  * between files. The Python twin is engine/encoding/decoding_reference.py.
  *
  * The table is every token's bytes end to end, and per slot the token's place in them. An id
  * below `dense` is its own slot; the few ids above (special tokens given large ids) are kept
- * sorted in `far` and found by binary search, slot dense + their index. A dense id's token of up
- * to DECODE_INLINE bytes is also kept in `inline_`, so that decode() of a list reads it with one
- * load rather than its entry and then its bytes (ids_to_bytes). Built once per tokenizer
- * (the Tokenizer drops it when its tokens change) and read-only after: threads share it.
+ * sorted in `far` and found by binary search, slot dense + their index. A dense id also has a
+ * 16-byte text entry: the token's UTF-16 units when it is valid UTF-8 alone and short (its
+ * characters when they are ASCII), else its bytes when they are few, so that decode() to a str mostly copies one entry an id (decode_text.c).
+ * Built once per tokenizer (the Tokenizer drops it when its tokens change) and read-only after:
+ * threads share it.
  */
 #ifndef HF_BBPE_ENCODE_DECODE_H
 #define HF_BBPE_ENCODE_DECODE_H
@@ -24,13 +25,22 @@
 #endif
 
 #define DECODE_PAD 16               /* zero bytes after the tokens: a short token is copied as 16 bytes */
+#define ID_BLOCK 64                 /* ids read at a time, ahead of their use (ids_read_block) */
 #define DECODE_LEN_BITS 24          /* a slot: offset << DECODE_LEN_BITS | DECODE_NOT_ASCII or not | length */
 #define DECODE_NOT_ASCII (UINT64_C(1) << (DECODE_LEN_BITS - 1)) /* the token has a byte above 0x7F */
 #define DECODE_LEN_MASK (DECODE_NOT_ASCII - 1)
 #define DECODE_NO_TOKEN UINT64_MAX  /* a slot of an id that is no token */
-#define DECODE_INLINE 15            /* tokens this short are also kept in inline_, one 16-byte load each */
-#define DECODE_INLINE_LONG 0xFE
-#define DECODE_INLINE_NONE 0xFF
+/* A text entry (TokenDecoder.text): TEXT_UNITS UTF-16 units, or TEXT_BYTES bytes, then a uint16: */
+#define TEXT_UNITS 7
+#define TEXT_BYTES 14
+#define TEXT_COUNT 0x000F  /* how many units (or ASCII characters); for TEXT_RAW, bytes (0: more than
+                              TEXT_BYTES, read from tok) */
+#define TEXT_RAW 0x0010    /* the entry holds bytes: the token is not valid UTF-8 alone, or has too many units */
+#define TEXT_ASCII 0x0100  /* the entry holds the token's characters, all ASCII, a byte each */
+#define TEXT_LATIN1 0x0020 /* it has a character above U+007F */
+#define TEXT_WIDE 0x0040   /* above U+00FF */
+#define TEXT_ASTRAL 0x0080 /* above U+FFFF (two units) */
+#define TEXT_NONE 0xFFFF   /* no token has this id */
 
 typedef struct {
     PyObject_HEAD
@@ -38,8 +48,7 @@ typedef struct {
     uint64_t *tok;      /* per slot: its bytes' offset << DECODE_LEN_BITS | DECODE_NOT_ASCII or 0 | their length */
     Py_ssize_t dense;   /* ids below this are slots */
     uint64_t *far;      /* the ids of the other tokens, sorted: slot dense + index */
-    uint8_t *inline_;   /* per id below dense, 16 bytes: a token of up to DECODE_INLINE bytes, zeros, its length
-                           in the last byte; or DECODE_INLINE_LONG (tok has it) or DECODE_INLINE_NONE there */
+    uint8_t *text;      /* per id below dense, its 16-byte text entry */
     Py_ssize_t nfar, nslots;
     long long n_vocab;  /* for messages */
     PyObject *convert;  /* ids -> a list of ints or an array (decoding.kernel_ids), for what is read here no other way */
@@ -117,8 +126,8 @@ HF_INTERNAL Py_ssize_t ids_to_slots(const TokenDecoder *d, const IdSource *src, 
                                     size_t *total, uint64_t *flags, Py_ssize_t sequence);
 HF_INTERNAL Py_ssize_t ids_measure(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, size_t *total,
                                    uint64_t *flags, Py_ssize_t sequence);
-HF_INTERNAL Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t **out,
-                                    size_t *cap, size_t *total, uint64_t *flags);
+HF_INTERNAL int ids_read_block(const TokenDecoder *d, const IdSource *src, Py_ssize_t from, Py_ssize_t k,
+                               uint64_t *ids);
 HF_INTERNAL void ids_copy(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t *out, size_t cap,
                           size_t total);
 HF_INTERNAL int ids_open_checked(const TokenDecoder *d, PyObject *ids, const uint8_t *skip, IdSource *src, size_t *total,
@@ -139,6 +148,10 @@ HF_INTERNAL PyObject *TokenDecoder_decode_bytes(TokenDecoder *self, PyObject *co
 HF_INTERNAL PyObject *TokenDecoder_decode(TokenDecoder *self, PyObject *const *args, Py_ssize_t nargs);
 HF_INTERNAL PyObject *TokenDecoder_decode_with_offsets(TokenDecoder *self, PyObject *ids);
 HF_INTERNAL PyObject *decode_utf8(const uint8_t *data, size_t n, const char *errors);
+
+/* decode_text.c */
+HF_INTERNAL void text_entry(uint8_t *entry, const uint8_t *bytes, size_t len);
+HF_INTERNAL PyObject *ids_to_text(TokenDecoder *d, PyObject *ids, const uint8_t *skip);
 
 /* decode_batch.c */
 HF_INTERNAL PyObject *TokenDecoder_decode_batch(TokenDecoder *self, PyObject *const *args, Py_ssize_t nargs);

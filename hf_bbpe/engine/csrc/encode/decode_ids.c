@@ -163,14 +163,12 @@ Py_ssize_t ids_to_slots(const TokenDecoder *d, const IdSource *src, const uint8_
     return m;
 }
 
-/* Ids read ahead of their copy in ids_to_bytes: the ints of a list are independent loads, and so
- * are the inline entries of the ids read, which are fetched into the cache while the block is read. */
-#define ID_BLOCK 64
-
-/* Ids from..from+k of src into ids (UINT64_MAX for a negative one or one past 64 bits), the inline
- * entry of each dense one prefetched: 0, or DECODE_NEEDS_CONVERT for a list item that is no exact int. */
-static int read_block(const TokenDecoder *d, const IdSource *src, Py_ssize_t from, Py_ssize_t k, uint64_t *ids) {
-    const uint8_t *inl = d->inline_;
+/* Ids from..from+k of src (k <= ID_BLOCK) into ids (UINT64_MAX for a negative one or one past 64
+ * bits), the text entry of each dense one fetched into the cache meanwhile: the ints of a list
+ * are independent loads, and so are their entries. 0, or DECODE_NEEDS_CONVERT for a list item that
+ * is no exact int. Needs the GIL (a list's ints). */
+int ids_read_block(const TokenDecoder *d, const IdSource *src, Py_ssize_t from, Py_ssize_t k, uint64_t *ids) {
+    const uint8_t *text = d->text;
     uint64_t dense = (uint64_t)d->dense;
     if (src->items) {
         PyObject *const *items = src->items + from;
@@ -179,14 +177,14 @@ static int read_block(const TokenDecoder *d, const IdSource *src, Py_ssize_t fro
             uint64_t id;
             if (!PyLong_CheckExact(o)) return DECODE_NEEDS_CONVERT;
             if (!int_id(o, &id)) id = UINT64_MAX;
-            if (id < dense) __builtin_prefetch(inl + id * 16);
+            if (id < dense) __builtin_prefetch(text + id * 16);
             ids[j] = id;
         }
         return 0;
     }
     Py_ssize_t n = k, stride = src->stride;
     const char *buf = src->buf + from * stride;
-#define BLOCK_ID ids[i] = id; if (id < dense) __builtin_prefetch(inl + id * 16);
+#define BLOCK_ID ids[i] = id; if (id < dense) __builtin_prefetch(text + id * 16);
     switch (src->itemsize) {
     case 1: BUFFER_IDS(uint8_t, int8_t, BLOCK_ID) break;
     case 2: BUFFER_IDS(uint16_t, int16_t, BLOCK_ID) break;
@@ -195,85 +193,6 @@ static int read_block(const TokenDecoder *d, const IdSource *src, Py_ssize_t fro
     }
 #undef BLOCK_ID
     return 0;
-}
-
-/* Make *out (*cap bytes, at of them used) hold at least need bytes (scratch_grow): 0, or -1
- * (out of memory, *out unchanged). */
-static int bytes_grow(const TokenDecoder *d, uint8_t **out, size_t *cap, size_t at, size_t need) {
-    size_t want = grown_capacity(*cap, need, 1 << 12);
-    uint8_t *more = scratch_grow(d, SCRATCH_BYTES, *out, at, want);
-    if (!more) return -1;
-    *out = more;
-    *cap = want;
-    return 0;
-}
-
-/* ids_to_slots and slots_copy in one pass (one table load per id): the bytes of src's ids not
- * skipped into *out (*cap bytes; malloc'd or the decoder's kept buffer, grown here as read_slots
- * grows slots), then DECODE_PAD bytes of room; how many ids were kept, their bytes in *total and
- * their table entries or-ed into *flags; or -1 (with an error) or DECODE_NEEDS_CONVERT as
- * ids_to_slots. Ids are read a block at a time (read_block), then copied. Needs the GIL (a list's
- * ints). */
-Py_ssize_t ids_to_bytes(const TokenDecoder *d, const IdSource *src, const uint8_t *skip, uint8_t **out, size_t *cap,
-                        size_t *total, uint64_t *flags) {
-    const uint8_t *inl = d->inline_;
-    uint64_t dense = (uint64_t)d->dense, ids[ID_BLOCK];
-    uint8_t *o = *out;
-    size_t at = 0, room = *cap;
-    Py_ssize_t m = 0;
-    uint64_t any = 0, high = 0; /* (high: the inline tokens' bytes or-ed, for DECODE_NOT_ASCII) */
-    for (Py_ssize_t from = 0; from < src->n; from += ID_BLOCK) {
-        Py_ssize_t k = src->n - from < ID_BLOCK ? src->n - from : ID_BLOCK;
-        if (read_block(d, src, from, k, ids) < 0) return DECODE_NEEDS_CONVERT;
-        if (room - at < (size_t)k * 16 + DECODE_PAD &&
-            bytes_grow(d, out, cap, at, at + (size_t)k * 16 + DECODE_PAD) < 0) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        o = *out;
-        room = *cap;
-        for (Py_ssize_t j = 0; j < k; j++) {
-            uint64_t id = ids[j];
-            if (id < dense && inl[id * 16 + 15] <= DECODE_INLINE && !(skip && skip[id])) {
-                /* (a short token: its 16 bytes, the length last, from one load; the block has room
-                 * for 16 bytes an id) */
-                const uint8_t *e = inl + id * 16;
-                uint64_t lo, hi;
-                memcpy(&lo, e, 8);
-                memcpy(&hi, e + 8, 8);
-                memcpy(o + at, &lo, 8);
-                memcpy(o + at + 8, &hi, 8);
-                high |= lo | hi;
-                at += e[15];
-                m++;
-                continue;
-            }
-            Py_ssize_t slot = decode_slot(d, id);
-            if (slot < 0) {
-                bad_id(d, id_object(src, from + j), from + j, -1);
-                return -1;
-            }
-            if (skip && skip[slot]) continue;
-            uint64_t t = d->tok[slot];
-            size_t len = tok_len(t);
-            /* (room for the rest of the block's ids at 16 bytes each is kept after this token) */
-            if (len + (size_t)(k - j) * 16 + DECODE_PAD > room - at) {
-                if (bytes_grow(d, out, cap, at, at + len + (size_t)(k - j) * 16 + DECODE_PAD) < 0) {
-                    PyErr_NoMemory();
-                    return -1;
-                }
-                o = *out;
-                room = *cap;
-            }
-            memcpy(o + at, tok_bytes(d, t), len);
-            at += len;
-            any |= t;
-            m++;
-        }
-    }
-    *total = at;
-    *flags = any | (high & UTF8_ASCII_MASK ? DECODE_NOT_ASCII : 0);
-    return m;
 }
 
 /* Check src's ids as ids_to_slots does, without keeping their slots: 0, with the bytes of those

@@ -87,8 +87,8 @@ static PyObject *TokenDecoder_new(PyTypeObject *type, PyObject *args, PyObject *
     self->data = malloc((size_t)total + DECODE_PAD);
     self->tok = malloc((size_t)(self->nslots ? self->nslots : 1) * sizeof(uint64_t));
     self->far = malloc((size_t)(nfar ? nfar : 1) * sizeof(uint64_t));
-    self->inline_ = malloc((size_t)(dense ? dense : 1) * 16);
-    if (!self->data || !self->tok || !self->far || !self->inline_) {
+    self->text = malloc((size_t)(dense ? dense : 1) * 16);
+    if (!self->data || !self->tok || !self->far || !self->text) {
         PyErr_NoMemory();
         Py_CLEAR(self);
         goto done;
@@ -96,8 +96,7 @@ static PyObject *TokenDecoder_new(PyTypeObject *type, PyObject *args, PyObject *
     memcpy(self->data, bdata.buf, (size_t)total);
     memset(self->data + total, 0, DECODE_PAD);
     memset(self->tok, 0xff, (size_t)self->nslots * sizeof(uint64_t));
-    memset(self->inline_, 0, (size_t)dense * 16);
-    for (int64_t i = 0; i < dense; i++) self->inline_[i * 16 + 15] = DECODE_INLINE_NONE;
+    memset(self->text, 0xff, (size_t)dense * 16); /* (TEXT_NONE) */
     Py_ssize_t k = 0;
     for (Py_ssize_t i = 0; i < count; i++)
         if (ids[i] >= dense) self->far[k++] = (uint64_t)ids[i];
@@ -114,10 +113,7 @@ static PyObject *TokenDecoder_new(PyTypeObject *type, PyObject *args, PyObject *
             uint8_t b = self->data[at + k];
             not_ascii |= b >> 7;
         }
-        if (slot < self->dense) {
-            if (lengths[i] <= DECODE_INLINE) memcpy(self->inline_ + slot * 16, self->data + at, (size_t)lengths[i]);
-            self->inline_[slot * 16 + 15] = lengths[i] <= DECODE_INLINE ? (uint8_t)lengths[i] : DECODE_INLINE_LONG;
-        }
+        if (slot < self->dense) text_entry(self->text + slot * 16, self->data + at, (size_t)lengths[i]);
         self->tok[slot] = (uint64_t)at << DECODE_LEN_BITS | (not_ascii ? DECODE_NOT_ASCII : 0) | (uint64_t)lengths[i];
         at += lengths[i];
     }
@@ -131,7 +127,7 @@ static void TokenDecoder_dealloc(TokenDecoder *self) {
     free(self->data);
     free(self->tok);
     free(self->far);
-    free(self->inline_);
+    free(self->text);
     free(self->scratch[0]);
     free(self->scratch[1]);
     Py_XDECREF(self->convert);
