@@ -109,8 +109,9 @@ static int run_flush(Text *t) {
  * widened for TEXT_ASCII, else its units, chosen without a branch (the two alternate in text). */
 static inline void copy_entry(uint16_t *out, const uint8_t *e, uint16_t meta) {
 #ifdef __SSE2__
+    static const uint16_t select[2][8] = {{0}, {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF}};
     __m128i v = _mm_loadu_si128((const __m128i *)e), zero = _mm_setzero_si128();
-    __m128i ascii = _mm_set1_epi16((short)-(meta >> 8 & 1));
+    __m128i ascii = _mm_loadu_si128((const __m128i *)select[meta >> 8 & 1]);
     __m128i low = _mm_or_si128(_mm_and_si128(ascii, _mm_unpacklo_epi8(v, zero)), _mm_andnot_si128(ascii, v));
     _mm_storeu_si128((__m128i *)out, low);
     _mm_storeu_si128((__m128i *)(out + 8), _mm_unpackhi_epi8(v, zero));
@@ -121,31 +122,43 @@ static inline void copy_entry(uint16_t *out, const uint8_t *e, uint16_t meta) {
 }
 
 /* The units of src's ids not skipped into t: 0; 1 for the slot path (see the top); -1 with an
- * error. Needs the GIL (a list's ints). */
-static int ids_to_units(Text *t, const IdSource *src, const uint8_t *skip) {
+ * error. The loop keeps t's units, count and flags in locals (the stores of copy_entry may alias
+ * anything), and t holds them around the calls that change them. Needs the GIL (a list's ints). */
+static inline __attribute__((always_inline)) int ids_to_units_(Text *t, const IdSource *src, const uint8_t *skip,
+                                                                const int skipping) {
     const TokenDecoder *d = t->d;
     const uint8_t *text = d->text;
     uint64_t dense = (uint64_t)d->dense, ids[ID_BLOCK];
+    uint16_t *units = t->units;
+    size_t k = t->k, room = t->cap;
+    uint32_t flags = 0;
+    int status = 0;
+#define TEXT_SAVE() (t->k = k, t->flags |= flags, flags = 0)
+#define TEXT_LOAD() (units = t->units, k = t->k, room = t->cap)
     for (Py_ssize_t from = 0; from < src->n; from += ID_BLOCK) {
-        Py_ssize_t k = src->n - from < ID_BLOCK ? src->n - from : ID_BLOCK;
-        if (ids_read_block(d, src, from, k, ids) < 0) return 1;
-        if (units_room(t, (size_t)k * 16) < 0) goto no_memory;
-        for (Py_ssize_t j = 0; j < k; j++) {
+        Py_ssize_t n = src->n - from < ID_BLOCK ? src->n - from : ID_BLOCK;
+        if (ids_read_block(d, src, from, n, ids) < 0) return 1;
+        if (room - k < (size_t)n * 16) {
+            TEXT_SAVE();
+            if (units_room(t, (size_t)n * 16) < 0) goto no_memory;
+            TEXT_LOAD();
+        }
+        for (Py_ssize_t j = 0; j < n; j++) {
             uint64_t id = ids[j];
             if (id < dense) {
                 const uint8_t *e = text + id * 16;
                 uint16_t meta;
                 memcpy(&meta, e + 14, 2);
-                if (skip && skip[id]) continue;
+                if (skipping && skip[id]) continue;
                 if (!(meta & TEXT_RAW)) { /* (room for 16 units an id of the block is kept) */
                     if (t->run_len) {
-                        int status = run_flush(t);
-                        if (status) return status < 0 ? (PyErr_NoMemory(), -1) : 1;
-                        if (units_room(t, (size_t)(k - j) * 16) < 0) goto no_memory;
+                        TEXT_SAVE();
+                        if ((status = run_flush(t)) || (status = units_room(t, (size_t)(n - j) * 16))) goto failed;
+                        TEXT_LOAD();
                     }
-                    copy_entry(t->units + t->k, e, meta);
-                    t->k += meta & TEXT_COUNT;
-                    t->flags |= meta;
+                    copy_entry(units + k, e, meta);
+                    k += meta & TEXT_COUNT;
+                    flags |= meta;
                     continue;
                 }
                 if (meta != TEXT_NONE && (meta & TEXT_COUNT)) {
@@ -155,19 +168,25 @@ static int ids_to_units(Text *t, const IdSource *src, const uint8_t *skip) {
             }
             Py_ssize_t slot = decode_slot(d, id);
             if (slot < 0) return 1;
-            if (skip && skip[slot]) continue;
+            if (skipping && skip[slot]) continue;
             if (run_add(t, tok_bytes(d, d->tok[slot]), tok_len(d->tok[slot]), 0) < 0) goto no_memory;
         }
     }
-    if (t->run_len) {
-        int status = run_flush(t);
-        if (status) return status < 0 ? (PyErr_NoMemory(), -1) : 1;
-    }
+    TEXT_SAVE();
+    if (t->run_len && (status = run_flush(t))) goto failed;
     t->flags &= TEXT_LATIN1 | TEXT_WIDE | TEXT_ASTRAL;
     return 0;
+#undef TEXT_SAVE
+#undef TEXT_LOAD
+failed:
+    if (status > 0) return 1;
 no_memory:
     PyErr_NoMemory();
     return -1;
+}
+
+static int ids_to_units(Text *t, const IdSource *src, const uint8_t *skip) {
+    return skip ? ids_to_units_(t, src, skip, 1) : ids_to_units_(t, src, NULL, 0);
 }
 
 /* The str of UTF-16 units[0:k] whose characters flags describes. */
