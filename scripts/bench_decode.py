@@ -7,9 +7,12 @@ The corpus (the shared 49 MB mix by default; its first ``--mb`` MB, cut into doc
 lines) is encoded once by tiktoken; every system then decodes the same ids. Figures are MB of
 UTF-8 text per second of wall time, best of ``--rounds`` interleaved rounds (the order of the
 systems turns each round); the single-thread columns run with the process pinned to one CPU,
-the batch columns on every CPU (``--threads`` threads where a system takes a number). Columns:
+the batch columns on every CPU (``--threads`` threads where a system takes a number). Freed
+memory is kept mapped for reuse, for every system alike, so that the figures are the decoders' and
+not the page faults of a fresh 48 MB str (``--page-faults`` keeps glibc's defaults; see
+``keep_freed_memory``). Columns:
 
-- ``long``: one list of every id of the corpus (about 3 million for 12 MB of cl100k) to one str;
+- ``long``: one list of every id of the corpus (about 4 million for 12 MB of cl100k) to one str;
 - ``long_numpy``: the same ids as a uint32 numpy array (what ``encode_to_numpy`` returns), for
   the systems that take one without a list;
 - ``doc``: one call per document, ids in a list;
@@ -199,6 +202,25 @@ def stream_text(stream, ids) -> str:
     return "".join(parts)
 
 
+def keep_freed_memory() -> str:
+    """Have glibc keep freed memory mapped and reuse it, for every system alike; what the report says
+    of it. The long column's str is up to 48 MB (4 bytes a character once one is above U+FFFF), which
+    glibc maps afresh for each call and unmaps when it is freed, so each call pays 12,000 page faults
+    (24 ms on the 2-CPU VM of these figures: as long as hf_bbpe's whole decode), and whether a round
+    paid them depended on what ran before it (one system measured 0 and 17,700 faults in two rounds).
+    With glibc's mmap and trim thresholds at 1 GiB the figures are the decoders'. ``--page-faults``
+    keeps glibc's defaults."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        kept = libc.mallopt(-1, 1 << 30) == 1 and libc.mallopt(-3, 1 << 30) == 1  # M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        kept = False
+    return ("freed memory kept mapped for reuse (glibc's mmap and trim thresholds at 1 GiB)" if kept
+            else "glibc's defaults could not be changed: page faults of large outputs included")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", nargs="?", default=DEFAULT_CORPUS)
@@ -208,10 +230,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip", nargs="*", default=[], help="systems not to run")
+    parser.add_argument("--page-faults", action="store_true",
+                        help="keep glibc's malloc thresholds, so that large outputs are mapped afresh each call "
+                             "(see keep_freed_memory)")
     parser.add_argument("--json", help="also write the figures here, with the machine, load and date "
                                        "(scripts/render_benchmarks.py renders docs/benchmarks.md from them)")
     args = parser.parse_args()
     from bench_results import machine
+
+    memory = ("glibc's defaults: large outputs mapped afresh each call, their page faults included"
+              if args.page_faults else keep_freed_memory())
 
     started = machine()
     opener = lzma.open if args.corpus.endswith(".xz") else open
@@ -222,7 +250,7 @@ def main() -> None:
     one_cpu = {min(all_cpus)}
     print(f"corpus {args.corpus}: first {len(text.encode()) / 1e6:.1f} MB, {len(documents)} documents; "
           f"CPUs: {len(all_cpus)} (shared machine: compare figures within this run only); {load_average()}; "
-          f"CPU: {cpu_model()}")
+          f"CPU: {cpu_model()}; memory: {memory}")
     workdir = tempfile.mkdtemp(prefix="bench_decode_")
     atexit.register(shutil.rmtree, workdir, True)
     ranks_file = rank_file(args.encoding, workdir)
@@ -295,7 +323,7 @@ def main() -> None:
 
         write_results(args.json, "bench_decode", {k: str(v) for k, v in vars(args).items()}, {
             "corpus": args.corpus, "encoding": args.encoding, "mb": long_mb, "documents": len(documents),
-            "ids": len(long_ids), "rounds": args.rounds, "threads": args.threads,
+            "ids": len(long_ids), "rounds": args.rounds, "threads": args.threads, "memory": memory,
             "columns": {c: {"label": label, "mb": mb} for c, (label, mb) in columns.items()},
             "ratios": ratios, "skipped": skipped,
             "systems": {name: {"version": systems[name]["version"], "output_equal": equal[name],

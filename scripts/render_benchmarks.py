@@ -220,6 +220,7 @@ def render_bench_decode(record: dict[str, Any]) -> str:
              f"documents, {r['ids']:,} ids), encoded by tiktoken; best of {r['rounds']} interleaved rounds. MB of "
              "text per second (wall); single-thread columns pinned to one CPU. Every output was checked against "
              "tiktoken's on every document (a system that differs is marked and is no peer)."
+             + (f" Memory: {r['memory']}." if r.get("memory") else "")
              + "".join(f" Not run: {note}." for note in r.get("skipped", [])), "",
              "| system | " + " | ".join(columns[c]["label"] for c in shown) + " |",
              "|---|" + "---:|" * len(shown)]

@@ -1,10 +1,10 @@
 /*
  * decode() of a list, tuple or buffer of ids to a str, in one pass over the ids. Most tokens are
  * valid UTF-8 by themselves (all but those that start or end inside a character) and short, so
- * their text entry (decode.h) holds their UTF-16 code units: the pass copies those, 16 bytes an id,
- * as decode_bytes copies bytes. The bytes of the other tokens (a character cut between tokens, a
- * token of more than TEXT_UNITS units, a far id) are gathered into runs, and each run is decoded
- * from UTF-8 when a whole token follows it. The text is valid UTF-8 exactly when each run is,
+ * their text entry (decode.h) holds their characters: the pass copies one entry an id, as
+ * decode_bytes copies bytes. The bytes of the other tokens (a character cut between tokens, a
+ * token of more than TEXT_UNITS units, a far id) are gathered into runs, and a run is decoded from
+ * UTF-8 when a token with its text in its entry follows it, or at the end. The text is valid UTF-8 exactly when each run is,
  * since the tokens between runs are. The units are then narrowed into a str of one byte a
  * character, copied into one of two, or widened into one of four, as the largest says.
  *
@@ -36,8 +36,7 @@ void text_entry(uint8_t *entry, const uint8_t *bytes, size_t len) {
     uint32_t maxchar = 0;
     memset(entry, 0, 16);
     ptrdiff_t n = -1;
-    if (len <= 4 * TEXT_UNITS && utf8_measure(bytes, len, &maxchar) >= 0)
-        n = utf8_to_utf16(bytes, len, units, &maxchar); /* (at most len units) */
+    if (len <= 4 * TEXT_UNITS) n = utf8_to_utf16(bytes, len, units, &maxchar); /* (at most len units) */
     if (n >= 0 && maxchar <= 0x7F && len <= TEXT_BYTES) {
         memcpy(entry, bytes, len);
         meta = (uint16_t)len | TEXT_ASCII;
