@@ -12,6 +12,33 @@
 
 #define UTF8_ASCII_MASK UINT64_C(0x8080808080808080)
 
+/* The code point of the character at s[*at], whose first byte is above 0x7F, with *at moved past
+ * it; -1 when it is not valid as Python's strict codec takes UTF-8 (cut short by n, an overlong
+ * form, a surrogate, above U+10FFFF). */
+static inline int32_t utf8_next(const uint8_t *s, size_t n, size_t *at) {
+    size_t i = *at;
+    uint32_t c = s[i], cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+        if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return -1;
+        cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);
+        *at = i + 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return -1;
+        cp = (c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
+        if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+        *at = i + 3;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+            return -1;
+        cp = (c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 | (uint32_t)(s[i + 2] & 0x3F) << 6 | (s[i + 3] & 0x3F);
+        if (cp < 0x10000 || cp > 0x10FFFF) return -1;
+        *at = i + 4;
+    } else {
+        return -1;
+    }
+    return (int32_t)cp;
+}
+
 /* The number of characters of s[0:n] if it is valid UTF-8 as Python's strict codec takes it (no
  * overlong form, no surrogate, nothing above U+10FFFF), with the largest code point above ASCII in
  * *maxchar (0 when all are ASCII); -1 if it is not. */
@@ -29,31 +56,14 @@ static inline ptrdiff_t utf8_measure(const uint8_t *s, size_t n, uint32_t *maxch
                 continue;
             }
         }
-        uint32_t c = s[i], cp;
-        if (c < 0x80) {
+        if (s[i] < 0x80) {
             i++;
             chars++;
             continue;
         }
-        if (c >= 0xC2 && c <= 0xDF) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return -1;
-            cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);
-            i += 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return -1;
-            cp = (c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
-            if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
-            i += 3;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
-                return -1;
-            cp = (c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 | (uint32_t)(s[i + 2] & 0x3F) << 6 | (s[i + 3] & 0x3F);
-            if (cp < 0x10000 || cp > 0x10FFFF) return -1;
-            i += 4;
-        } else {
-            return -1;
-        }
-        if (cp > max) max = cp;
+        int32_t cp = utf8_next(s, n, &i);
+        if (cp < 0) return -1;
+        if ((uint32_t)cp > max) max = (uint32_t)cp;
         chars++;
     }
     *maxchar = max;
@@ -119,29 +129,9 @@ static inline void utf8_fill(const uint8_t *s, size_t n, void *out, int kind) {
                     continue;                                                                                          \
                 }                                                                                                      \
             }                                                                                                          \
-            uint32_t c = s[i], cp;                                                                                     \
-            if (c < 0x80) {                                                                                            \
-                cp = c;                                                                                                \
-                i++;                                                                                                   \
-            } else if (c >= 0xC2 && c <= 0xDF) {                                                                       \
-                if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return -1;                                               \
-                cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);                                                              \
-                i += 2;                                                                                                \
-            } else if (c >= 0xE0 && c <= 0xEF) {                                                                       \
-                if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return -1;                   \
-                cp = (c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);                          \
-                if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;                                           \
-                i += 3;                                                                                                \
-            } else if (c >= 0xF0 && c <= 0xF4) {                                                                       \
-                if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80) \
-                    return -1;                                                                                         \
-                cp = (c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 | (uint32_t)(s[i + 2] & 0x3F) << 6 |        \
-                     (s[i + 3] & 0x3F);                                                                                \
-                if (cp < 0x10000 || cp > 0x10FFFF) return -1;                                                          \
-                i += 4;                                                                                                \
-            } else {                                                                                                   \
-                return -1;                                                                                             \
-            }                                                                                                          \
+            int32_t cp = s[i];                                                                                         \
+            if (cp < 0x80) i++;                                                                                        \
+            else if ((cp = utf8_next(s, n, &i)) < 0) return -1;                                                        \
             if (k >= chars) return -1;                                                                                 \
             out[k++] = (UNIT)cp;                                                                                       \
         }                                                                                                              \
@@ -174,34 +164,19 @@ static inline ptrdiff_t utf8_to_utf16(const uint8_t *s, size_t n, uint16_t *out,
                 continue;
             }
         }
-        uint32_t c = s[i], cp;
-        if (c < 0x80) {
-            out[k++] = (uint16_t)c;
-            i++;
+        if (s[i] < 0x80) {
+            out[k++] = s[i++];
             continue;
         }
-        if (c >= 0xC2 && c <= 0xDF) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return -1;
-            cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);
-            i += 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return -1;
-            cp = (c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
-            if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
-            i += 3;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
-                return -1;
-            cp = (c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 | (uint32_t)(s[i + 2] & 0x3F) << 6 | (s[i + 3] & 0x3F);
-            if (cp < 0x10000 || cp > 0x10FFFF) return -1;
-            i += 4;
+        int32_t c = utf8_next(s, n, &i);
+        if (c < 0) return -1;
+        uint32_t cp = (uint32_t)c;
+        if (cp > 0xFFFF) {
             high |= cp;
             cp -= 0x10000;
             out[k++] = (uint16_t)(0xD800 | cp >> 10);
             out[k++] = (uint16_t)(0xDC00 | (cp & 0x3FF));
             continue;
-        } else {
-            return -1;
         }
         high |= cp;
         out[k++] = (uint16_t)cp;
