@@ -1,13 +1,14 @@
 /*
  * What the decoder's files share (decode_table.c, decode_ids.c, decode.c, decode_text.c,
- * decode_batch.c, stream.c): the token table (TokenDecoder), ids as callers hold them (IdSource), the calls
- * between files. The Python twin is engine/encoding/decoding_reference.py.
+ * decode_batch.c, stream.c): the token table (TokenDecoder), ids as callers hold them
+ * (IdSource), the calls between files. The Python twin is engine/encoding/decoding_reference.py.
  *
  * The table is every token's bytes end to end, and per slot the token's place in them. An id
  * below `dense` is its own slot; the few ids above (special tokens given large ids) are kept
  * sorted in `far` and found by binary search, slot dense + their index. A dense id also has a
  * 16-byte text entry: the token's UTF-16 units when it is valid UTF-8 alone and short (its
- * characters when they are ASCII), else its bytes when they are few, so that decode() to a str mostly copies one entry an id (decode_text.c).
+ * characters when they are ASCII), else its bytes when they are few, so that decode() to a str
+ * mostly copies one entry an id (decode_text.c).
  * Built once per tokenizer (the Tokenizer drops it when its tokens change) and read-only after:
  * threads share it.
  */
@@ -36,10 +37,10 @@
 #define TEXT_COUNT 0x000F  /* how many units (or ASCII characters); for TEXT_RAW, bytes (0: more than
                               TEXT_BYTES, read from tok) */
 #define TEXT_RAW 0x0010    /* the entry holds bytes: the token is not valid UTF-8 alone, or has too many units */
-#define TEXT_ASCII 0x0100  /* the entry holds the token's characters, all ASCII, a byte each */
 #define TEXT_LATIN1 0x0020 /* it has a character above U+007F */
 #define TEXT_WIDE 0x0040   /* above U+00FF */
 #define TEXT_ASTRAL 0x0080 /* above U+FFFF (two units) */
+#define TEXT_ASCII 0x0100  /* the entry holds the token's characters, all ASCII, a byte each */
 #define TEXT_NONE 0xFFFF   /* no token has this id */
 
 typedef struct {
@@ -73,26 +74,22 @@ static inline Py_ssize_t decode_slot(const TokenDecoder *d, uint64_t id) {
     return lo < d->nfar && d->far[lo] == id ? d->dense + lo : -1;
 }
 
-/* The value of an exact int that fits a digit (or is compact) into *value: 1; 0 when it does not
- * (or is negative: int_id then reads it the slow way). */
-static inline int int_id_compact(PyObject *o, uint64_t *value) {
-#if PY_VERSION_HEX >= 0x030C0000
-    if (!PyUnstable_Long_IsCompact((PyLongObject *)o)) return 0;
-    Py_ssize_t v = PyUnstable_Long_CompactValue((PyLongObject *)o);
-    *value = (uint64_t)v;
-    return v >= 0;
-#else
-    Py_ssize_t size = Py_SIZE(o);
-    if (size != 0 && size != 1) return 0;
-    *value = size ? (uint64_t)((PyLongObject *)o)->ob_digit[0] : 0;
-    return 1;
-#endif
-}
-
 /* The id of an exact int: 1 (UINT64_MAX, which is no token, for a negative one); 0 when it does
  * not fit 64 bits (then it is no token either). */
 static inline int int_id(PyObject *o, uint64_t *value) {
-    if (int_id_compact(o, value)) return 1;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact((PyLongObject *)o)) {
+        Py_ssize_t v = PyUnstable_Long_CompactValue((PyLongObject *)o);
+        *value = v < 0 ? UINT64_MAX : (uint64_t)v;
+        return 1;
+    }
+#else
+    Py_ssize_t size = Py_SIZE(o);
+    if (size == 0 || size == 1) {
+        *value = size ? (uint64_t)((PyLongObject *)o)->ob_digit[0] : 0;
+        return 1;
+    }
+#endif
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow) return 0;

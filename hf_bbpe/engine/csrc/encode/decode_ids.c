@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/grow.h"
-#include "common/utf8.h"
 #include "encode/decode.h"
 
 /* Whether view is a 1-d buffer of native integers the decoder reads (else the converter reads it). */

@@ -4,9 +4,10 @@
  * their text entry (decode.h) holds their characters: the pass copies one entry an id, as
  * decode_bytes copies bytes. The bytes of the other tokens (a character cut between tokens, a
  * token of more than TEXT_UNITS units, a far id) are gathered into runs, and a run is decoded from
- * UTF-8 when a token with its text in its entry follows it, or at the end. The text is valid UTF-8 exactly when each run is,
- * since the tokens between runs are. The units are then narrowed into a str of one byte a
- * character, copied into one of two, or widened into one of four, as the largest says.
+ * UTF-8 when a token with its text in its entry follows it, or at the end. The text is valid
+ * UTF-8 exactly when each run is, since the tokens between runs are. The units are then narrowed
+ * into a str of one byte a character, copied into one of two, or widened into one of four, as the
+ * largest says.
  *
  * What this pass does not handle it leaves to decode_one's slot path, which gives the same text
  * or error: invalid UTF-8 (the errors handler), an id that is no token (the ValueError naming it),
@@ -28,6 +29,12 @@
 
 #define RUN_STACK 1024 /* a run's bytes are gathered on the stack up to this many, then in a malloc'd buffer */
 
+/* TEXT_LATIN1, TEXT_WIDE and TEXT_ASTRAL for text whose largest character is maxchar (or whose
+ * characters or-ed are). */
+static inline uint32_t text_flags(uint32_t maxchar) {
+    return (maxchar > 0x7F ? TEXT_LATIN1 : 0) | (maxchar > 0xFF ? TEXT_WIDE : 0) | (maxchar > 0xFFFF ? TEXT_ASTRAL : 0);
+}
+
 /* The text entry of a token of len bytes: its characters when they are up to TEXT_BYTES ASCII
  * ones, its units when it is valid UTF-8 of up to TEXT_UNITS units, else TEXT_RAW and its bytes
  * if there are up to TEXT_BYTES. */
@@ -42,8 +49,7 @@ void text_entry(uint8_t *entry, const uint8_t *bytes, size_t len) {
         meta = (uint16_t)len | TEXT_ASCII;
     } else if (n >= 0 && n <= TEXT_UNITS) {
         memcpy(entry, units, (size_t)n * 2);
-        meta = (uint16_t)n | (maxchar > 0x7F ? TEXT_LATIN1 : 0) | (maxchar > 0xFF ? TEXT_WIDE : 0) |
-               (maxchar > 0xFFFF ? TEXT_ASTRAL : 0);
+        meta = (uint16_t)((uint32_t)n | text_flags(maxchar));
     } else if (len <= TEXT_BYTES) {
         memcpy(entry, bytes, len);
         meta = (uint16_t)len | TEXT_RAW;
@@ -98,8 +104,7 @@ static int run_flush(Text *t) {
     ptrdiff_t n = utf8_to_utf16(t->run, t->run_len, t->units + t->k, &maxchar);
     if (n < 0) return 1;
     t->k += (size_t)n;
-    t->flags |= (maxchar > 0x7F ? TEXT_LATIN1 : 0) | (maxchar > 0xFF ? TEXT_WIDE : 0) |
-                (maxchar > 0xFFFF ? TEXT_ASTRAL : 0);
+    t->flags |= text_flags(maxchar);
     t->run_len = 0;
     return 0;
 }
